@@ -1,0 +1,458 @@
+//! NIP-01 messages between clients and relays: strict parsing, and writers
+//! that produce the exact JSON text for each message.
+
+use std::borrow::Cow;
+
+use crate::canonical::{put_u64, SignedFields};
+use crate::error::{Error, ErrorKind};
+use crate::event::{read_event, EventRef};
+use crate::filter::{read_filter, Filter};
+use crate::json::{write_quoted, JsonStr, Sink};
+use crate::limits::Limits;
+use crate::reader::Reader;
+use crate::types::EventId;
+
+/// Longest subscription id NIP-01 allows, in characters.
+pub const MAX_SUBSCRIPTION_ID_CHARS: usize = 64;
+
+/// A message from a client to a relay.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum ClientMessage<'a> {
+    /// `["EVENT", <event>]`: publish an event.
+    Event(EventRef<'a>),
+    /// `["REQ", <subscription id>, <filter>...]`: query and subscribe.
+    Req {
+        /// Subscription id, unique per connection.
+        subscription_id: Cow<'a, str>,
+        /// One or more filters (OR).
+        filters: Vec<Filter>,
+    },
+    /// `["COUNT", <subscription id>, <filter>...]`: NIP-45 count.
+    Count {
+        /// Query id.
+        subscription_id: Cow<'a, str>,
+        /// One or more filters (OR).
+        filters: Vec<Filter>,
+    },
+    /// `["CLOSE", <subscription id>]`: end a subscription.
+    Close(Cow<'a, str>),
+    /// `["AUTH", <event>]`: NIP-42 authentication.
+    Auth(EventRef<'a>),
+}
+
+/// A message from a relay to a client.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum RelayMessage<'a> {
+    /// `["EVENT", <subscription id>, <event>]`.
+    Event {
+        /// The subscription the event answers.
+        subscription_id: Cow<'a, str>,
+        /// The event.
+        event: EventRef<'a>,
+    },
+    /// `["OK", <event id>, <accepted>, <message>]`.
+    Ok {
+        /// The event this answers.
+        event_id: EventId,
+        /// Whether the event was accepted.
+        accepted: bool,
+        /// Reason, with a machine-readable prefix when refused.
+        message: Cow<'a, str>,
+    },
+    /// `["EOSE", <subscription id>]`: end of stored events.
+    Eose(Cow<'a, str>),
+    /// `["CLOSED", <subscription id>, <message>]`: the relay ended a subscription.
+    Closed {
+        /// The subscription.
+        subscription_id: Cow<'a, str>,
+        /// Reason, with a machine-readable prefix.
+        message: Cow<'a, str>,
+    },
+    /// `["NOTICE", <message>]`.
+    Notice(Cow<'a, str>),
+    /// `["AUTH", <challenge>]`.
+    Auth(Cow<'a, str>),
+    /// `["COUNT", <subscription id>, {"count": n}]`.
+    Count {
+        /// The query id.
+        subscription_id: Cow<'a, str>,
+        /// The count.
+        count: u64,
+    },
+}
+
+fn message_type<'a>(r: &mut Reader<'a>) -> Result<JsonStr<'a>, Error> {
+    if r.peek() != Some(b'[') {
+        return Err(Error::at(ErrorKind::InvalidMessage, r.pos()));
+    }
+    r.bump();
+    r.string_max(16)
+        .map_err(|e| Error::at(ErrorKind::InvalidMessage, e.offset().unwrap_or(0)))
+}
+
+fn next_element(r: &mut Reader<'_>) -> Result<(), Error> {
+    if r.eat(b',') {
+        Ok(())
+    } else if r.peek() == Some(b']') {
+        Err(Error::at(ErrorKind::InvalidMessage, r.pos()))
+    } else {
+        Err(r.syntax())
+    }
+}
+
+fn end_message(r: &mut Reader<'_>) -> Result<(), Error> {
+    match r.peek() {
+        Some(b']') => {
+            r.bump();
+            r.finish()
+        }
+        Some(b',') => Err(Error::at(ErrorKind::InvalidMessage, r.pos())),
+        _ => Err(r.syntax()),
+    }
+}
+
+fn subscription_id<'a>(r: &mut Reader<'a>) -> Result<Cow<'a, str>, Error> {
+    let at = r.peek().map(|_| r.pos()).unwrap_or(0);
+    let value = r.string_max(4 * 6 * MAX_SUBSCRIPTION_ID_CHARS)?.value();
+    let chars = value.chars().count();
+    if chars == 0 || chars > MAX_SUBSCRIPTION_ID_CHARS {
+        return Err(Error::at(ErrorKind::InvalidSubscriptionId, at));
+    }
+    Ok(value)
+}
+
+fn filters(r: &mut Reader<'_>) -> Result<Vec<Filter>, Error> {
+    let mut out = Vec::new();
+    while r.eat(b',') {
+        if out.len() >= r.limits.max_filters {
+            return Err(Error::at(ErrorKind::TooManyFilters, r.pos()));
+        }
+        out.push(read_filter(r).map_err(|e| e.with_field("filter"))?);
+    }
+    if out.is_empty() {
+        return Err(Error::at(ErrorKind::InvalidMessage, r.pos()));
+    }
+    Ok(out)
+}
+
+impl<'a> ClientMessage<'a> {
+    /// Parses a client message with the default limits.
+    pub fn parse(input: &'a [u8]) -> Result<ClientMessage<'a>, Error> {
+        Self::parse_with(input, &Limits::DEFAULT)
+    }
+
+    /// Parses a client message.
+    pub fn parse_with(input: &'a [u8], limits: &Limits) -> Result<ClientMessage<'a>, Error> {
+        let mut r = Reader::new(input, limits.max_message_bytes, limits)?;
+        let kind = message_type(&mut r)?;
+        let message = match kind.raw() {
+            "EVENT" | "AUTH" => {
+                next_element(&mut r)?;
+                let event = read_event(&mut r)?;
+                if kind.raw() == "EVENT" {
+                    ClientMessage::Event(event)
+                } else {
+                    ClientMessage::Auth(event)
+                }
+            }
+            "REQ" | "COUNT" => {
+                next_element(&mut r)?;
+                let subscription_id = subscription_id(&mut r)?;
+                let filters = filters(&mut r)?;
+                if kind.raw() == "REQ" {
+                    ClientMessage::Req {
+                        subscription_id,
+                        filters,
+                    }
+                } else {
+                    ClientMessage::Count {
+                        subscription_id,
+                        filters,
+                    }
+                }
+            }
+            "CLOSE" => {
+                next_element(&mut r)?;
+                ClientMessage::Close(subscription_id(&mut r)?)
+            }
+            _ => return Err(Error::at(ErrorKind::UnknownMessage, 1)),
+        };
+        end_message(&mut r)?;
+        Ok(message)
+    }
+
+    /// The message's type name (`"EVENT"`, `"REQ"`, ...).
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            ClientMessage::Event(_) => "EVENT",
+            ClientMessage::Req { .. } => "REQ",
+            ClientMessage::Count { .. } => "COUNT",
+            ClientMessage::Close(_) => "CLOSE",
+            ClientMessage::Auth(_) => "AUTH",
+        }
+    }
+
+    /// Writes the message as compact JSON.
+    pub fn write_json<S: Sink + ?Sized>(&self, out: &mut S) {
+        match self {
+            ClientMessage::Event(e) => write::client_event(out, e),
+            ClientMessage::Req {
+                subscription_id,
+                filters,
+            } => write::req(out, subscription_id, filters),
+            ClientMessage::Count {
+                subscription_id,
+                filters,
+            } => write::count_request(out, subscription_id, filters),
+            ClientMessage::Close(id) => write::close(out, id),
+            ClientMessage::Auth(e) => write::client_auth(out, e),
+        }
+    }
+}
+
+impl<'a> RelayMessage<'a> {
+    /// Parses a relay message with the default limits.
+    pub fn parse(input: &'a [u8]) -> Result<RelayMessage<'a>, Error> {
+        Self::parse_with(input, &Limits::DEFAULT)
+    }
+
+    /// Parses a relay message.
+    pub fn parse_with(input: &'a [u8], limits: &Limits) -> Result<RelayMessage<'a>, Error> {
+        let mut r = Reader::new(input, limits.max_message_bytes, limits)?;
+        let kind = message_type(&mut r)?;
+        next_element(&mut r)?;
+        let message = match kind.raw() {
+            "EVENT" => {
+                let subscription_id = subscription_id(&mut r)?;
+                next_element(&mut r)?;
+                RelayMessage::Event {
+                    subscription_id,
+                    event: read_event(&mut r)?,
+                }
+            }
+            "OK" => {
+                let at = r.pos();
+                let id = r.string()?;
+                let event_id = EventId::from_hex(&id.value()).map_err(|e| Error::at(e.kind(), at))?;
+                next_element(&mut r)?;
+                let accepted = r.boolean()?;
+                next_element(&mut r)?;
+                RelayMessage::Ok {
+                    event_id,
+                    accepted,
+                    message: r.string()?.value(),
+                }
+            }
+            "EOSE" => RelayMessage::Eose(subscription_id(&mut r)?),
+            "CLOSED" => {
+                let subscription_id = subscription_id(&mut r)?;
+                next_element(&mut r)?;
+                RelayMessage::Closed {
+                    subscription_id,
+                    message: r.string()?.value(),
+                }
+            }
+            "NOTICE" => RelayMessage::Notice(r.string()?.value()),
+            "AUTH" => RelayMessage::Auth(r.string()?.value()),
+            "COUNT" => {
+                let subscription_id = subscription_id(&mut r)?;
+                next_element(&mut r)?;
+                let mut count = None;
+                r.object(|r, key| match key.value().as_ref() {
+                    "count" if count.is_none() => {
+                        count = Some(r.integer(ErrorKind::InvalidNumber)?);
+                        Ok(())
+                    }
+                    "count" => Err(Error::at(ErrorKind::DuplicateKey, r.pos())),
+                    _ => r.skip_value(1),
+                })?;
+                RelayMessage::Count {
+                    subscription_id,
+                    count: count.ok_or(Error::at(ErrorKind::MissingField, r.pos()).with_field("count"))?,
+                }
+            }
+            _ => return Err(Error::at(ErrorKind::UnknownMessage, 1)),
+        };
+        end_message(&mut r)?;
+        Ok(message)
+    }
+}
+
+/// Writers for every message, usable with any event representation.
+pub mod write {
+    use super::*;
+
+    /// `["EVENT",<event>]`
+    pub fn client_event<S: Sink + ?Sized, E: SignedFields + ?Sized>(out: &mut S, event: &E) {
+        out.put(b"[\"EVENT\",");
+        event.write_json(out);
+        out.put(b"]");
+    }
+
+    /// `["AUTH",<event>]`
+    pub fn client_auth<S: Sink + ?Sized, E: SignedFields + ?Sized>(out: &mut S, event: &E) {
+        out.put(b"[\"AUTH\",");
+        event.write_json(out);
+        out.put(b"]");
+    }
+
+    fn with_filters<S: Sink + ?Sized>(out: &mut S, name: &[u8], id: &str, filters: &[Filter]) {
+        out.put(b"[\"");
+        out.put(name);
+        out.put(b"\",");
+        write_quoted(out, id);
+        for f in filters {
+            out.put(b",");
+            f.write_json(out);
+        }
+        out.put(b"]");
+    }
+
+    /// `["REQ",<id>,<filter>...]`
+    pub fn req<S: Sink + ?Sized>(out: &mut S, subscription_id: &str, filters: &[Filter]) {
+        with_filters(out, b"REQ", subscription_id, filters);
+    }
+
+    /// `["COUNT",<id>,<filter>...]` (client side)
+    pub fn count_request<S: Sink + ?Sized>(out: &mut S, subscription_id: &str, filters: &[Filter]) {
+        with_filters(out, b"COUNT", subscription_id, filters);
+    }
+
+    /// `["CLOSE",<id>]`
+    pub fn close<S: Sink + ?Sized>(out: &mut S, subscription_id: &str) {
+        out.put(b"[\"CLOSE\",");
+        write_quoted(out, subscription_id);
+        out.put(b"]");
+    }
+
+    /// `["EVENT",<id>,<event>]`
+    pub fn relay_event<S: Sink + ?Sized, E: SignedFields + ?Sized>(
+        out: &mut S,
+        subscription_id: &str,
+        event: &E,
+    ) {
+        relay_event_json(out, subscription_id, |out| event.write_json(out));
+    }
+
+    /// `["EVENT",<id>,<event JSON written by write_event>]`, for events kept as JSON text.
+    pub fn relay_event_json<S: Sink + ?Sized>(
+        out: &mut S,
+        subscription_id: &str,
+        write_event: impl FnOnce(&mut S),
+    ) {
+        out.put(b"[\"EVENT\",");
+        write_quoted(out, subscription_id);
+        out.put(b",");
+        write_event(out);
+        out.put(b"]");
+    }
+
+    /// `["OK",<event id>,<accepted>,<message>]`
+    pub fn ok<S: Sink + ?Sized>(out: &mut S, event_id: &EventId, accepted: bool, message: &str) {
+        out.put(b"[\"OK\",\"");
+        out.put(&event_id.to_hex_bytes());
+        out.put(if accepted { b"\",true," } else { b"\",false," });
+        write_quoted(out, message);
+        out.put(b"]");
+    }
+
+    /// `["EOSE",<id>]`
+    pub fn eose<S: Sink + ?Sized>(out: &mut S, subscription_id: &str) {
+        out.put(b"[\"EOSE\",");
+        write_quoted(out, subscription_id);
+        out.put(b"]");
+    }
+
+    /// `["CLOSED",<id>,<message>]`
+    pub fn closed<S: Sink + ?Sized>(out: &mut S, subscription_id: &str, message: &str) {
+        out.put(b"[\"CLOSED\",");
+        write_quoted(out, subscription_id);
+        out.put(b",");
+        write_quoted(out, message);
+        out.put(b"]");
+    }
+
+    /// `["NOTICE",<message>]`
+    pub fn notice<S: Sink + ?Sized>(out: &mut S, message: &str) {
+        out.put(b"[\"NOTICE\",");
+        write_quoted(out, message);
+        out.put(b"]");
+    }
+
+    /// `["AUTH",<challenge>]`
+    pub fn auth_challenge<S: Sink + ?Sized>(out: &mut S, challenge: &str) {
+        out.put(b"[\"AUTH\",");
+        write_quoted(out, challenge);
+        out.put(b"]");
+    }
+
+    /// `["COUNT",<id>,{"count":<n>}]` (relay side)
+    pub fn count_result<S: Sink + ?Sized>(out: &mut S, subscription_id: &str, count: u64) {
+        out.put(b"[\"COUNT\",");
+        write_quoted(out, subscription_id);
+        out.put(b",{\"count\":");
+        put_u64(out, count);
+        out.put(b"}]");
+    }
+}
+
+impl RelayMessage<'_> {
+    /// Writes the message as compact JSON.
+    pub fn write_json<S: Sink + ?Sized>(&self, out: &mut S) {
+        match self {
+            RelayMessage::Event {
+                subscription_id,
+                event,
+            } => write::relay_event(out, subscription_id, event),
+            RelayMessage::Ok {
+                event_id,
+                accepted,
+                message,
+            } => write::ok(out, event_id, *accepted, message),
+            RelayMessage::Eose(id) => write::eose(out, id),
+            RelayMessage::Closed {
+                subscription_id,
+                message,
+            } => write::closed(out, subscription_id, message),
+            RelayMessage::Notice(m) => write::notice(out, m),
+            RelayMessage::Auth(c) => write::auth_challenge(out, c),
+            RelayMessage::Count {
+                subscription_id,
+                count,
+            } => write::count_result(out, subscription_id, *count),
+        }
+    }
+}
+
+/// An event as found on one line of a JSON Lines file: a bare event object,
+/// `["EVENT",{...}]` or `["EVENT","<sub>",{...}]`.
+pub fn parse_event_line<'a>(input: &'a [u8], limits: &Limits) -> Result<EventRef<'a>, Error> {
+    let mut r = Reader::new(input, limits.max_message_bytes, limits)?;
+    match r.peek() {
+        Some(b'{') => {
+            if input.len() > limits.max_event_bytes {
+                return Err(Error::at(ErrorKind::TooLarge, limits.max_event_bytes));
+            }
+            let event = read_event(&mut r)?;
+            r.finish()?;
+            Ok(event)
+        }
+        Some(b'[') => {
+            let kind = message_type(&mut r)?;
+            if kind.raw() != "EVENT" {
+                return Err(Error::at(ErrorKind::UnknownMessage, 1));
+            }
+            next_element(&mut r)?;
+            if r.peek() == Some(b'"') {
+                subscription_id(&mut r)?;
+                next_element(&mut r)?;
+            }
+            let event = read_event(&mut r)?;
+            end_message(&mut r)?;
+            Ok(event)
+        }
+        _ => Err(r.syntax()),
+    }
+}
