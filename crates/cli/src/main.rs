@@ -1,1 +1,59 @@
-fn main(){}
+//! `nostrwire`: one binary, one subcommand per job. Each subcommand lives in
+//! its own file under `cmd/`; this file only declares the command line.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod cmd;
+mod input;
+
+/// A fast Nostr toolkit: event codec, binary format, relay and load tester.
+#[derive(Debug, Parser)]
+#[command(name = "nostrwire", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Verify events from a JSON Lines file: strict parse, id and signature.
+    ///
+    /// Each line holds an event object, `["EVENT",{...}]` or
+    /// `["EVENT","<sub>",{...}]`; blank lines are skipped. Prints one line per
+    /// invalid event and a final `N valid, M invalid`. Exit status: 0 if all
+    /// are valid, 1 if any is invalid, 2 on a usage or I/O error.
+    Verify(cmd::verify::Args),
+    /// Benchmarks, measured against named competitors in the same run.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum BenchCommand {
+    /// Event codec stages (parse, id, signature, serialization) against the
+    /// `nostr` crate, a serde_json + sha2 baseline and bare libsecp256k1.
+    Codec(cmd::bench_codec::Args),
+}
+
+/// Default corpus path used by commands that take `--corpus`.
+pub(crate) fn default_corpus() -> PathBuf {
+    PathBuf::from("testdata/real-events.jsonl")
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Verify(args) => cmd::verify::run(args),
+        Command::Bench(BenchCommand::Codec(args)) => cmd::bench_codec::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("nostrwire: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,4 @@
+//! One module per subcommand. Each exposes `Args` (clap) and `run`.
+
+pub mod bench_codec;
+pub mod verify;

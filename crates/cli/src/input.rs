@@ -1,0 +1,117 @@
+//! Input helpers shared by subcommands: `FILE|-` arguments and a line reader
+//! that never buffers more than a fixed limit per line.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::Path;
+
+use anyhow::Context;
+
+/// Opens `path`, or standard input for `-` or no path.
+pub fn open(path: Option<&Path>) -> anyhow::Result<Box<dyn BufRead>> {
+    match path {
+        None => Ok(Box::new(BufReader::with_capacity(1 << 16, io::stdin()))),
+        Some(p) if p.as_os_str() == "-" => Ok(Box::new(BufReader::with_capacity(1 << 16, io::stdin()))),
+        Some(p) => {
+            let file = File::open(p).with_context(|| format!("cannot open {}", p.display()))?;
+            Ok(Box::new(BufReader::with_capacity(1 << 16, file)))
+        }
+    }
+}
+
+/// One line of input.
+#[derive(Debug)]
+pub enum Line {
+    /// The line's bytes, without the newline (and without a trailing `\r`).
+    Text(Vec<u8>),
+    /// The line was longer than the limit; its bytes were skipped.
+    TooLong,
+}
+
+/// Reads lines of at most `max` bytes, skipping (not buffering) longer ones.
+#[derive(Debug)]
+pub struct Lines<R> {
+    reader: R,
+    max: usize,
+}
+
+impl<R: BufRead> Lines<R> {
+    /// A line reader over `reader`.
+    pub fn new(reader: R, max: usize) -> Self {
+        Lines { reader, max }
+    }
+
+    /// The next line, or `None` at end of input.
+    pub fn next_line(&mut self) -> io::Result<Option<Line>> {
+        let mut line = Vec::new();
+        let mut too_long = false;
+        let mut any = false;
+        loop {
+            let buf = self.reader.fill_buf()?;
+            if buf.is_empty() {
+                break;
+            }
+            any = true;
+            let (chunk, done) = match memchr(buf) {
+                Some(i) => (&buf[..i], Some(i + 1)),
+                None => (buf, None),
+            };
+            if !too_long {
+                if line.len() + chunk.len() > self.max {
+                    too_long = true;
+                    line = Vec::new();
+                } else {
+                    line.extend_from_slice(chunk);
+                }
+            }
+            let consumed = done.unwrap_or(buf.len());
+            self.reader.consume(consumed);
+            if done.is_some() {
+                break;
+            }
+        }
+        if !any {
+            return Ok(None);
+        }
+        if too_long {
+            return Ok(Some(Line::TooLong));
+        }
+        if line.last() == Some(&b'\r') {
+            line.pop();
+        }
+        Ok(Some(Line::Text(line)))
+    }
+}
+
+fn memchr(buf: &[u8]) -> Option<usize> {
+    buf.iter().position(|&b| b == b'\n')
+}
+
+/// Reads a whole file into memory (for corpora).
+pub fn read_all(path: &Path) -> anyhow::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    File::open(path)
+        .with_context(|| format!("cannot open {}", path.display()))?
+        .read_to_end(&mut out)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounded_lines() {
+        let data = b"ab\r\ncdefgh\n\nij";
+        let mut lines = Lines::new(BufReader::with_capacity(3, &data[..]), 4);
+        let mut out = Vec::new();
+        while let Some(line) = lines.next_line().unwrap() {
+            out.push(match line {
+                Line::Text(t) => String::from_utf8(t).unwrap(),
+                Line::TooLong => "<long>".into(),
+            });
+        }
+        assert_eq!(out, ["ab", "<long>", "", "ij"]);
+    }
+}
