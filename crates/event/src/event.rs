@@ -143,7 +143,8 @@ impl<'a> Iterator for TagElements<'a> {
         if self.cursor.next_token()? != b'"' {
             return None;
         }
-        let scanned = scan_string(self.cursor.src, self.cursor.pos, usize::MAX).expect("validated");
+        let scanned = scan_string(self.cursor.src.as_bytes(), self.cursor.pos, usize::MAX)
+            .expect("validated");
         self.cursor.pos = scanned.end;
         Some(scanned.value)
     }
@@ -394,7 +395,7 @@ fn read_tags<'a>(r: &mut Reader<'a>) -> Result<RawTags<'a>, Error> {
     }
     canonical &= !r.saw_ws;
     Ok(RawTags {
-        raw: &r.src()[start..r.pos()],
+        raw: r.accepted_str(start, r.pos()),
         canonical,
         len,
     })

@@ -37,6 +37,19 @@ impl Sink for Vec<u8> {
 /// Position of the first byte at or after `from` that is `"`, `\` or below 0x20.
 #[inline]
 pub(crate) fn find_special(bytes: &[u8], from: usize) -> usize {
+    let mut ignored = false;
+    find_special_impl::<false>(bytes, from, &mut ignored)
+}
+
+/// Like [`find_special`], and also sets `non_ascii` if any byte skipped over
+/// (or the byte found) is 0x80 or above.
+#[inline]
+pub(crate) fn find_special_tracking(bytes: &[u8], from: usize, non_ascii: &mut bool) -> usize {
+    find_special_impl::<true>(bytes, from, non_ascii)
+}
+
+#[inline(always)]
+fn find_special_impl<const TRACK: bool>(bytes: &[u8], from: usize, non_ascii: &mut bool) -> usize {
     let mut i = from;
     #[cfg(target_arch = "x86_64")]
     {
@@ -47,6 +60,7 @@ pub(crate) fn find_special(bytes: &[u8], from: usize) -> usize {
             let quote = _mm_set1_epi8(b'"' as i8);
             let backslash = _mm_set1_epi8(b'\\' as i8);
             let control_max = _mm_set1_epi8(0x1f);
+            let mut high = 0i32;
             while i + 16 <= bytes.len() {
                 let chunk = _mm_loadu_si128(bytes.as_ptr().add(i) as *const __m128i);
                 let is_quote = _mm_cmpeq_epi8(chunk, quote);
@@ -55,10 +69,19 @@ pub(crate) fn find_special(bytes: &[u8], from: usize) -> usize {
                 let is_control = _mm_cmpeq_epi8(_mm_min_epu8(chunk, control_max), chunk);
                 let hits = _mm_or_si128(_mm_or_si128(is_quote, is_backslash), is_control);
                 let mask = _mm_movemask_epi8(hits) as u32;
+                if TRACK {
+                    high |= _mm_movemask_epi8(chunk);
+                }
                 if mask != 0 {
+                    if TRACK && high != 0 {
+                        *non_ascii = true;
+                    }
                     return i + mask.trailing_zeros() as usize;
                 }
                 i += 16;
+            }
+            if TRACK && high != 0 {
+                *non_ascii = true;
             }
         }
     }
@@ -66,6 +89,9 @@ pub(crate) fn find_special(bytes: &[u8], from: usize) -> usize {
         let b = bytes[i];
         if b == b'"' || b == b'\\' || b < 0x20 {
             return i;
+        }
+        if TRACK && b >= 0x80 {
+            *non_ascii = true;
         }
         i += 1;
     }
@@ -196,19 +222,19 @@ fn read_u4(src: &[u8], at: usize) -> Result<u16, Error> {
     Ok(v)
 }
 
-/// Scans a string whose opening quote is at `start`. `src` is valid UTF-8.
+/// Scans a string whose opening quote is at `start`.
 ///
-/// Validates escapes (including surrogate pairing) and rejects raw control
+/// Validates UTF-8 (only when a non-ASCII byte is present), escapes (including surrogate pairing) and rejects raw control
 /// characters; records whether the text is already canonical.
-pub(crate) fn scan_string(src: &str, start: usize, max_len: usize) -> Result<Scanned<'_>, Error> {
-    let bytes = src.as_bytes();
+pub(crate) fn scan_string(bytes: &[u8], start: usize, max_len: usize) -> Result<Scanned<'_>, Error> {
     debug_assert_eq!(bytes[start], b'"');
     let body = start + 1;
     let mut i = body;
     let mut escaped = false;
     let mut canonical = true;
+    let mut non_ascii = false;
     loop {
-        i = find_special(bytes, i);
+        i = find_special_tracking(bytes, i, &mut non_ascii);
         if i >= bytes.len() {
             return Err(Error::at(ErrorKind::Syntax, bytes.len()));
         }
@@ -262,9 +288,17 @@ pub(crate) fn scan_string(src: &str, start: usize, max_len: usize) -> Result<Sca
     if i - body > max_len {
         return Err(Error::at(ErrorKind::TooLarge, body));
     }
+    let text = &bytes[body..i];
+    let raw = if non_ascii {
+        core::str::from_utf8(text)
+            .map_err(|e| Error::at(ErrorKind::InvalidUtf8, body + e.valid_up_to()))?
+    } else {
+        // SAFETY: every byte is below 0x80, and ASCII is UTF-8.
+        unsafe { core::str::from_utf8_unchecked(text) }
+    };
     Ok(Scanned {
         value: JsonStr {
-            raw: &src[body..i],
+            raw,
             escaped,
             canonical,
         },
@@ -321,7 +355,7 @@ mod tests {
     use super::*;
 
     fn scan(s: &str) -> Result<JsonStr<'_>, ErrorKind> {
-        scan_string(s, 0, usize::MAX)
+        scan_string(s.as_bytes(), 0, usize::MAX)
             .map(|s| s.value)
             .map_err(|e| e.kind())
     }
@@ -361,6 +395,14 @@ mod tests {
         assert_eq!(scan(r#""\u12g4""#), Err(ErrorKind::InvalidEscape));
         assert_eq!(scan("\"a\u{1}\""), Err(ErrorKind::UnescapedControl));
         assert_eq!(scan("\"abc"), Err(ErrorKind::Syntax));
+    }
+
+    #[test]
+    fn utf8_checked_inside_strings() {
+        assert_eq!(scan_string(b"\"ok \xc3\xa9\"", 0, 99).unwrap().value.raw(), "ok é");
+        for bad in [&b"\"\xff\""[..], b"\"0123456789abcdef\xc3\"", b"\"\xed\xa0\x80\""] {
+            assert_eq!(scan_string(bad, 0, 99).err().map(|e| e.kind()), Some(ErrorKind::InvalidUtf8));
+        }
     }
 
     #[test]

@@ -6,8 +6,12 @@ use crate::json::{scan_string, JsonStr};
 use crate::limits::Limits;
 
 /// Reads JSON tokens from `src`, tracking the byte position for errors.
+///
+/// UTF-8 is validated lazily: outside strings only ASCII bytes are accepted
+/// by the grammar, and each string is validated by [`scan_string`] (for free
+/// when it is pure ASCII). So any region the reader has accepted is UTF-8.
 pub(crate) struct Reader<'a> {
-    src: &'a str,
+    src: &'a [u8],
     pos: usize,
     pub(crate) limits: Limits,
     /// Set whenever whitespace is skipped; lets callers prove a region compact.
@@ -21,18 +25,21 @@ impl<'a> Reader<'a> {
         if input.len() > max_bytes {
             return Err(Error::at(ErrorKind::TooLarge, max_bytes));
         }
-        let src = core::str::from_utf8(input)
-            .map_err(|e| Error::at(ErrorKind::InvalidUtf8, e.valid_up_to()))?;
         Ok(Reader {
-            src,
+            src: input,
             pos: 0,
             limits: *limits,
             saw_ws: false,
         })
     }
 
-    pub(crate) fn src(&self) -> &'a str {
-        self.src
+    /// The text of an accepted region `start..end` of the input.
+    pub(crate) fn accepted_str(&self, start: usize, end: usize) -> &'a str {
+        let bytes = &self.src[start..end];
+        debug_assert!(core::str::from_utf8(bytes).is_ok());
+        // SAFETY: the caller passes a region the reader accepted; accepted
+        // regions are UTF-8 (see the type docs).
+        unsafe { core::str::from_utf8_unchecked(bytes) }
     }
 
     pub(crate) fn pos(&self) -> usize {
@@ -46,7 +53,7 @@ impl<'a> Reader<'a> {
 
     #[inline]
     pub(crate) fn skip_ws(&mut self) {
-        let bytes = self.src.as_bytes();
+        let bytes = self.src;
         while let Some(&b) = bytes.get(self.pos) {
             if matches!(b, b' ' | b'\n' | b'\r' | b'\t') {
                 self.pos += 1;
@@ -61,7 +68,7 @@ impl<'a> Reader<'a> {
     #[inline]
     pub(crate) fn peek(&mut self) -> Option<u8> {
         self.skip_ws();
-        self.src.as_bytes().get(self.pos).copied()
+        self.src.get(self.pos).copied()
     }
 
     pub(crate) fn syntax(&self) -> Error {
@@ -148,7 +155,7 @@ impl<'a> Reader<'a> {
             Some(b'0'..=b'9') => {}
             _ => return Err(self.type_error()),
         }
-        let bytes = self.src.as_bytes();
+        let bytes = self.src;
         let start = self.pos;
         let mut value: u64 = 0;
         let mut overflowed = false;
@@ -178,7 +185,7 @@ impl<'a> Reader<'a> {
 
     /// Validates the rest of a JSON number after an optional minus sign.
     fn number_tail(&mut self) -> Result<(), Error> {
-        let bytes = self.src.as_bytes();
+        let bytes = self.src;
         let digits = |pos: &mut usize| {
             let s = *pos;
             while bytes.get(*pos).is_some_and(u8::is_ascii_digit) {
@@ -210,7 +217,7 @@ impl<'a> Reader<'a> {
     }
 
     fn literal(&mut self, word: &[u8]) -> Result<(), Error> {
-        if self.src.as_bytes()[self.pos..].starts_with(word) {
+        if self.src[self.pos..].starts_with(word) {
             self.pos += word.len();
             Ok(())
         } else {
