@@ -16,7 +16,8 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let canonical = event.to_json();
-    let again = EventRef::parse_with(canonical.as_bytes(), &limits).expect("canonical output parses");
+    let again =
+        EventRef::parse_with(canonical.as_bytes(), &limits).expect("canonical output parses");
     assert_eq!(again.to_json(), canonical);
     assert_eq!(again.compute_id(), event.compute_id());
     let owned = event.to_event();

@@ -63,7 +63,13 @@ pub const BASELINE: &str = "serde_json+sha2";
 pub const SECP: &str = "libsecp256k1";
 
 /// Stage names in report order.
-pub const STAGES: [&str; 5] = ["parse", "parse_id", "parse_id_sig", "serialize", "bare_verify"];
+pub const STAGES: [&str; 5] = [
+    "parse",
+    "parse_id",
+    "parse_id_sig",
+    "serialize",
+    "bare_verify",
+];
 
 #[derive(serde::Deserialize, serde::Serialize)]
 struct BaselineEvent {
@@ -86,12 +92,10 @@ fn baseline_id(e: &BaselineEvent) -> [u8; 32] {
 fn baseline_id_ok(e: &BaselineEvent) -> bool {
     let mut claimed = [0u8; 32];
     let mut bytes = Vec::with_capacity(32);
-    nostrwire_event::hex::decode_into(e.id.as_bytes(), &mut bytes).is_ok()
-        && bytes.len() == 32
-        && {
-            claimed.copy_from_slice(&bytes);
-            claimed == baseline_id(e)
-        }
+    nostrwire_event::hex::decode_into(e.id.as_bytes(), &mut bytes).is_ok() && bytes.len() == 32 && {
+        claimed.copy_from_slice(&bytes);
+        claimed == baseline_id(e)
+    }
 }
 
 fn baseline_sig_ok(e: &BaselineEvent) -> bool {
@@ -117,7 +121,11 @@ fn baseline_sig_ok(e: &BaselineEvent) -> bool {
 type Pass<'a> = Box<dyn Fn() + 'a>;
 
 /// Runs the benchmark on a JSON Lines corpus.
-pub fn run(corpus: &[u8], options: &Options, mut progress: impl FnMut(usize, usize)) -> anyhow::Result<Report> {
+pub fn run(
+    corpus: &[u8],
+    options: &Options,
+    mut progress: impl FnMut(usize, usize),
+) -> anyhow::Result<Report> {
     let text = std::str::from_utf8(corpus).context("corpus is not UTF-8")?;
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     if lines.is_empty() {
@@ -129,11 +137,17 @@ pub fn run(corpus: &[u8], options: &Options, mut progress: impl FnMut(usize, usi
     let mut owned_base = Vec::with_capacity(lines.len());
     let mut triples = Vec::with_capacity(lines.len());
     for (i, line) in lines.iter().enumerate() {
-        let ours = EventRef::parse(line.as_bytes()).with_context(|| format!("event {}: nostrwire", i + 1))?;
-        ours.verify().with_context(|| format!("event {}: nostrwire verify", i + 1))?;
-        let theirs = nostr::event::Event::from_json(line).with_context(|| format!("event {}: nostr", i + 1))?;
-        theirs.verify().with_context(|| format!("event {}: nostr verify", i + 1))?;
-        let base: BaselineEvent = serde_json::from_str(line).with_context(|| format!("event {}: serde_json", i + 1))?;
+        let ours = EventRef::parse(line.as_bytes())
+            .with_context(|| format!("event {}: nostrwire", i + 1))?;
+        ours.verify()
+            .with_context(|| format!("event {}: nostrwire verify", i + 1))?;
+        let theirs = nostr::event::Event::from_json(line)
+            .with_context(|| format!("event {}: nostr", i + 1))?;
+        theirs
+            .verify()
+            .with_context(|| format!("event {}: nostr verify", i + 1))?;
+        let base: BaselineEvent =
+            serde_json::from_str(line).with_context(|| format!("event {}: serde_json", i + 1))?;
         if !baseline_id_ok(&base) || !baseline_sig_ok(&base) {
             bail!("event {}: the serde_json+sha2 baseline rejects it", i + 1);
         }
@@ -145,79 +159,132 @@ pub fn run(corpus: &[u8], options: &Options, mut progress: impl FnMut(usize, usi
     let n = lines.len();
     let lines = &lines;
     let mut passes: Vec<(&'static str, &'static str, Pass<'_>)> = vec![
-        ("parse", OURS, Box::new(move || {
-            for l in lines {
-                black_box(EventRef::parse(black_box(l.as_bytes())).expect("valid"));
-            }
-        })),
-        ("parse", NOSTR, Box::new(move || {
-            for l in lines {
-                black_box(nostr::event::Event::from_json(black_box(l)).expect("valid"));
-            }
-        })),
-        ("parse", BASELINE, Box::new(move || {
-            for l in lines {
-                black_box(serde_json::from_str::<BaselineEvent>(black_box(l)).expect("valid"));
-            }
-        })),
-        ("parse_id", OURS, Box::new(move || {
-            for l in lines {
-                let e = EventRef::parse(black_box(l.as_bytes())).expect("valid");
-                assert!(e.verify_id().is_ok());
-            }
-        })),
-        ("parse_id", NOSTR, Box::new(move || {
-            for l in lines {
-                let e = nostr::event::Event::from_json(black_box(l)).expect("valid");
-                assert!(e.verify_id());
-            }
-        })),
-        ("parse_id", BASELINE, Box::new(move || {
-            for l in lines {
-                let e: BaselineEvent = serde_json::from_str(black_box(l)).expect("valid");
-                assert!(baseline_id_ok(&e));
-            }
-        })),
-        ("parse_id_sig", OURS, Box::new(move || {
-            for l in lines {
-                let e = EventRef::parse(black_box(l.as_bytes())).expect("valid");
-                assert!(e.verify().is_ok());
-            }
-        })),
-        ("parse_id_sig", NOSTR, Box::new(move || {
-            for l in lines {
-                let e = nostr::event::Event::from_json(black_box(l)).expect("valid");
-                assert!(e.verify().is_ok());
-            }
-        })),
-        ("parse_id_sig", BASELINE, Box::new(move || {
-            for l in lines {
-                let e: BaselineEvent = serde_json::from_str(black_box(l)).expect("valid");
-                assert!(baseline_id_ok(&e) && baseline_sig_ok(&e));
-            }
-        })),
-        ("serialize", OURS, Box::new(|| {
-            for e in &owned_ours {
-                black_box(black_box(e).to_json());
-            }
-        })),
-        ("serialize", NOSTR, Box::new(|| {
-            for e in &owned_nostr {
-                black_box(black_box(e).as_json());
-            }
-        })),
-        ("serialize", BASELINE, Box::new(|| {
-            for e in &owned_base {
-                black_box(serde_json::to_string(black_box(e)).expect("serializable"));
-            }
-        })),
-        ("bare_verify", SECP, Box::new(|| {
-            for (id, pk, sig) in &triples {
-                let key = XOnlyPublicKey::from_byte_array(black_box(pk.as_bytes())).expect("valid key");
-                let sig = schnorr::Signature::from_byte_array(*black_box(sig.as_bytes()));
-                assert!(SECP256K1.verify_schnorr(&sig, id.as_bytes(), &key).is_ok());
-            }
-        })),
+        (
+            "parse",
+            OURS,
+            Box::new(move || {
+                for l in lines {
+                    black_box(EventRef::parse(black_box(l.as_bytes())).expect("valid"));
+                }
+            }),
+        ),
+        (
+            "parse",
+            NOSTR,
+            Box::new(move || {
+                for l in lines {
+                    black_box(nostr::event::Event::from_json(black_box(l)).expect("valid"));
+                }
+            }),
+        ),
+        (
+            "parse",
+            BASELINE,
+            Box::new(move || {
+                for l in lines {
+                    black_box(serde_json::from_str::<BaselineEvent>(black_box(l)).expect("valid"));
+                }
+            }),
+        ),
+        (
+            "parse_id",
+            OURS,
+            Box::new(move || {
+                for l in lines {
+                    let e = EventRef::parse(black_box(l.as_bytes())).expect("valid");
+                    assert!(e.verify_id().is_ok());
+                }
+            }),
+        ),
+        (
+            "parse_id",
+            NOSTR,
+            Box::new(move || {
+                for l in lines {
+                    let e = nostr::event::Event::from_json(black_box(l)).expect("valid");
+                    assert!(e.verify_id());
+                }
+            }),
+        ),
+        (
+            "parse_id",
+            BASELINE,
+            Box::new(move || {
+                for l in lines {
+                    let e: BaselineEvent = serde_json::from_str(black_box(l)).expect("valid");
+                    assert!(baseline_id_ok(&e));
+                }
+            }),
+        ),
+        (
+            "parse_id_sig",
+            OURS,
+            Box::new(move || {
+                for l in lines {
+                    let e = EventRef::parse(black_box(l.as_bytes())).expect("valid");
+                    assert!(e.verify().is_ok());
+                }
+            }),
+        ),
+        (
+            "parse_id_sig",
+            NOSTR,
+            Box::new(move || {
+                for l in lines {
+                    let e = nostr::event::Event::from_json(black_box(l)).expect("valid");
+                    assert!(e.verify().is_ok());
+                }
+            }),
+        ),
+        (
+            "parse_id_sig",
+            BASELINE,
+            Box::new(move || {
+                for l in lines {
+                    let e: BaselineEvent = serde_json::from_str(black_box(l)).expect("valid");
+                    assert!(baseline_id_ok(&e) && baseline_sig_ok(&e));
+                }
+            }),
+        ),
+        (
+            "serialize",
+            OURS,
+            Box::new(|| {
+                for e in &owned_ours {
+                    black_box(black_box(e).to_json());
+                }
+            }),
+        ),
+        (
+            "serialize",
+            NOSTR,
+            Box::new(|| {
+                for e in &owned_nostr {
+                    black_box(black_box(e).as_json());
+                }
+            }),
+        ),
+        (
+            "serialize",
+            BASELINE,
+            Box::new(|| {
+                for e in &owned_base {
+                    black_box(serde_json::to_string(black_box(e)).expect("serializable"));
+                }
+            }),
+        ),
+        (
+            "bare_verify",
+            SECP,
+            Box::new(|| {
+                for (id, pk, sig) in &triples {
+                    let key = XOnlyPublicKey::from_byte_array(black_box(pk.as_bytes()))
+                        .expect("valid key");
+                    let sig = schnorr::Signature::from_byte_array(*black_box(sig.as_bytes()));
+                    assert!(SECP256K1.verify_schnorr(&sig, id.as_bytes(), &key).is_ok());
+                }
+            }),
+        ),
     ];
     // One untimed warm-up pass each, then interleaved samples.
     for (_, _, pass) in &passes {
@@ -264,7 +331,8 @@ impl Report {
     }
 
     fn mean(&self, stage: &str, implementation: &str) -> f64 {
-        self.cell(stage, implementation).map_or(f64::NAN, |c| c.summary.mean_ns)
+        self.cell(stage, implementation)
+            .map_or(f64::NAN, |c| c.summary.mean_ns)
     }
 
     /// Headline ratios: how many times faster we are (>1 is better for us),
@@ -302,7 +370,10 @@ impl Report {
             s.push_str(&format!("{stage:<14}"));
             for imp in [OURS, NOSTR, BASELINE] {
                 let c = self.cell(stage, imp).expect("measured");
-                s.push_str(&format!(" {:>13.0} ± {:<6.0}", c.summary.mean_ns, c.summary.ci95_ns));
+                s.push_str(&format!(
+                    " {:>13.0} ± {:<6.0}",
+                    c.summary.mean_ns, c.summary.ci95_ns
+                ));
             }
             s.push('\n');
         }

@@ -48,14 +48,22 @@ impl Host {
 
     /// One line for reports.
     pub fn summary_line(&self) -> String {
-        let crates: Vec<String> = self.crates.iter().map(|(n, v)| format!("{n} {v}")).collect();
+        let crates: Vec<String> = self
+            .crates
+            .iter()
+            .map(|(n, v)| format!("{n} {v}"))
+            .collect();
         format!(
             "{} ({} cores), {}, {}{}; {}",
             self.cpu,
             self.cores,
             self.os,
             self.rustc,
-            if self.optimized { "" } else { ", UNOPTIMIZED build" },
+            if self.optimized {
+                ""
+            } else {
+                ", UNOPTIMIZED build"
+            },
             crates.join(", ")
         )
     }

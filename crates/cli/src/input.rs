@@ -11,7 +11,9 @@ use anyhow::Context;
 pub fn open(path: Option<&Path>) -> anyhow::Result<Box<dyn BufRead>> {
     match path {
         None => Ok(Box::new(BufReader::with_capacity(1 << 16, io::stdin()))),
-        Some(p) if p.as_os_str() == "-" => Ok(Box::new(BufReader::with_capacity(1 << 16, io::stdin()))),
+        Some(p) if p.as_os_str() == "-" => {
+            Ok(Box::new(BufReader::with_capacity(1 << 16, io::stdin())))
+        }
         Some(p) => {
             let file = File::open(p).with_context(|| format!("cannot open {}", p.display()))?;
             Ok(Box::new(BufReader::with_capacity(1 << 16, file)))

@@ -139,7 +139,9 @@ impl Default for HashSink {
 
 impl std::fmt::Debug for HashSink {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HashSink").field("buffered", &self.len).finish()
+        f.debug_struct("HashSink")
+            .field("buffered", &self.len)
+            .finish()
     }
 }
 

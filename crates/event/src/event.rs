@@ -126,7 +126,8 @@ impl<'a> TagRef<'a> {
 
     /// The elements as an owned [`Tag`].
     pub fn to_tag(&self) -> Tag {
-        Tag::new(self.iter().map(|s| s.value().into_owned()).collect()).expect("tags are never empty")
+        Tag::new(self.iter().map(|s| s.value().into_owned()).collect())
+            .expect("tags are never empty")
     }
 }
 
@@ -255,7 +256,15 @@ impl SignedFields for EventRef<'_> {
     }
 }
 
-const FIELD_NAMES: [&str; 7] = ["id", "pubkey", "created_at", "kind", "tags", "content", "sig"];
+const FIELD_NAMES: [&str; 7] = [
+    "id",
+    "pubkey",
+    "created_at",
+    "kind",
+    "tags",
+    "content",
+    "sig",
+];
 
 fn field_index(key: &JsonStr<'_>) -> Option<usize> {
     if key.is_escaped() {
@@ -314,7 +323,8 @@ pub(crate) fn read_event<'a>(r: &mut Reader<'a>) -> Result<EventRef<'a>, Error> 
             3 => {
                 let at = r.peek().map(|_| r.pos()).unwrap_or(0);
                 r.integer(ErrorKind::KindOutOfRange).and_then(|v| {
-                    let v = u16::try_from(v).map_err(|_| Error::at(ErrorKind::KindOutOfRange, at))?;
+                    let v =
+                        u16::try_from(v).map_err(|_| Error::at(ErrorKind::KindOutOfRange, at))?;
                     kind = Kind(v);
                     Ok(())
                 })
@@ -326,7 +336,9 @@ pub(crate) fn read_event<'a>(r: &mut Reader<'a>) -> Result<EventRef<'a>, Error> 
         result.map_err(|e| e.with_field(name))
     })?;
     if seen != 0x7f {
-        let missing = (0..7).find(|i| seen & (1 << i) == 0).expect("a bit is clear");
+        let missing = (0..7)
+            .find(|i| seen & (1 << i) == 0)
+            .expect("a bit is clear");
         return Err(Error::at(ErrorKind::MissingField, r.pos()).with_field(FIELD_NAMES[missing]));
     }
     Ok(EventRef {

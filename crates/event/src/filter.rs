@@ -119,7 +119,9 @@ impl Filter {
             event.any_tag(&mut |name, value| {
                 name.len() == 1
                     && name.as_bytes()[0] == cond.letter
-                    && value.is_some_and(|v| cond.values.binary_search_by(|x| x.as_str().cmp(v)).is_ok())
+                    && value.is_some_and(|v| {
+                        cond.values.binary_search_by(|x| x.as_str().cmp(v)).is_ok()
+                    })
             })
         })
     }
@@ -133,7 +135,10 @@ impl Filter {
             out.put(name.as_bytes());
             out.put(b"\":");
         };
-        fn hex_list<S: Sink + ?Sized, const N: usize>(out: &mut S, items: impl Iterator<Item = [u8; N]>) {
+        fn hex_list<S: Sink + ?Sized, const N: usize>(
+            out: &mut S,
+            items: impl Iterator<Item = [u8; N]>,
+        ) {
             out.put(b"[");
             for (i, hex) in items.enumerate() {
                 out.put(if i == 0 { b"\"" } else { b",\"" });
@@ -241,7 +246,9 @@ fn sorted<T: Ord>(mut v: Vec<T>) -> Vec<T> {
     v
 }
 
-const KEYS: [&str; 7] = ["ids", "authors", "kinds", "since", "until", "limit", "search"];
+const KEYS: [&str; 7] = [
+    "ids", "authors", "kinds", "since", "until", "limit", "search",
+];
 
 /// Reads one filter object.
 pub(crate) fn read_filter(r: &mut Reader<'_>) -> Result<Filter, Error> {
@@ -261,7 +268,8 @@ pub(crate) fn read_filter(r: &mut Reader<'_>) -> Result<Filter, Error> {
                     filter.ids = Some(sorted(v.into_iter().map(EventId::from_bytes).collect()))
                 }),
                 1 => list(r, hex_item::<32>).map(|v| {
-                    filter.authors = Some(sorted(v.into_iter().map(PublicKey::from_bytes).collect()))
+                    filter.authors =
+                        Some(sorted(v.into_iter().map(PublicKey::from_bytes).collect()))
                 }),
                 2 => list(r, |r| {
                     let at = r.peek().map(|_| r.pos()).unwrap_or(0);

@@ -226,7 +226,11 @@ fn read_u4(src: &[u8], at: usize) -> Result<u16, Error> {
 ///
 /// Validates UTF-8 (only when a non-ASCII byte is present), escapes (including surrogate pairing) and rejects raw control
 /// characters; records whether the text is already canonical.
-pub(crate) fn scan_string(bytes: &[u8], start: usize, max_len: usize) -> Result<Scanned<'_>, Error> {
+pub(crate) fn scan_string(
+    bytes: &[u8],
+    start: usize,
+    max_len: usize,
+) -> Result<Scanned<'_>, Error> {
     debug_assert_eq!(bytes[start], b'"');
     let body = start + 1;
     let mut i = body;
@@ -257,7 +261,9 @@ pub(crate) fn scan_string(bytes: &[u8], start: usize, max_len: usize) -> Result<
                         // Canonical only for C0 characters without a short form,
                         // written as lowercase `\u00xx`.
                         let lowercase = !digits.iter().any(|d| d.is_ascii_uppercase());
-                        if cu >= 0x20 || matches!(cu, 0x08 | 0x09 | 0x0a | 0x0c | 0x0d) || !lowercase
+                        if cu >= 0x20
+                            || matches!(cu, 0x08 | 0x09 | 0x0a | 0x0c | 0x0d)
+                            || !lowercase
                         {
                             canonical = false;
                         }
@@ -371,7 +377,10 @@ mod tests {
         assert_eq!(canonical("a\"b\\c"), r#"a\"b\\c"#);
         assert_eq!(canonical("\u{8}\t\n\u{c}\r"), r"\b\t\n\f\r");
         assert_eq!(canonical("\u{0}\u{1f}\u{b}"), r"\u0000\u001f\u000b");
-        assert_eq!(canonical("/\u{7f}\u{2028}\u{2029}<>&é😀"), "/\u{7f}\u{2028}\u{2029}<>&é😀");
+        assert_eq!(
+            canonical("/\u{7f}\u{2028}\u{2029}<>&é😀"),
+            "/\u{7f}\u{2028}\u{2029}<>&é😀"
+        );
     }
 
     #[test]
@@ -399,9 +408,19 @@ mod tests {
 
     #[test]
     fn utf8_checked_inside_strings() {
-        assert_eq!(scan_string(b"\"ok \xc3\xa9\"", 0, 99).unwrap().value.raw(), "ok é");
-        for bad in [&b"\"\xff\""[..], b"\"0123456789abcdef\xc3\"", b"\"\xed\xa0\x80\""] {
-            assert_eq!(scan_string(bad, 0, 99).err().map(|e| e.kind()), Some(ErrorKind::InvalidUtf8));
+        assert_eq!(
+            scan_string(b"\"ok \xc3\xa9\"", 0, 99).unwrap().value.raw(),
+            "ok é"
+        );
+        for bad in [
+            &b"\"\xff\""[..],
+            b"\"0123456789abcdef\xc3\"",
+            b"\"\xed\xa0\x80\"",
+        ] {
+            assert_eq!(
+                scan_string(bad, 0, 99).err().map(|e| e.kind()),
+                Some(ErrorKind::InvalidUtf8)
+            );
         }
     }
 

@@ -28,7 +28,9 @@ pub struct Keys {
 impl std::fmt::Debug for Keys {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Never print the secret.
-        f.debug_struct("Keys").field("public", &self.public).finish()
+        f.debug_struct("Keys")
+            .field("public", &self.public)
+            .finish()
     }
 }
 

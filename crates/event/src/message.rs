@@ -235,7 +235,8 @@ impl<'a> RelayMessage<'a> {
             "OK" => {
                 let at = r.pos();
                 let id = r.string()?;
-                let event_id = EventId::from_hex(&id.value()).map_err(|e| Error::at(e.kind(), at))?;
+                let event_id =
+                    EventId::from_hex(&id.value()).map_err(|e| Error::at(e.kind(), at))?;
                 next_element(&mut r)?;
                 let accepted = r.boolean()?;
                 next_element(&mut r)?;
@@ -270,7 +271,8 @@ impl<'a> RelayMessage<'a> {
                 })?;
                 RelayMessage::Count {
                     subscription_id,
-                    count: count.ok_or(Error::at(ErrorKind::MissingField, r.pos()).with_field("count"))?,
+                    count: count
+                        .ok_or(Error::at(ErrorKind::MissingField, r.pos()).with_field("count"))?,
                 }
             }
             _ => return Err(Error::at(ErrorKind::UnknownMessage, 1)),

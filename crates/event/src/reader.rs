@@ -173,7 +173,8 @@ impl<'a> Reader<'a> {
             self.pos += 1;
         }
         let digits = self.pos - start;
-        if matches!(bytes.get(self.pos), Some(b'.' | b'e' | b'E')) || (digits > 1 && bytes[start] == b'0')
+        if matches!(bytes.get(self.pos), Some(b'.' | b'e' | b'E'))
+            || (digits > 1 && bytes[start] == b'0')
         {
             return Err(Error::at(ErrorKind::InvalidNumber, start));
         }

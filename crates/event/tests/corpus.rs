@@ -9,8 +9,8 @@ const CORPUS: &str = include_str!("../../../testdata/real-events.jsonl");
 fn every_corpus_event_verifies_and_round_trips() {
     let mut count = 0;
     for (n, line) in CORPUS.lines().enumerate() {
-        let event = EventRef::parse(line.as_bytes())
-            .unwrap_or_else(|e| panic!("line {}: {e}", n + 1));
+        let event =
+            EventRef::parse(line.as_bytes()).unwrap_or_else(|e| panic!("line {}: {e}", n + 1));
         event
             .verify()
             .unwrap_or_else(|e| panic!("line {}: {e}", n + 1));
@@ -30,7 +30,9 @@ fn slow_path_equals_fast_path() {
     // Pretty-printing the tags defeats the raw fast path; the id must not change.
     for line in CORPUS.lines().take(300) {
         let event = EventRef::parse(line.as_bytes()).unwrap();
-        let spaced = line.replace("\"tags\":[", "\"tags\": [ ").replace("],[", "] , [");
+        let spaced = line
+            .replace("\"tags\":[", "\"tags\": [ ")
+            .replace("],[", "] , [");
         let reparsed = EventRef::parse(spaced.as_bytes()).unwrap();
         assert_eq!(reparsed.compute_id(), *event.id());
         assert_eq!(reparsed.to_json(), line);

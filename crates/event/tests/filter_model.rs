@@ -30,7 +30,9 @@ impl Rng {
 }
 
 fn hex_pool(tag: u8) -> Vec<String> {
-    (0..4u8).map(|i| nostrwire_event::hex::encode(&[tag ^ i; 32])).collect()
+    (0..4u8)
+        .map(|i| nostrwire_event::hex::encode(&[tag ^ i; 32]))
+        .collect()
 }
 
 const KINDS: [u16; 6] = [0, 1, 3, 7, 30023, 40000];
@@ -79,7 +81,10 @@ fn gen_filter(rng: &mut Rng, keys: &[String], hexes: &[String], ids: &[String]) 
         f.insert("ids".into(), json!(gen_list(rng, |r| r.pick(ids).clone())));
     }
     if rng.chance(35) {
-        f.insert("authors".into(), json!(gen_list(rng, |r| r.pick(keys).clone())));
+        f.insert(
+            "authors".into(),
+            json!(gen_list(rng, |r| r.pick(keys).clone())),
+        );
     }
     if rng.chance(35) {
         f.insert("kinds".into(), json!(gen_list(rng, |r| *r.pick(&KINDS))));
@@ -139,7 +144,9 @@ fn filters_agree_with_naive_matcher() {
     let mut rng = Rng(seed | 1);
     let keys = hex_pool(0xa0);
     let hexes = hex_pool(0x50);
-    let events: Vec<Event> = (0..300).map(|_| gen_event(&mut rng, &keys, &hexes)).collect();
+    let events: Vec<Event> = (0..300)
+        .map(|_| gen_event(&mut rng, &keys, &hexes))
+        .collect();
     let ids: Vec<String> = events.iter().take(20).map(|e| e.id.to_hex()).collect();
     let event_values: Vec<Value> = events
         .iter()
@@ -151,10 +158,18 @@ fn filters_agree_with_naive_matcher() {
         let filter_json = gen_filter(&mut rng, &keys, &hexes, &ids);
         let text = filter_json.to_string();
         let filter = Filter::from_json(text.as_bytes()).unwrap_or_else(|e| panic!("{text}: {e}"));
-        assert_eq!(Filter::from_json(filter.to_json().as_bytes()).unwrap(), filter, "{text}");
+        assert_eq!(
+            Filter::from_json(filter.to_json().as_bytes()).unwrap(),
+            filter,
+            "{text}"
+        );
         for (event, value) in events.iter().zip(&event_values) {
             let expected = naive_matches(&filter_json, value);
-            assert_eq!(filter.matches(event), expected, "filter {text}\nevent {value}");
+            assert_eq!(
+                filter.matches(event),
+                expected,
+                "filter {text}\nevent {value}"
+            );
             let json = nostrwire_event::SignedFields::to_json(event);
             let view = EventRef::parse(json.as_bytes()).unwrap();
             assert_eq!(filter.matches(&view), expected, "view: filter {text}");
@@ -163,28 +178,41 @@ fn filters_agree_with_naive_matcher() {
         }
     }
     // The generator must exercise both outcomes substantially.
-    assert!(matched > checked / 50 && matched < checked / 2, "{matched} of {checked}");
+    assert!(
+        matched > checked / 50 && matched < checked / 2,
+        "{matched} of {checked}"
+    );
 }
 
 #[test]
 fn filter_parsing_rules() {
     let bad = |s: &str| Filter::from_json(s.as_bytes()).unwrap_err().kind().as_str();
     assert_eq!(bad(r#"{"ids":["abcd"]}"#), "hex_length");
-    assert_eq!(bad(&format!(r##"{{"#e":["{}"]}}"##, "A".repeat(64))), "invalid_hex");
+    assert_eq!(
+        bad(&format!(r##"{{"#e":["{}"]}}"##, "A".repeat(64))),
+        "invalid_hex"
+    );
     assert_eq!(bad(r##"{"#xx":["a"]}"##), "unknown_filter_field");
     assert_eq!(bad(r#"{"foo":1}"#), "unknown_filter_field");
     assert_eq!(bad(r#"{"kinds":[1],"kinds":[2]}"#), "duplicate_key");
     assert_eq!(bad(r#"{"kinds":[65536]}"#), "kind_out_of_range");
     assert_eq!(bad(r#"{"limit":-1}"#), "negative_number");
     assert_eq!(bad(r#"{"since":1.5}"#), "invalid_number");
-    let f = Filter::from_json(br##"{"limit":0,"search":"best nostr","#t":["b","a","a"]}"##).unwrap();
+    let f =
+        Filter::from_json(br##"{"limit":0,"search":"best nostr","#t":["b","a","a"]}"##).unwrap();
     assert_eq!(f.limit, Some(0));
     assert_eq!(f.search.as_deref(), Some("best nostr"));
     assert_eq!(f.tag_values(b't').unwrap(), ["a", "b"]);
     assert_eq!(Filter::from_json(b"{}").unwrap().limit, None);
     let empty = Filter::from_json(br#"{"kinds":[]}"#).unwrap();
     assert!(empty.is_empty_match());
-    let e = Event::from_json(include_str!("../../../testdata/real-events.jsonl").lines().next().unwrap()).unwrap();
+    let e = Event::from_json(
+        include_str!("../../../testdata/real-events.jsonl")
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
     assert!(!empty.matches(&e));
     assert!(Filter::new().matches(&e));
     assert!(matches_any(&[empty, Filter::new()], &e));

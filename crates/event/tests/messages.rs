@@ -26,16 +26,31 @@ fn round_trip_client(s: &str) -> String {
 #[test]
 fn client_messages() {
     let ev = first_event();
-    assert_eq!(round_trip_client(&format!("[\"EVENT\",{ev}]")), format!("[\"EVENT\",{ev}]"));
-    assert_eq!(round_trip_client(&format!(" [ \"AUTH\" , {ev} ] ")), format!("[\"AUTH\",{ev}]"));
+    assert_eq!(
+        round_trip_client(&format!("[\"EVENT\",{ev}]")),
+        format!("[\"EVENT\",{ev}]")
+    );
+    assert_eq!(
+        round_trip_client(&format!(" [ \"AUTH\" , {ev} ] ")),
+        format!("[\"AUTH\",{ev}]")
+    );
     assert_eq!(
         round_trip_client(r##"["REQ","sub 1",{"kinds":[1,0],"limit":10},{"#t":["x"]}]"##),
         r##"["REQ","sub 1",{"kinds":[0,1],"limit":10},{"#t":["x"]}]"##
     );
-    assert_eq!(round_trip_client(r#"["COUNT","c",{}]"#), r#"["COUNT","c",{}]"#);
-    assert_eq!(round_trip_client(r#"["CLOSE","sub"]"#), r#"["CLOSE","sub"]"#);
+    assert_eq!(
+        round_trip_client(r#"["COUNT","c",{}]"#),
+        r#"["COUNT","c",{}]"#
+    );
+    assert_eq!(
+        round_trip_client(r#"["CLOSE","sub"]"#),
+        r#"["CLOSE","sub"]"#
+    );
     match ClientMessage::parse(br#"["REQ","s",{"ids":[]}]"#).unwrap() {
-        ClientMessage::Req { subscription_id, filters } => {
+        ClientMessage::Req {
+            subscription_id,
+            filters,
+        } => {
             assert_eq!(subscription_id, "s");
             assert!(filters[0].is_empty_match());
         }
@@ -48,27 +63,47 @@ fn client_message_errors() {
     assert_eq!(client_err(r#"["HELLO","x"]"#), ErrorKind::UnknownMessage);
     assert_eq!(client_err(r#"{"kind":1}"#), ErrorKind::InvalidMessage);
     assert_eq!(client_err(r#"["REQ","s"]"#), ErrorKind::InvalidMessage);
-    assert_eq!(client_err(r#"["REQ","",{}]"#), ErrorKind::InvalidSubscriptionId);
+    assert_eq!(
+        client_err(r#"["REQ","",{}]"#),
+        ErrorKind::InvalidSubscriptionId
+    );
     let long = "x".repeat(65);
-    assert_eq!(client_err(&format!(r#"["REQ","{long}",{{}}]"#)), ErrorKind::InvalidSubscriptionId);
+    assert_eq!(
+        client_err(&format!(r#"["REQ","{long}",{{}}]"#)),
+        ErrorKind::InvalidSubscriptionId
+    );
     let ok64 = "é".repeat(64);
     assert!(ClientMessage::parse(format!(r#"["CLOSE","{ok64}"]"#).as_bytes()).is_ok());
-    assert_eq!(client_err(r#"["CLOSE","a","b"]"#), ErrorKind::InvalidMessage);
+    assert_eq!(
+        client_err(r#"["CLOSE","a","b"]"#),
+        ErrorKind::InvalidMessage
+    );
     assert_eq!(client_err(r#"["CLOSE","a"] x"#), ErrorKind::TrailingData);
-    assert_eq!(client_err(r#"["REQ","s",{"kinds":[1]},[]]"#), ErrorKind::WrongType);
+    assert_eq!(
+        client_err(r#"["REQ","s",{"kinds":[1]},[]]"#),
+        ErrorKind::WrongType
+    );
     let many = vec!["{}"; 33].join(",");
-    assert_eq!(client_err(&format!(r#"["REQ","s",{many}]"#)), ErrorKind::TooManyFilters);
+    assert_eq!(
+        client_err(&format!(r#"["REQ","s",{many}]"#)),
+        ErrorKind::TooManyFilters
+    );
     let small = Limits {
         max_message_bytes: 10,
         ..Limits::DEFAULT
     };
     assert_eq!(
-        ClientMessage::parse_with(br#"["CLOSE","abcdefgh"]"#, &small).unwrap_err().kind(),
+        ClientMessage::parse_with(br#"["CLOSE","abcdefgh"]"#, &small)
+            .unwrap_err()
+            .kind(),
         ErrorKind::TooLarge
     );
     // Errors inside the event keep their own kind.
     let bad = first_event().replace("\"kind\":0", "\"kind\":-1");
-    assert_eq!(client_err(&format!("[\"EVENT\",{bad}]")), ErrorKind::NegativeNumber);
+    assert_eq!(
+        client_err(&format!("[\"EVENT\",{bad}]")),
+        ErrorKind::NegativeNumber
+    );
 }
 
 #[test]
@@ -107,7 +142,9 @@ fn relay_messages_round_trip() {
         other => panic!("{other:?}"),
     }
     assert_eq!(
-        RelayMessage::parse(br#"["OK","abc",true,""]"#).unwrap_err().kind(),
+        RelayMessage::parse(br#"["OK","abc",true,""]"#)
+            .unwrap_err()
+            .kind(),
         ErrorKind::HexLength
     );
 }
@@ -116,12 +153,18 @@ fn relay_messages_round_trip() {
 fn event_lines_in_every_form() {
     let ev = first_event();
     let limits = Limits::DEFAULT;
-    for line in [ev.to_string(), format!("[\"EVENT\",{ev}]"), format!("[\"EVENT\",\"s\",{ev}]")] {
+    for line in [
+        ev.to_string(),
+        format!("[\"EVENT\",{ev}]"),
+        format!("[\"EVENT\",\"s\",{ev}]"),
+    ] {
         let parsed = parse_event_line(line.as_bytes(), &limits).unwrap();
         parsed.verify().unwrap();
     }
     assert_eq!(
-        parse_event_line(format!("[\"REQ\",{ev}]").as_bytes(), &limits).unwrap_err().kind(),
+        parse_event_line(format!("[\"REQ\",{ev}]").as_bytes(), &limits)
+            .unwrap_err()
+            .kind(),
         ErrorKind::UnknownMessage
     );
 }

@@ -3,8 +3,7 @@
 //! tamperer also fixes up the id.
 
 use nostrwire_event::{
-    ErrorKind, Event, EventRef, Keys, Kind, PreimageFields, PublicKey, SignedFields, Tag,
-    Timestamp,
+    ErrorKind, Event, EventRef, Keys, Kind, PreimageFields, PublicKey, SignedFields, Tag, Timestamp,
 };
 
 const CORPUS: &str = include_str!("../../../testdata/real-events.jsonl");
@@ -49,13 +48,20 @@ fn any_changed_field_is_detected() {
             // Claimed id kept: the hash no longer matches.
             let json = bad.to_json();
             let parsed = EventRef::parse(json.as_bytes()).unwrap();
-            assert_eq!(parsed.verify().unwrap_err().kind(), ErrorKind::IdMismatch, "{field}");
+            assert_eq!(
+                parsed.verify().unwrap_err().kind(),
+                ErrorKind::IdMismatch,
+                "{field}"
+            );
             // Id recomputed by the tamperer: the signature no longer matches.
             let mut fixed = bad.clone();
             fixed.id = fixed.compute_id();
             let err = fixed.verify().unwrap_err().kind();
             assert!(
-                matches!(err, ErrorKind::InvalidSignature | ErrorKind::InvalidPublicKey),
+                matches!(
+                    err,
+                    ErrorKind::InvalidSignature | ErrorKind::InvalidPublicKey
+                ),
                 "{field}: {err}"
             );
         }
@@ -64,7 +70,10 @@ fn any_changed_field_is_detected() {
         let mut sig = *bad.sig.as_bytes();
         sig[17] ^= 0x40;
         bad.sig = nostrwire_event::Signature::from_bytes(sig);
-        assert_eq!(bad.verify().unwrap_err().kind(), ErrorKind::InvalidSignature);
+        assert_eq!(
+            bad.verify().unwrap_err().kind(),
+            ErrorKind::InvalidSignature
+        );
         // A changed id.
         let mut bad = event.clone();
         let mut id = *bad.id.as_bytes();
@@ -79,7 +88,11 @@ fn every_single_byte_change_of_hex_fields_is_rejected() {
     // Flip each hex digit of id, pubkey and sig in the JSON text of one event.
     let line = CORPUS.lines().next().unwrap();
     let event = EventRef::parse(line.as_bytes()).unwrap();
-    for field in [event.id().to_hex(), event.pubkey().to_hex(), event.sig().to_hex()] {
+    for field in [
+        event.id().to_hex(),
+        event.pubkey().to_hex(),
+        event.sig().to_hex(),
+    ] {
         let at = line.find(&field).unwrap();
         for i in 0..field.len() {
             let mut bytes = line.as_bytes().to_vec();

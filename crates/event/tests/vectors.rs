@@ -6,7 +6,7 @@ mod support;
 
 use std::path::PathBuf;
 
-use nostrwire_event::{EventRef, ErrorKind, Kind, KindClass, Limits, SignedFields};
+use nostrwire_event::{ErrorKind, EventRef, Kind, KindClass, Limits, SignedFields};
 use serde_json::Value;
 
 fn vectors_dir() -> PathBuf {
@@ -55,8 +55,16 @@ fn valid_vectors() {
             .unwrap_or_else(|e| panic!("{name}: {e} ({})", case["note"]));
         event.verify().unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(event.id().to_hex(), case["id"].as_str().unwrap(), "{name}");
-        assert_eq!(event.to_json(), case["canonical"].as_str().unwrap(), "{name}");
-        assert_eq!(event.to_event().to_json(), case["canonical"].as_str().unwrap(), "{name}");
+        assert_eq!(
+            event.to_json(),
+            case["canonical"].as_str().unwrap(),
+            "{name}"
+        );
+        assert_eq!(
+            event.to_event().to_json(),
+            case["canonical"].as_str().unwrap(),
+            "{name}"
+        );
     }
 }
 
@@ -76,7 +84,11 @@ fn invalid_vectors() {
         }
         kinds.insert(expected);
     }
-    assert!(kinds.len() >= 20, "invalid vectors cover {} kinds", kinds.len());
+    assert!(
+        kinds.len() >= 20,
+        "invalid vectors cover {} kinds",
+        kinds.len()
+    );
 }
 
 #[test]

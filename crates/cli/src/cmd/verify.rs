@@ -70,7 +70,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 None => valid += 1,
                 Some(bad) => {
                     invalid += 1;
-                    let id = bad.claimed_id.map_or_else(|| "-".to_string(), |id| id.to_hex());
+                    let id = bad
+                        .claimed_id
+                        .map_or_else(|| "-".to_string(), |id| id.to_hex());
                     writeln!(out, "line {n}: {id}: {}: {}", bad.error.kind(), bad.error)?;
                 }
             }
@@ -130,12 +132,7 @@ fn verify_batch(batch: &[(u64, Line)], limits: &Limits, threads: usize) -> Vec<O
                         if start >= batch.len() {
                             return done;
                         }
-                        for (i, (_, line)) in batch
-                            .iter()
-                            .enumerate()
-                            .skip(start)
-                            .take(CLAIM)
-                        {
+                        for (i, (_, line)) in batch.iter().enumerate().skip(start).take(CLAIM) {
                             done.push((i, verify_line(line, limits)));
                         }
                     }
