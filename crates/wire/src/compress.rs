@@ -1,0 +1,405 @@
+//! Compressed records: zstd with trained dictionaries, chosen per kind and
+//! named by id in the record header
+//! ([spec §11](https://github.com/nostrwire/nostrwire/blob/main/spec/nwb.md#11-compressed-records)).
+//!
+//! Dictionaries are prepared once ([`DictSet`] holds zstd's CDict and DDict);
+//! compressing or decompressing a record never loads a dictionary.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::io;
+
+use nostrwire_event::Kind;
+use zstd::dict::{DecoderDictionary, EncoderDictionary};
+use zstd::zstd_safe::{CParameter, DParameter, FrameFormat};
+
+use crate::error::{Error, Result};
+use crate::layout::{COMPRESSED_V1, EVENT_V1};
+use crate::limits::Limits;
+use crate::varint;
+
+/// Magic bytes of a dictionary set file.
+pub const DICT_SET_MAGIC: &[u8; 4] = b"NWBD";
+/// Version of the dictionary set file format.
+pub const DICT_SET_VERSION: u8 = 1;
+/// Largest dictionary a set file may hold.
+pub const MAX_DICT_BYTES: usize = 1 << 24;
+
+/// One trained dictionary.
+pub struct Dictionary {
+    id: u32,
+    kind: Option<Kind>,
+    raw: Vec<u8>,
+    encoder: EncoderDictionary<'static>,
+    decoder: DecoderDictionary<'static>,
+}
+
+impl fmt::Debug for Dictionary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Dictionary")
+            .field("id", &self.id)
+            .field("kind", &self.kind)
+            .field("bytes", &self.raw.len())
+            .finish()
+    }
+}
+
+impl Dictionary {
+    /// The id stored in compressed records (never 0).
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+    /// The kind it serves, or `None` for the fallback dictionary.
+    pub fn kind(&self) -> Option<Kind> {
+        self.kind
+    }
+    /// The zstd dictionary bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.raw
+    }
+}
+
+/// A set of dictionaries: at most one per kind plus an optional fallback.
+#[derive(Debug)]
+pub struct DictSet {
+    level: i32,
+    dicts: Vec<Dictionary>,
+    by_id: HashMap<u32, usize>,
+    by_kind: HashMap<u16, usize>,
+    fallback: Option<usize>,
+}
+
+/// How [`DictSet::train`] builds dictionaries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TrainOptions {
+    /// Train one dictionary per kind (for kinds with enough samples) besides the fallback.
+    pub per_kind: bool,
+    /// Largest dictionary, in bytes.
+    pub max_dict_bytes: usize,
+    /// Fewest samples a kind needs to get its own dictionary.
+    pub min_kind_samples: usize,
+    /// zstd compression level.
+    pub level: i32,
+}
+
+impl Default for TrainOptions {
+    fn default() -> Self {
+        TrainOptions {
+            per_kind: true,
+            max_dict_bytes: 64 * 1024,
+            min_kind_samples: 16,
+            level: 19,
+        }
+    }
+}
+
+impl DictSet {
+    /// Builds a set from `(id, kind, dictionary bytes)`; ids must be unique and
+    /// non-zero, kinds unique, at most one fallback (`None`).
+    pub fn new(level: i32, entries: Vec<(u32, Option<Kind>, Vec<u8>)>) -> Result<DictSet> {
+        let mut set = DictSet {
+            level,
+            dicts: Vec::with_capacity(entries.len()),
+            by_id: HashMap::new(),
+            by_kind: HashMap::new(),
+            fallback: None,
+        };
+        for (id, kind, raw) in entries {
+            let index = set.dicts.len();
+            if id == 0 || set.by_id.insert(id, index).is_some() || raw.len() > MAX_DICT_BYTES {
+                return Err(Error::BadDictionarySet);
+            }
+            let duplicate = match kind {
+                Some(k) => set.by_kind.insert(k.as_u16(), index).is_some(),
+                None => set.fallback.replace(index).is_some(),
+            };
+            if duplicate {
+                return Err(Error::BadDictionarySet);
+            }
+            set.dicts.push(Dictionary {
+                id,
+                kind,
+                encoder: EncoderDictionary::copy(&raw, level),
+                decoder: DecoderDictionary::copy(&raw),
+                raw,
+            });
+        }
+        Ok(set)
+    }
+
+    /// Trains a fallback dictionary on all samples and, with
+    /// [`TrainOptions::per_kind`], one per kind with enough samples. Kinds
+    /// whose training fails (too little data) use the fallback.
+    pub fn train(samples: &[(Kind, &[u8])], options: &TrainOptions) -> io::Result<DictSet> {
+        let all: Vec<&[u8]> = samples.iter().map(|(_, s)| *s).collect();
+        let fallback = train_one(&all, options.max_dict_bytes)?;
+        let mut entries = vec![(1u32, None, fallback)];
+        if options.per_kind {
+            let mut kinds: Vec<u16> = samples.iter().map(|(k, _)| k.as_u16()).collect();
+            kinds.sort_unstable();
+            kinds.dedup();
+            for kind in kinds {
+                let of_kind: Vec<&[u8]> = samples
+                    .iter()
+                    .filter(|(k, _)| k.as_u16() == kind)
+                    .map(|(_, s)| *s)
+                    .collect();
+                if of_kind.len() < options.min_kind_samples {
+                    continue;
+                }
+                if let Ok(dict) = train_one(&of_kind, options.max_dict_bytes) {
+                    let id = entries.len() as u32 + 1;
+                    entries.push((id, Some(Kind(kind)), dict));
+                }
+            }
+        }
+        DictSet::new(options.level, entries)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+    }
+
+    /// The compression level.
+    pub fn level(&self) -> i32 {
+        self.level
+    }
+
+    /// The dictionaries, in id order of creation.
+    pub fn dictionaries(&self) -> &[Dictionary] {
+        &self.dicts
+    }
+
+    /// The dictionary used for `kind`: its own, else the fallback.
+    pub fn for_kind(&self, kind: Kind) -> Option<&Dictionary> {
+        self.by_kind
+            .get(&kind.as_u16())
+            .or(self.fallback.as_ref())
+            .map(|&i| &self.dicts[i])
+    }
+
+    /// The dictionary with this id.
+    pub fn by_id(&self, id: u32) -> Option<&Dictionary> {
+        self.by_id.get(&id).map(|&i| &self.dicts[i])
+    }
+
+    /// Serializes the set.
+    ///
+    /// Spec: [§11.2](https://github.com/nostrwire/nostrwire/blob/main/spec/nwb.md#112-dictionary-set-files).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        out.extend_from_slice(DICT_SET_MAGIC);
+        out.push(DICT_SET_VERSION);
+        out.push(self.level as i8 as u8);
+        varint::push(&mut out, self.dicts.len() as u64);
+        for d in &self.dicts {
+            varint::push(&mut out, d.id as u64);
+            varint::push(&mut out, d.kind.map_or(0, |k| k.as_u16() as u64 + 1));
+            varint::push(&mut out, d.raw.len() as u64);
+            out.extend_from_slice(&d.raw);
+        }
+        out
+    }
+
+    /// Parses a set file.
+    ///
+    /// Spec: [§11.2](https://github.com/nostrwire/nostrwire/blob/main/spec/nwb.md#112-dictionary-set-files).
+    pub fn from_bytes(bytes: &[u8]) -> Result<DictSet> {
+        let bad = |_| Error::BadDictionarySet;
+        if bytes.len() < 6 || &bytes[..4] != DICT_SET_MAGIC || bytes[4] != DICT_SET_VERSION {
+            return Err(Error::BadDictionarySet);
+        }
+        let level = bytes[5] as i8 as i32;
+        let mut pos = 6;
+        let count = varint::read(bytes, &mut pos).map_err(bad)?;
+        // Each entry takes at least three bytes.
+        if count > (bytes.len() - pos) as u64 / 3 {
+            return Err(Error::BadDictionarySet);
+        }
+        let mut entries = Vec::with_capacity(count as usize);
+        for _ in 0..count {
+            let id = varint::read(bytes, &mut pos).map_err(bad)?;
+            let selector = varint::read(bytes, &mut pos).map_err(bad)?;
+            let len = varint::read(bytes, &mut pos).map_err(bad)?;
+            if id == 0
+                || id > u32::MAX as u64
+                || selector > 65_536
+                || len > (bytes.len() - pos) as u64
+            {
+                return Err(Error::BadDictionarySet);
+            }
+            let kind = (selector > 0).then(|| Kind((selector - 1) as u16));
+            entries.push((id as u32, kind, bytes[pos..pos + len as usize].to_vec()));
+            pos += len as usize;
+        }
+        if pos != bytes.len() {
+            return Err(Error::BadDictionarySet);
+        }
+        DictSet::new(level, entries)
+    }
+}
+
+fn train_one(samples: &[&[u8]], max_dict_bytes: usize) -> io::Result<Vec<u8>> {
+    let total: usize = samples.iter().map(|s| s.len()).sum();
+    // A dictionary much larger than its training data only stores noise.
+    let size = max_dict_bytes.min(total / 2).max(1024);
+    zstd::dict::from_samples(samples, size)
+}
+
+fn io_to_wire(_: io::Error) -> Error {
+    Error::Decompress
+}
+
+/// Compresses event records into their stored form.
+pub struct RecordCompressor<'d> {
+    set: &'d DictSet,
+    with_dict: zstd::bulk::Compressor<'d>,
+    plain: zstd::bulk::Compressor<'static>,
+}
+
+impl fmt::Debug for RecordCompressor<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RecordCompressor")
+            .field("set", &self.set)
+            .finish()
+    }
+}
+
+/// Frame parameters shared by every compressed record: no magic, no
+/// checksum, no dictionary id and no content size (the record header has them).
+fn configure(c: &mut zstd::bulk::Compressor<'_>) -> io::Result<()> {
+    c.set_parameter(CParameter::Format(FrameFormat::Magicless))?;
+    c.set_parameter(CParameter::ChecksumFlag(false))?;
+    c.set_parameter(CParameter::DictIdFlag(false))?;
+    c.set_parameter(CParameter::ContentSizeFlag(false))
+}
+
+impl<'d> RecordCompressor<'d> {
+    /// A compressor for the dictionaries of `set`.
+    pub fn new(set: &'d DictSet) -> io::Result<Self> {
+        let mut with_dict = zstd::bulk::Compressor::default();
+        configure(&mut with_dict)?;
+        let mut plain = zstd::bulk::Compressor::new(set.level)?;
+        configure(&mut plain)?;
+        Ok(RecordCompressor {
+            set,
+            with_dict,
+            plain,
+        })
+    }
+
+    /// Appends the stored form of an event record to `out`: a compressed
+    /// record when that is smaller, else the record itself.
+    ///
+    /// The caller passes a record from the encoder (or a verified one); its
+    /// kind selects the dictionary.
+    ///
+    /// Spec: [§11](https://github.com/nostrwire/nostrwire/blob/main/spec/nwb.md#11-compressed-records).
+    pub fn compress_into(&mut self, record: &[u8], out: &mut Vec<u8>) -> io::Result<()> {
+        let kind = crate::layout::peek_kind(record)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        let start = out.len();
+        let dict = self.set.for_kind(kind);
+        out.push(COMPRESSED_V1);
+        varint::push(out, dict.map_or(0, |d| d.id as u64));
+        varint::push(out, record.len() as u64);
+        let header = out.len();
+        // A compressed record only pays if it is smaller than the raw one.
+        let budget = record.len().saturating_sub(header - start);
+        out.resize(header + zstd::zstd_safe::compress_bound(record.len()), 0);
+        let result = match dict {
+            Some(d) => self
+                .with_dict
+                .set_prepared_dictionary(&d.encoder)
+                .and_then(|_| {
+                    self.with_dict
+                        .compress_to_buffer(record, &mut out[header..])
+                }),
+            None => self.plain.compress_to_buffer(record, &mut out[header..]),
+        };
+        match result {
+            Ok(n) if n < budget => {
+                out.truncate(header + n);
+            }
+            Ok(_) => {
+                out.truncate(start);
+                out.extend_from_slice(record);
+            }
+            Err(e) => {
+                out.truncate(start);
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Turns stored records (raw or compressed) back into event records.
+pub struct RecordDecompressor<'d> {
+    set: Option<&'d DictSet>,
+    context: zstd::bulk::Decompressor<'d>,
+    buf: Vec<u8>,
+}
+
+impl fmt::Debug for RecordDecompressor<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RecordDecompressor")
+            .field("set", &self.set)
+            .finish()
+    }
+}
+
+impl<'d> RecordDecompressor<'d> {
+    /// A decompressor; without a set, only records compressed without a
+    /// dictionary (id 0) can be read.
+    pub fn new(set: Option<&'d DictSet>) -> io::Result<Self> {
+        let mut context = zstd::bulk::Decompressor::new()?;
+        context.set_parameter(DParameter::Format(FrameFormat::Magicless))?;
+        Ok(RecordDecompressor {
+            set,
+            context,
+            buf: Vec::new(),
+        })
+    }
+
+    /// The event record held by `stored`: `stored` itself for a raw record,
+    /// else the decompressed record (in an internal buffer). The announced
+    /// size is checked against the limit before allocating. The result still
+    /// has to be decoded.
+    ///
+    /// Spec: [§11](https://github.com/nostrwire/nostrwire/blob/main/spec/nwb.md#11-compressed-records).
+    pub fn record<'s>(&'s mut self, stored: &'s [u8], limits: &Limits) -> Result<&'s [u8]> {
+        match stored.first() {
+            Some(&COMPRESSED_V1) => {}
+            _ => return Ok(stored),
+        }
+        let mut pos = 1;
+        let id = varint::read(stored, &mut pos)?;
+        let len = varint::read(stored, &mut pos)?;
+        if len > limits.max_record_bytes as u64 {
+            return Err(Error::RecordTooLarge);
+        }
+        if id == 0 {
+            self.context.set_dictionary(&[]).map_err(io_to_wire)?;
+        } else {
+            let dict = self
+                .set
+                .and_then(|s| s.by_id(id.min(u32::MAX as u64) as u32));
+            let dict = dict.ok_or(Error::UnknownDictionary)?;
+            self.context
+                .set_prepared_dictionary(&dict.decoder)
+                .map_err(io_to_wire)?;
+        }
+        self.buf.clear();
+        self.buf.reserve_exact(len as usize);
+        let n = self
+            .context
+            .decompress_to_buffer(&stored[pos..], &mut self.buf)
+            .map_err(io_to_wire)?;
+        if n != len as usize {
+            return Err(Error::Decompress);
+        }
+        // A compressed record holds an event record, never another envelope.
+        if self.buf.first() != Some(&EVENT_V1) {
+            return Err(Error::BadVersion);
+        }
+        Ok(&self.buf)
+    }
+}

@@ -1,0 +1,258 @@
+//! Encoding events into records: one pass, one allocation. Lengths whose
+//! size is unknown in advance get a reserved slot that is patched afterwards
+//! (moving the bytes behind it only when the estimate was wrong).
+
+use nostrwire_event::{
+    Event, EventId, EventRef, Kind, PreimageFields, PublicKey, Signature, SignedFields, Timestamp,
+};
+
+use crate::layout::{is_hex_compactable, EVENT_V1, PREFIX_LEN};
+use crate::unescape::unescape_into;
+use crate::varint;
+
+/// Encodes a parsed JSON event as a record.
+///
+/// Spec: [§3](https://github.com/nostrwire/nostrwire/blob/main/spec/nwb.md#3-event-record).
+pub fn encode_json_event(event: &EventRef<'_>) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode_json_event_into(event, &mut out);
+    out
+}
+
+/// Appends the record of a parsed JSON event to `out`.
+///
+/// String values are stored unescaped; the JSON escaping is re-applied
+/// canonically on output, so any spelling of the same event yields the same
+/// record.
+///
+/// Spec: [§3](https://github.com/nostrwire/nostrwire/blob/main/spec/nwb.md#3-event-record),
+/// [§5](https://github.com/nostrwire/nostrwire/blob/main/spec/nwb.md#5-tag-block),
+/// [§6](https://github.com/nostrwire/nostrwire/blob/main/spec/nwb.md#6-tag-elements-and-hex-compaction),
+/// [§7](https://github.com/nostrwire/nostrwire/blob/main/spec/nwb.md#7-content).
+pub fn encode_json_event_into(event: &EventRef<'_>, out: &mut Vec<u8>) {
+    let tags = event.tags();
+    let content = event.content().raw().as_bytes();
+    // Unescaped values and binary headers never outgrow their JSON spelling
+    // (a header is at most 3 bytes below 1 MiB; quotes and comma are 3).
+    out.reserve(PREFIX_LEN + 3 * varint::MAX_LEN + tags.raw().len() + content.len());
+    put_prefix(
+        out,
+        event.id(),
+        event.pubkey(),
+        event.sig(),
+        event.created_at(),
+        event.kind(),
+    );
+
+    let block = out.len();
+    let reserved = varint::len(tags.raw().len() as u64);
+    out.resize(block + reserved, 0);
+    varint::push(out, tags.len() as u64);
+    for tag in tags.iter() {
+        let header = out.len();
+        out.push(0);
+        let mut elements = 0u64;
+        let mut short = false;
+        for element in tag.iter() {
+            let name = elements == 0;
+            elements += 1;
+            if element.is_escaped() {
+                let start = out.len();
+                unescape_into(element.raw().as_bytes(), out);
+                if name && out.len() - start == 1 && out[start] < 0x80 {
+                    short = true;
+                } else {
+                    finish_element_at(out, start);
+                }
+            } else {
+                let value = element.raw().as_bytes();
+                if name && value.len() == 1 {
+                    out.push(value[0]);
+                    short = true;
+                } else {
+                    put_element(out, value);
+                }
+            }
+        }
+        patch_length(out, header, 1, (elements << 1) | short as u64);
+    }
+    let block_len = out.len() - block - reserved;
+    patch_length(out, block, reserved, block_len as u64);
+
+    if event.content().is_escaped() {
+        let at = out.len();
+        let reserved = varint::len(content.len() as u64);
+        out.resize(at + reserved, 0);
+        unescape_into(content, out);
+        let len = out.len() - at - reserved;
+        patch_length(out, at, reserved, len as u64);
+    } else {
+        varint::push(out, content.len() as u64);
+        out.extend_from_slice(content);
+    }
+}
+
+/// Encodes an owned event as a record.
+///
+/// Spec: [§3](https://github.com/nostrwire/nostrwire/blob/main/spec/nwb.md#3-event-record).
+pub fn encode_event(event: &Event) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode_event_into(event, &mut out);
+    out
+}
+
+/// Appends the record of an owned event to `out`.
+///
+/// Spec: [§3](https://github.com/nostrwire/nostrwire/blob/main/spec/nwb.md#3-event-record),
+/// [§5](https://github.com/nostrwire/nostrwire/blob/main/spec/nwb.md#5-tag-block),
+/// [§6](https://github.com/nostrwire/nostrwire/blob/main/spec/nwb.md#6-tag-elements-and-hex-compaction),
+/// [§7](https://github.com/nostrwire/nostrwire/blob/main/spec/nwb.md#7-content).
+pub fn encode_event_into(event: &Event, out: &mut Vec<u8>) {
+    let tag_bytes: usize = event
+        .tags
+        .iter()
+        .map(|t| t.as_slice().iter().map(|e| e.len() + 3).sum::<usize>() + 3)
+        .sum();
+    out.reserve(PREFIX_LEN + 3 * varint::MAX_LEN + tag_bytes + event.content.len());
+    put_prefix(
+        out,
+        &event.id,
+        &event.pubkey,
+        &event.sig,
+        event.created_at,
+        event.kind,
+    );
+
+    let block = out.len();
+    let reserved = varint::len(tag_bytes as u64);
+    out.resize(block + reserved, 0);
+    varint::push(out, event.tags.len() as u64);
+    for tag in &event.tags {
+        let elements = tag.as_slice();
+        let name = elements[0].as_bytes();
+        let short = name.len() == 1;
+        varint::push(out, ((elements.len() as u64) << 1) | short as u64);
+        if short {
+            out.push(name[0]);
+        } else {
+            put_element(out, name);
+        }
+        for value in &elements[1..] {
+            put_element(out, value.as_bytes());
+        }
+    }
+    let block_len = out.len() - block - reserved;
+    patch_length(out, block, reserved, block_len as u64);
+
+    varint::push(out, event.content.len() as u64);
+    out.extend_from_slice(event.content.as_bytes());
+}
+
+/// The fixed prefix ([spec §3](https://github.com/nostrwire/nostrwire/blob/main/spec/nwb.md#3-event-record)).
+fn put_prefix(
+    out: &mut Vec<u8>,
+    id: &EventId,
+    pubkey: &PublicKey,
+    sig: &Signature,
+    created_at: Timestamp,
+    kind: Kind,
+) {
+    out.push(EVENT_V1);
+    out.extend_from_slice(id.as_bytes());
+    out.extend_from_slice(pubkey.as_bytes());
+    out.extend_from_slice(sig.as_bytes());
+    out.extend_from_slice(&created_at.as_u64().to_le_bytes());
+    out.extend_from_slice(&kind.as_u16().to_le_bytes());
+}
+
+/// Header of a hex element of `n` bytes ([spec §6](https://github.com/nostrwire/nostrwire/blob/main/spec/nwb.md#6-tag-elements-and-hex-compaction)).
+#[inline]
+fn hex_header(n: usize) -> u64 {
+    if n == 32 {
+        1
+    } else {
+        ((n as u64) << 1) | 1
+    }
+}
+
+/// Value of a lowercase hex digit already known to be valid.
+#[inline]
+fn nibble(b: u8) -> u8 {
+    // '0'..'9' are 0x30..0x39, 'a'..'f' are 0x61..0x66.
+    (b & 0x0f) + 9 * (b >> 6)
+}
+
+/// Writes one element: hex bytes if compactable, text otherwise.
+#[inline]
+fn put_element(out: &mut Vec<u8>, value: &[u8]) {
+    if is_hex_compactable(value) {
+        varint::push(out, hex_header(value.len() / 2));
+        out.extend(
+            value
+                .chunks_exact(2)
+                .map(|p| (nibble(p[0]) << 4) | nibble(p[1])),
+        );
+    } else {
+        varint::push(out, (value.len() as u64) << 1);
+        out.extend_from_slice(value);
+    }
+}
+
+/// Turns the unescaped value at `out[start..]` into a complete element
+/// (header, then text or hex bytes).
+fn finish_element_at(out: &mut Vec<u8>, start: usize) {
+    let len = out.len() - start;
+    if is_hex_compactable(&out[start..]) {
+        // Decoding in place is safe: byte i is written after reading 2i and 2i+1.
+        for i in 0..len / 2 {
+            out[start + i] = (nibble(out[start + 2 * i]) << 4) | nibble(out[start + 2 * i + 1]);
+        }
+        out.truncate(start + len / 2);
+        patch_length(out, start, 0, hex_header(len / 2));
+    } else {
+        patch_length(out, start, 0, (len as u64) << 1);
+    }
+}
+
+/// Writes `value` as a varint into the `reserved` bytes at `at`, moving what
+/// follows when the varint needs a different number of bytes.
+fn patch_length(out: &mut Vec<u8>, at: usize, reserved: usize, value: u64) {
+    let need = varint::len(value);
+    if need != reserved {
+        let payload = at + reserved;
+        let end = out.len();
+        if need < reserved {
+            out.copy_within(payload..end, at + need);
+            out.truncate(end - (reserved - need));
+        } else {
+            out.resize(end + (need - reserved), 0);
+            out.copy_within(payload..end, at + need);
+        }
+    }
+    varint::write(&mut out[at..at + need], value);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patch_length_moves_both_ways() {
+        let mut v = vec![9, 0, 0, 0, 1, 2, 3];
+        patch_length(&mut v, 1, 3, 5);
+        assert_eq!(v, [9, 5, 1, 2, 3]);
+        let mut v = vec![9, 0, 1, 2];
+        patch_length(&mut v, 1, 1, 300);
+        assert_eq!(v, [9, 0xac, 0x02, 1, 2]);
+        let mut v = vec![1, 2];
+        patch_length(&mut v, 0, 0, 4);
+        assert_eq!(v, [4, 1, 2]);
+    }
+
+    #[test]
+    fn nibbles() {
+        for (i, c) in b"0123456789abcdef".iter().enumerate() {
+            assert_eq!(nibble(*c) as usize, i);
+        }
+    }
+}

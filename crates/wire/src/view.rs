@@ -1,0 +1,525 @@
+//! Decoding: canonical validation of a record and the zero-copy
+//! [`EventView`] over the verified bytes.
+
+use std::borrow::Cow;
+
+use nostrwire_event::json::{write_escaped, Sink};
+use nostrwire_event::{
+    hex, Event, EventId, Kind, PreimageFields, PublicKey, Signature, SignedFields, Tag, Timestamp,
+};
+
+use crate::error::{Error, Result};
+use crate::layout::{self, is_hex_compactable, EVENT_V1, OFF_ID, OFF_PUBKEY, OFF_SIG, PREFIX_LEN};
+use crate::limits::Limits;
+use crate::varint;
+
+/// A decoded event borrowing its tags and content from a verified record.
+///
+/// Only [`EventView::decode`] creates one, after checking every canonical
+/// rule of the spec, so accessors never fail. The id and signature are *not*
+/// checked by decoding: call [`SignedFields::verify`] (which recomputes the id
+/// from the view, with no JSON built).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EventView<'a> {
+    record: &'a [u8],
+    id: EventId,
+    pubkey: PublicKey,
+    sig: Signature,
+    created_at: Timestamp,
+    kind: Kind,
+    /// The tag block from the first tag (after the count) to its end.
+    tags: &'a [u8],
+    tag_count: usize,
+    content: &'a str,
+}
+
+impl<'a> EventView<'a> {
+    /// Decodes and validates an event record with the default [`Limits`].
+    ///
+    /// Spec: [§3](https://github.com/nostrwire/nostrwire/blob/main/spec/nwb.md#3-event-record),
+    /// [§8](https://github.com/nostrwire/nostrwire/blob/main/spec/nwb.md#8-canonical-and-accepted-encodings).
+    pub fn decode(record: &'a [u8]) -> Result<EventView<'a>> {
+        Self::decode_with(record, &Limits::DEFAULT)
+    }
+
+    /// Decodes and validates an event record.
+    ///
+    /// Every rule of the canonical table is enforced: form byte, exact
+    /// lengths, minimal varints, UTF-8, the hex compaction rule both ways, the
+    /// short name form, no trailing bytes; limits are checked before use.
+    ///
+    /// Spec: [§3](https://github.com/nostrwire/nostrwire/blob/main/spec/nwb.md#3-event-record),
+    /// [§8](https://github.com/nostrwire/nostrwire/blob/main/spec/nwb.md#8-canonical-and-accepted-encodings),
+    /// [§9](https://github.com/nostrwire/nostrwire/blob/main/spec/nwb.md#9-limits).
+    pub fn decode_with(record: &'a [u8], limits: &Limits) -> Result<EventView<'a>> {
+        if record.len() > limits.max_record_bytes {
+            return Err(Error::RecordTooLarge);
+        }
+        let prefix: &[u8; PREFIX_LEN] = match record.first() {
+            None => return Err(Error::Truncated),
+            Some(&EVENT_V1) => record
+                .get(..PREFIX_LEN)
+                .and_then(|p| p.try_into().ok())
+                .ok_or(Error::Truncated)?,
+            Some(_) => return Err(Error::BadVersion),
+        };
+        let created_at = layout::read_created_at(prefix)?;
+        let kind = layout::read_kind(prefix);
+
+        let mut pos = PREFIX_LEN;
+        let block_len = varint::read(record, &mut pos)?;
+        if block_len > (record.len() - pos) as u64 {
+            return Err(Error::Truncated);
+        }
+        let block_end = pos + block_len as usize;
+        let block = &record[..block_end];
+        let tag_count = varint::read(block, &mut pos).map_err(in_block)?;
+        if tag_count > limits.max_tags as u64 {
+            return Err(Error::TooManyTags);
+        }
+        // Each tag takes at least two bytes (header and one element).
+        if tag_count > ((block_end - pos) / 2) as u64 {
+            return Err(Error::TagBlockMismatch);
+        }
+        let tags_start = pos;
+        for _ in 0..tag_count {
+            check_tag(block, &mut pos, limits).map_err(in_block)?;
+        }
+        if pos != block_end {
+            return Err(Error::TagBlockMismatch);
+        }
+
+        let content_len = varint::read(record, &mut pos)?;
+        if content_len > limits.max_string_bytes as u64 {
+            return Err(Error::StringTooLarge);
+        }
+        let rest = (record.len() - pos) as u64;
+        if content_len > rest {
+            return Err(Error::Truncated);
+        }
+        if content_len < rest {
+            return Err(Error::TrailingBytes);
+        }
+        let content = core::str::from_utf8(&record[pos..]).map_err(|_| Error::InvalidUtf8)?;
+
+        Ok(EventView {
+            record,
+            id: EventId::from_bytes(prefix[OFF_ID..OFF_PUBKEY].try_into().expect("32 bytes")),
+            pubkey: PublicKey::from_bytes(
+                prefix[OFF_PUBKEY..OFF_SIG].try_into().expect("32 bytes"),
+            ),
+            sig: Signature::from_bytes(
+                prefix[OFF_SIG..layout::OFF_CREATED_AT]
+                    .try_into()
+                    .expect("64 bytes"),
+            ),
+            created_at,
+            kind,
+            tags: &record[tags_start..block_end],
+            tag_count: tag_count as usize,
+            content,
+        })
+    }
+
+    /// The record this view reads.
+    pub fn record(&self) -> &'a [u8] {
+        self.record
+    }
+
+    /// Number of tags.
+    pub fn tag_count(&self) -> usize {
+        self.tag_count
+    }
+
+    /// Iterates over the tags without touching the content.
+    pub fn tags(&self) -> Tags<'a> {
+        Tags {
+            block: self.tags,
+            pos: 0,
+            remaining: self.tag_count,
+        }
+    }
+
+    /// The content.
+    pub fn content(&self) -> &'a str {
+        self.content
+    }
+
+    /// Converts to an owned [`Event`].
+    pub fn to_event(&self) -> Event {
+        let mut tags = Vec::with_capacity(self.tag_count);
+        for tag in self.tags() {
+            let mut elements = Vec::with_capacity(tag.len());
+            elements.extend(tag.iter().map(|v| v.to_str().into_owned()));
+            tags.push(Tag::new(elements).expect("decoded tags are never empty"));
+        }
+        Event {
+            id: self.id,
+            pubkey: self.pubkey,
+            created_at: self.created_at,
+            kind: self.kind,
+            tags,
+            content: self.content.to_owned(),
+            sig: self.sig,
+        }
+    }
+}
+
+/// A `Truncated` inside the tag block means the block length was wrong.
+fn in_block(e: Error) -> Error {
+    if e == Error::Truncated {
+        Error::TagBlockMismatch
+    } else {
+        e
+    }
+}
+
+/// Validates one tag ([spec §5](https://github.com/nostrwire/nostrwire/blob/main/spec/nwb.md#5-tag-block)).
+#[inline]
+fn check_tag(block: &[u8], pos: &mut usize, limits: &Limits) -> Result<()> {
+    let header = varint::read(block, pos)?;
+    let elements = header >> 1;
+    if elements == 0 {
+        return Err(Error::EmptyTag);
+    }
+    if elements > limits.max_tag_elements as u64 {
+        return Err(Error::TooManyTagElements);
+    }
+    // Each element takes at least one byte.
+    if elements > (block.len() - *pos) as u64 {
+        return Err(Error::Truncated);
+    }
+    let mut rest = elements;
+    if header & 1 == 1 {
+        let &name = block.get(*pos).ok_or(Error::Truncated)?;
+        if name >= 0x80 {
+            return Err(Error::InvalidUtf8);
+        }
+        *pos += 1;
+    } else if check_element(block, pos, limits)? == Some(1) {
+        return Err(Error::NonCanonicalName);
+    }
+    rest -= 1;
+    for _ in 0..rest {
+        check_element(block, pos, limits)?;
+    }
+    Ok(())
+}
+
+/// Validates one element; returns the text length for text, `None` for hex
+/// ([spec §6](https://github.com/nostrwire/nostrwire/blob/main/spec/nwb.md#6-tag-elements-and-hex-compaction)).
+#[inline]
+fn check_element(block: &[u8], pos: &mut usize, limits: &Limits) -> Result<Option<usize>> {
+    let header = varint::read(block, pos)?;
+    let len = header >> 1;
+    let available = (block.len() - *pos) as u64;
+    if header & 1 == 1 {
+        let bytes = match len {
+            0 => 32,
+            32 => return Err(Error::NonCanonicalHex),
+            n => n,
+        };
+        if bytes > (limits.max_string_bytes / 2) as u64 {
+            return Err(Error::StringTooLarge);
+        }
+        if bytes > available {
+            return Err(Error::Truncated);
+        }
+        *pos += bytes as usize;
+        Ok(None)
+    } else {
+        if len > limits.max_string_bytes as u64 {
+            return Err(Error::StringTooLarge);
+        }
+        if len > available {
+            return Err(Error::Truncated);
+        }
+        let text = &block[*pos..*pos + len as usize];
+        if !text.is_ascii() && core::str::from_utf8(text).is_err() {
+            return Err(Error::InvalidUtf8);
+        }
+        if is_hex_compactable(text) {
+            return Err(Error::NonCanonicalHex);
+        }
+        *pos += len as usize;
+        Ok(Some(len as usize))
+    }
+}
+
+/// Reads a varint of verified bytes (no checks needed; never panics).
+#[inline]
+fn read_verified(bytes: &[u8], pos: &mut usize) -> u64 {
+    let mut value = 0u64;
+    let mut shift = 0u32;
+    while let Some(&b) = bytes.get(*pos) {
+        *pos += 1;
+        value |= ((b & 0x7f) as u64) << (shift & 63);
+        if b < 0x80 {
+            break;
+        }
+        shift += 7;
+    }
+    value
+}
+
+/// Text of a verified record.
+#[inline]
+fn verified_str(bytes: &[u8]) -> &str {
+    debug_assert!(core::str::from_utf8(bytes).is_ok());
+    // SAFETY: these bytes are a text element of a record that
+    // `EventView::decode_with` validated as UTF-8; views, tags and elements
+    // are only created from such records and slice the same ranges.
+    unsafe { core::str::from_utf8_unchecked(bytes) }
+}
+
+/// Iterator over the tags of an [`EventView`].
+#[derive(Clone, Debug)]
+pub struct Tags<'a> {
+    block: &'a [u8],
+    pos: usize,
+    remaining: usize,
+}
+
+impl<'a> Iterator for Tags<'a> {
+    type Item = TagView<'a>;
+
+    #[inline]
+    fn next(&mut self) -> Option<TagView<'a>> {
+        if self.remaining == 0 {
+            return None;
+        }
+        self.remaining -= 1;
+        let header = read_verified(self.block, &mut self.pos);
+        let len = (header >> 1) as usize;
+        let short = header & 1 == 1;
+        let start = self.pos;
+        let mut rest = len;
+        if short {
+            self.pos += 1;
+            rest -= 1;
+        }
+        for _ in 0..rest {
+            skip_element(self.block, &mut self.pos);
+        }
+        let end = self.pos.min(self.block.len());
+        Some(TagView {
+            bytes: self.block.get(start..end).unwrap_or_default(),
+            len,
+            short,
+        })
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.remaining, Some(self.remaining))
+    }
+}
+
+impl ExactSizeIterator for Tags<'_> {}
+
+#[inline]
+fn skip_element(block: &[u8], pos: &mut usize) {
+    let header = read_verified(block, pos);
+    let len = (header >> 1) as usize;
+    *pos += if header & 1 == 1 && len == 0 { 32 } else { len };
+}
+
+/// One tag of an [`EventView`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TagView<'a> {
+    bytes: &'a [u8],
+    len: usize,
+    short: bool,
+}
+
+impl<'a> TagView<'a> {
+    /// Number of elements, name included (at least 1).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Always false: tags have a name.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// Iterates over the elements, name first.
+    pub fn iter(&self) -> Elements<'a> {
+        Elements {
+            bytes: self.bytes,
+            pos: 0,
+            remaining: self.len,
+            short_name: self.short,
+        }
+    }
+
+    /// The name (first element).
+    pub fn name(&self) -> Value<'a> {
+        self.iter().next().unwrap_or(Value::Text(""))
+    }
+
+    /// The first value (second element), the one NIP-01 indexes.
+    pub fn first_value(&self) -> Option<Value<'a>> {
+        self.iter().nth(1)
+    }
+
+    /// The elements as an owned [`Tag`].
+    pub fn to_tag(&self) -> Tag {
+        Tag::new(self.iter().map(|v| v.to_str().into_owned()).collect())
+            .expect("decoded tags are never empty")
+    }
+}
+
+/// Iterator over the elements of a [`TagView`].
+#[derive(Clone, Debug)]
+pub struct Elements<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+    remaining: usize,
+    short_name: bool,
+}
+
+impl<'a> Iterator for Elements<'a> {
+    type Item = Value<'a>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Value<'a>> {
+        if self.remaining == 0 {
+            return None;
+        }
+        self.remaining -= 1;
+        if self.short_name {
+            self.short_name = false;
+            let name = self.bytes.get(self.pos..self.pos + 1).unwrap_or_default();
+            self.pos += 1;
+            return Some(Value::Text(verified_str(name)));
+        }
+        let header = read_verified(self.bytes, &mut self.pos);
+        let len = (header >> 1) as usize;
+        let hex = header & 1 == 1;
+        let n = if hex && len == 0 { 32 } else { len };
+        let payload = self.bytes.get(self.pos..self.pos + n).unwrap_or_default();
+        self.pos += n;
+        Some(if hex {
+            Value::Hex(payload)
+        } else {
+            Value::Text(verified_str(payload))
+        })
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.remaining, Some(self.remaining))
+    }
+}
+
+impl ExactSizeIterator for Elements<'_> {}
+
+/// A tag element as stored: text, or the bytes of a lowercase hex string.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Value<'a> {
+    /// A string stored as text.
+    Text(&'a str),
+    /// A lowercase hex string stored as its bytes.
+    Hex(&'a [u8]),
+}
+
+impl<'a> Value<'a> {
+    /// The string value (hex values are re-encoded in lowercase).
+    pub fn to_str(&self) -> Cow<'a, str> {
+        match *self {
+            Value::Text(s) => Cow::Borrowed(s),
+            Value::Hex(b) => Cow::Owned(hex::encode(b)),
+        }
+    }
+
+    /// Length of the string value in bytes.
+    pub fn text_len(&self) -> usize {
+        match self {
+            Value::Text(s) => s.len(),
+            Value::Hex(b) => 2 * b.len(),
+        }
+    }
+
+    /// Compares the string value with `other` without allocating.
+    pub fn eq_str(&self, other: &str) -> bool {
+        match *self {
+            Value::Text(s) => s == other,
+            Value::Hex(b) => {
+                let o = other.as_bytes();
+                o.len() == 2 * b.len() && {
+                    let mut buf = [0u8; 128];
+                    b.chunks(64).zip(o.chunks(128)).all(|(chunk, text)| {
+                        let out = &mut buf[..2 * chunk.len()];
+                        hex::encode_to_slice(chunk, out);
+                        out == text
+                    })
+                }
+            }
+        }
+    }
+
+    /// Writes the canonical JSON string body (quotes excluded).
+    #[inline]
+    pub fn write_json<S: Sink + ?Sized>(&self, out: &mut S) {
+        match *self {
+            Value::Text(s) => write_escaped(out, s),
+            Value::Hex(b) => {
+                let mut buf = [0u8; 128];
+                for chunk in b.chunks(64) {
+                    let text = &mut buf[..2 * chunk.len()];
+                    hex::encode_to_slice(chunk, text);
+                    out.put(text);
+                }
+            }
+        }
+    }
+}
+
+impl PreimageFields for EventView<'_> {
+    fn pubkey(&self) -> &PublicKey {
+        &self.pubkey
+    }
+    fn created_at(&self) -> Timestamp {
+        self.created_at
+    }
+    fn kind(&self) -> Kind {
+        self.kind
+    }
+    fn write_tags_json<S: Sink + ?Sized>(&self, out: &mut S) {
+        out.put(b"[");
+        for (i, tag) in self.tags().enumerate() {
+            out.put(if i == 0 { b"[\"" } else { b",[\"" });
+            for (j, value) in tag.iter().enumerate() {
+                if j > 0 {
+                    out.put(b"\",\"");
+                }
+                value.write_json(out);
+            }
+            out.put(b"\"]");
+        }
+        out.put(b"]");
+    }
+    fn write_content_json<S: Sink + ?Sized>(&self, out: &mut S) {
+        write_escaped(out, self.content);
+    }
+    fn any_tag(&self, visit: &mut dyn FnMut(&str, Option<&str>) -> bool) -> bool {
+        self.tags().any(|tag| {
+            let mut elements = tag.iter();
+            let name = elements.next().map(|v| v.to_str()).unwrap_or_default();
+            let value = elements.next().map(|v| v.to_str());
+            visit(&name, value.as_deref())
+        })
+    }
+    fn json_size_hint(&self) -> usize {
+        // Hex doubles, headers become quotes and commas, escapes are rare.
+        2 * self.tags.len() + 4 * self.tag_count + self.content.len() + self.content.len() / 8 + 320
+    }
+}
+
+impl SignedFields for EventView<'_> {
+    fn id(&self) -> &EventId {
+        &self.id
+    }
+    fn sig(&self) -> &Signature {
+        &self.sig
+    }
+}
