@@ -53,6 +53,10 @@ fn find_special_impl<const TRACK: bool>(bytes: &[u8], from: usize, non_ascii: &m
     let mut i = from;
     #[cfg(target_arch = "x86_64")]
     {
+        if bytes.len() - i >= 32 && std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: AVX2 was detected at run time.
+            return unsafe { find_special_avx2::<TRACK>(bytes, i, non_ascii) };
+        }
         use core::arch::x86_64::*;
         // SAFETY: SSE2 is part of the x86_64 baseline; every load reads 16
         // bytes starting at `i` with `i + 16 <= bytes.len()`.
@@ -85,6 +89,15 @@ fn find_special_impl<const TRACK: bool>(bytes: &[u8], from: usize, non_ascii: &m
             }
         }
     }
+    find_special_scalar::<TRACK>(bytes, i, non_ascii)
+}
+
+#[inline(always)]
+fn find_special_scalar<const TRACK: bool>(
+    bytes: &[u8],
+    mut i: usize,
+    non_ascii: &mut bool,
+) -> usize {
     while i < bytes.len() {
         let b = bytes[i];
         if b == b'"' || b == b'\\' || b < 0x20 {
@@ -96,6 +109,44 @@ fn find_special_impl<const TRACK: bool>(bytes: &[u8], from: usize, non_ascii: &m
         i += 1;
     }
     i
+}
+
+/// The AVX2 form of [`find_special_impl`]: 32 bytes per step.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn find_special_avx2<const TRACK: bool>(
+    bytes: &[u8],
+    mut i: usize,
+    non_ascii: &mut bool,
+) -> usize {
+    use core::arch::x86_64::*;
+    let quote = _mm256_set1_epi8(b'"' as i8);
+    let backslash = _mm256_set1_epi8(b'\\' as i8);
+    let control_max = _mm256_set1_epi8(0x1f);
+    let mut high = 0i32;
+    while i + 32 <= bytes.len() {
+        // SAFETY: `i + 32 <= bytes.len()`.
+        let chunk = unsafe { _mm256_loadu_si256(bytes.as_ptr().add(i) as *const __m256i) };
+        let is_quote = _mm256_cmpeq_epi8(chunk, quote);
+        let is_backslash = _mm256_cmpeq_epi8(chunk, backslash);
+        let is_control = _mm256_cmpeq_epi8(_mm256_min_epu8(chunk, control_max), chunk);
+        let hits = _mm256_or_si256(_mm256_or_si256(is_quote, is_backslash), is_control);
+        let mask = _mm256_movemask_epi8(hits) as u32;
+        if TRACK {
+            high |= _mm256_movemask_epi8(chunk);
+        }
+        if mask != 0 {
+            if TRACK && high != 0 {
+                *non_ascii = true;
+            }
+            return i + mask.trailing_zeros() as usize;
+        }
+        i += 32;
+    }
+    if TRACK && high != 0 {
+        *non_ascii = true;
+    }
+    find_special_scalar::<TRACK>(bytes, i, non_ascii)
 }
 
 /// A string as it appears in validated JSON input: the text between the quotes.
@@ -422,6 +473,28 @@ mod tests {
                 Some(ErrorKind::InvalidUtf8)
             );
         }
+    }
+
+    #[test]
+    fn utf8_checked_in_long_strings() {
+        // Long enough for the 32-byte path, with the non-ASCII byte late.
+        let mut ok = b"\"".to_vec();
+        ok.extend_from_slice(&[b'a'; 70]);
+        ok.extend_from_slice("é".as_bytes());
+        ok.extend_from_slice(b"\"");
+        assert!(scan_string(&ok, 0, 999).unwrap().value.raw().ends_with('é'));
+        let mut bad = ok.clone();
+        bad[72] = 0xff;
+        assert_eq!(
+            scan_string(&bad, 0, 999).err().map(|e| e.kind()),
+            Some(ErrorKind::InvalidUtf8)
+        );
+        let mut early = ok.clone();
+        early[3] = 0xc3;
+        assert_eq!(
+            scan_string(&early, 0, 999).err().map(|e| e.kind()),
+            Some(ErrorKind::InvalidUtf8)
+        );
     }
 
     #[test]
