@@ -1,0 +1,431 @@
+//! Golden vectors in `vectors/wire/`: the generator (run the ignored test
+//! `regenerate_vectors` to rewrite the files) and the checks every build runs.
+
+use std::path::PathBuf;
+
+use nostrwire_event::{Event, EventRef, Keys, Kind, SignedFields, Tag, Timestamp, UnsignedEvent};
+use nostrwire_wire::{encode_event, encode_json_event, varint, Error, EventView, PREFIX_LEN};
+use serde_json::{json, Value};
+
+fn dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../vectors/wire")
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(text: &str) -> Vec<u8> {
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+fn signed(seed: u64, created_at: u64, kind: u16, tags: &[&[&str]], content: &str) -> Event {
+    let keys = Keys::derive(0x6e7762, seed);
+    let tags = tags.iter().map(|t| Tag::from_strs(t)).collect();
+    UnsignedEvent::new(
+        &keys,
+        Timestamp::new(created_at).unwrap(),
+        Kind(kind),
+        tags,
+        content,
+    )
+    .sign(&keys)
+}
+
+const P1: &str = "364ff74823ba9819d6b4da381b20bbce8e31e2abf5fbe298db62064aa8be7b73";
+const E1: &str = "29bf928a2081ec678312deba584106445ee3a731eb65f652676ec4d14e9cc28a";
+
+/// Valid cases: (name, description, event, optional non-canonical JSON spelling of it).
+fn valid_cases() -> Vec<(&'static str, &'static str, Event, Option<String>)> {
+    let mut cases = vec![
+        (
+            "minimal",
+            "no tags, empty content: the 142-byte minimum",
+            signed(1, 1_700_000_000, 1, &[], ""),
+            None,
+        ),
+        (
+            "note_with_references",
+            "e and p tags with 64-hex values (dedicated 32-byte form), relay URL and marker as text",
+            signed(
+                2,
+                1_758_667_457,
+                1,
+                &[&["e", E1, "wss://relay.example.com", "root"], &["p", P1], &["t", "nostr"]],
+                "gm nostr",
+            ),
+            None,
+        ),
+        (
+            "hex_compaction_edges",
+            "uppercase and mixed case stay text, empty is text, odd length is text, any even lowercase hex is bytes",
+            signed(
+                3,
+                1_700_000_001,
+                30023,
+                &[&["custom", "DEADBEEF", "deadbeef", "DeadBeef", "", "00", "abc", "0", "a0b", "1758782731"]],
+                "",
+            ),
+            None,
+        ),
+        (
+            "hex_lengths",
+            "hex values of 1, 31, 33 and 64 bytes use the general form; 32 bytes the dedicated one",
+            signed(
+                4,
+                1_700_000_002,
+                1,
+                &[&[
+                    "x",
+                    "ff",
+                    &"ab".repeat(31),
+                    &"cd".repeat(32),
+                    &"ef".repeat(33),
+                    &"01".repeat(64),
+                ]],
+                "",
+            ),
+            None,
+        ),
+        (
+            "tag_names",
+            "one-byte names use the short form (including a control character); others are elements, hex names included",
+            signed(
+                5,
+                1_700_000_003,
+                1,
+                &[&["p"], &["\u{1}", "ctl"], &["é", "two-byte name"], &["ab", "hex name"], &["", "empty name"], &["pp"]],
+                "",
+            ),
+            None,
+        ),
+        (
+            "escapes",
+            "strings are stored unescaped; output re-escapes canonically",
+            signed(
+                6,
+                1_700_000_004,
+                1,
+                &[&["q", "quote\" backslash\\ /slash"], &["c", "\u{0}\u{1f}\u{7f}\t\n"]],
+                "line\nquote\" backslash\\ tab\t nul\u{0} é 😀 \u{2028} /",
+            ),
+            None,
+        ),
+        (
+            "extremes",
+            "kind 65535, created_at 2^53-1, multi-byte varints: 64-element tag, 200-byte value, 300-byte content",
+            signed(
+                7,
+                (1 << 53) - 1,
+                65535,
+                &[&["many"; 64], &["long", &"x".repeat(200)]],
+                &"y".repeat(300),
+            ),
+            None,
+        ),
+    ];
+    // A non-canonical JSON spelling encodes to the same record as the canonical one.
+    let spelled = signed(8, 1_700_000_005, 1, &[&["t", "é/"]], "é/\n");
+    let input = spelled
+        .to_json()
+        .replace("é/", "\\u00e9\\/")
+        .replace("\\n", "\\u000a");
+    cases.push((
+        "non_canonical_json_input",
+        "`\\u00e9`, `\\/` and `\\u000a` in the input spell the same values as the canonical JSON",
+        spelled,
+        Some(input),
+    ));
+    cases
+}
+
+/// A 139-byte prefix with recognizable fixed fields.
+fn prefix() -> Vec<u8> {
+    let mut p = vec![0x01];
+    p.extend([0x11; 32]);
+    p.extend([0x22; 32]);
+    p.extend([0x33; 64]);
+    p.extend(1_700_000_000u64.to_le_bytes());
+    p.extend(1u16.to_le_bytes());
+    assert_eq!(p.len(), PREFIX_LEN);
+    p
+}
+
+/// A record from a tag block and content, with correct lengths.
+fn record(block: &[u8], content: &[u8]) -> Vec<u8> {
+    let mut r = prefix();
+    varint::push(&mut r, block.len() as u64);
+    r.extend_from_slice(block);
+    varint::push(&mut r, content.len() as u64);
+    r.extend_from_slice(content);
+    r
+}
+
+fn cat(parts: &[&[u8]]) -> Vec<u8> {
+    parts.concat()
+}
+
+/// Invalid cases: (name, description, bytes, expected error).
+fn invalid_cases() -> Vec<(&'static str, &'static str, Vec<u8>, Error)> {
+    let ok = record(&[0], b"");
+    let mut cases = vec![
+        ("empty", "no bytes at all", vec![], Error::Truncated),
+        (
+            "bad_form_byte",
+            "first byte 0x02",
+            cat(&[&[0x02], &ok[1..]]),
+            Error::BadVersion,
+        ),
+        (
+            "compressed_as_event",
+            "a compressed record given to the event decoder",
+            cat(&[&[0x81], &ok[1..]]),
+            Error::BadVersion,
+        ),
+        (
+            "short_prefix",
+            "ends inside the fixed prefix",
+            ok[..100].to_vec(),
+            Error::Truncated,
+        ),
+        (
+            "created_at_above_2_53",
+            "created_at = 2^53",
+            {
+                let mut r = ok.clone();
+                r[129..137].copy_from_slice(&(1u64 << 53).to_le_bytes());
+                r
+            },
+            Error::TimestampOutOfRange,
+        ),
+        (
+            "overlong_tag_block_length",
+            "T = 1 written as 81 00",
+            cat(&[&prefix(), &[0x81, 0x00, 0x00, 0x00]]),
+            Error::OverlongVarint,
+        ),
+        (
+            "tag_block_past_end",
+            "T larger than the rest of the record",
+            cat(&[&prefix(), &[0x05, 0x00, 0x00]]),
+            Error::Truncated,
+        ),
+        (
+            "tag_block_too_short",
+            "T = 0: the tag count lies outside the block",
+            cat(&[&prefix(), &[0x00, 0x00, 0x00]]),
+            Error::TagBlockMismatch,
+        ),
+        (
+            "tag_block_too_long",
+            "T = 2 with one-byte tags: a byte is left in the block",
+            cat(&[&prefix(), &[0x02, 0x00, 0x00, 0x00]]),
+            Error::TagBlockMismatch,
+        ),
+        (
+            "overlong_tag_count",
+            "tag count 0 written as 80 00",
+            record(&[0x80, 0x00], b""),
+            Error::OverlongVarint,
+        ),
+        (
+            "empty_tag",
+            "a tag with E = 0",
+            record(&[0x01, 0x00, 0x00], b""),
+            Error::EmptyTag,
+        ),
+        (
+            "empty_tag_short_flag",
+            "a tag with E = 0 and the short flag",
+            record(&[0x01, 0x01, 0x00], b""),
+            Error::EmptyTag,
+        ),
+        (
+            "short_name_not_ascii",
+            "short-form name byte 0xc3",
+            record(&[0x01, 0x03, 0xc3], b""),
+            Error::InvalidUtf8,
+        ),
+        (
+            "one_byte_name_long_form",
+            "name \"p\" written as a text element",
+            record(&[0x01, 0x02, 0x02, b'p'], b""),
+            Error::NonCanonicalName,
+        ),
+        (
+            "hex_kept_as_text",
+            "value \"ab\" stored as text",
+            record(&[0x01, 0x05, b'p', 0x04, b'a', b'b'], b""),
+            Error::NonCanonicalHex,
+        ),
+        (
+            "hex32_general_form",
+            "a 32-byte hex value with L = 32 instead of the dedicated form",
+            record(&cat(&[&[0x01, 0x05, b'p', 0x41], &[0xaa; 32]]), b""),
+            Error::NonCanonicalHex,
+        ),
+        (
+            "text_not_utf8",
+            "a text element with byte 0xff",
+            record(&[0x01, 0x05, b'p', 0x02, 0xff], b""),
+            Error::InvalidUtf8,
+        ),
+        (
+            "content_not_utf8",
+            "content with a lone continuation byte",
+            record(&[0x00], &[b'a', 0x80]),
+            Error::InvalidUtf8,
+        ),
+        (
+            "content_past_end",
+            "C larger than the rest",
+            cat(&[&prefix(), &[0x01, 0x00, 0x02, b'a']]),
+            Error::Truncated,
+        ),
+        (
+            "trailing_byte",
+            "one byte after the content",
+            cat(&[&ok, &[0x00]]),
+            Error::TrailingBytes,
+        ),
+        (
+            "content_length_overflow",
+            "an 11-byte varint for C",
+            cat(&[&prefix(), &[0x01, 0x00], &[0xff; 10], &[0x01]]),
+            Error::VarintOverflow,
+        ),
+        (
+            "too_many_tags",
+            "20,001 tags announced (default limit 20,000)",
+            record(&[0xa1, 0x9c, 0x01], b""),
+            Error::TooManyTags,
+        ),
+        (
+            "too_many_tag_count_for_block",
+            "3 tags announced in a 2-byte block",
+            record(&[0x03, 0x03], b""),
+            Error::TagBlockMismatch,
+        ),
+        (
+            "too_many_tag_elements",
+            "a tag with E = 1001 (default limit 1,000)",
+            record(&[0x01, 0xd2, 0x0f, 0x00], b""),
+            Error::TooManyTagElements,
+        ),
+        (
+            "string_too_large",
+            "a text element of 1 MiB + 1 announced (default limit 1 MiB)",
+            record(&[0x01, 0x05, b'p', 0x82, 0x80, 0x80, 0x01], b""),
+            Error::StringTooLarge,
+        ),
+        (
+            "hex_past_block_end",
+            "a 32-byte hex element with 3 bytes in the block",
+            record(&[0x01, 0x05, b'p', 0x01, 1, 2, 3], b""),
+            Error::TagBlockMismatch,
+        ),
+    ];
+    // Every case differs from a valid record in the one way its name says.
+    cases.sort_by_key(|c| c.0);
+    cases
+}
+
+fn build() -> (Value, Value) {
+    let valid: Vec<Value> = valid_cases()
+        .into_iter()
+        .map(|(name, description, event, input)| {
+            let mut case = json!({
+                "name": name,
+                "description": description,
+                "json": event.to_json(),
+                "hex": hex(&encode_event(&event)),
+            });
+            if let Some(input) = input {
+                case["input"] = Value::String(input);
+            }
+            case
+        })
+        .collect();
+    let invalid: Vec<Value> = invalid_cases()
+        .into_iter()
+        .map(|(name, description, bytes, error)| {
+            json!({"name": name, "description": description, "hex": hex(&bytes), "error": error.as_str()})
+        })
+        .collect();
+    (
+        json!({"schema": 1, "format": "nwb", "version": 1, "cases": valid}),
+        json!({"schema": 1, "format": "nwb", "version": 1, "cases": invalid}),
+    )
+}
+
+fn pretty(v: &Value) -> String {
+    serde_json::to_string_pretty(v).unwrap() + "\n"
+}
+
+#[test]
+#[ignore = "rewrites vectors/wire; run after an intended format change"]
+fn regenerate_vectors() {
+    let (valid, invalid) = build();
+    std::fs::write(dir().join("valid.json"), pretty(&valid)).unwrap();
+    std::fs::write(dir().join("invalid.json"), pretty(&invalid)).unwrap();
+}
+
+fn load(name: &str) -> Value {
+    let text = std::fs::read_to_string(dir().join(name)).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+#[test]
+fn files_match_the_generator() {
+    let (valid, invalid) = build();
+    assert_eq!(
+        load("valid.json"),
+        valid,
+        "vectors/wire/valid.json is stale"
+    );
+    assert_eq!(
+        load("invalid.json"),
+        invalid,
+        "vectors/wire/invalid.json is stale"
+    );
+}
+
+#[test]
+fn valid_vectors_encode_decode_and_verify() {
+    let file = load("valid.json");
+    let cases = file["cases"].as_array().unwrap();
+    assert!(cases.len() >= 8);
+    for case in cases {
+        let name = case["name"].as_str().unwrap();
+        let json = case["json"].as_str().unwrap();
+        let bytes = unhex(case["hex"].as_str().unwrap());
+        for input in [Some(json), case["input"].as_str()].into_iter().flatten() {
+            let event = EventRef::parse(input.as_bytes()).unwrap();
+            assert_eq!(
+                hex(&encode_json_event(&event)),
+                hex(&bytes),
+                "{name}: encoding of {input}"
+            );
+        }
+        let view = EventView::decode(&bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(view.to_json(), json, "{name}");
+        view.verify().unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(encode_event(&view.to_event()), bytes, "{name}");
+    }
+}
+
+#[test]
+fn invalid_vectors_fail_with_their_kind() {
+    let file = load("invalid.json");
+    let cases = file["cases"].as_array().unwrap();
+    assert!(cases.len() >= 20);
+    for case in cases {
+        let name = case["name"].as_str().unwrap();
+        let bytes = unhex(case["hex"].as_str().unwrap());
+        let expected = Error::from_name(case["error"].as_str().unwrap()).unwrap();
+        assert_eq!(EventView::decode(&bytes).err(), Some(expected), "{name}");
+    }
+}
