@@ -158,11 +158,11 @@ fn put_prefix(
     kind: Kind,
 ) {
     out.push(EVENT_V1);
-    out.extend_from_slice(id.as_bytes());
-    out.extend_from_slice(pubkey.as_bytes());
-    out.extend_from_slice(sig.as_bytes());
-    out.extend_from_slice(&created_at.as_u64().to_le_bytes());
     out.extend_from_slice(&kind.as_u16().to_le_bytes());
+    out.extend_from_slice(&created_at.as_u64().to_le_bytes());
+    out.extend_from_slice(pubkey.as_bytes());
+    out.extend_from_slice(id.as_bytes());
+    out.extend_from_slice(sig.as_bytes());
 }
 
 /// Header of a hex element of `n` bytes ([spec §6](https://github.com/nostrwire/nostrwire/blob/main/spec/nwb.md#6-tag-elements-and-hex-compaction)).

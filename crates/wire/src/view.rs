@@ -104,15 +104,13 @@ impl<'a> EventView<'a> {
 
         Ok(EventView {
             record,
-            id: EventId::from_bytes(prefix[OFF_ID..OFF_PUBKEY].try_into().expect("32 bytes")),
+            id: EventId::from_bytes(prefix[OFF_ID..OFF_ID + 32].try_into().expect("32 bytes")),
             pubkey: PublicKey::from_bytes(
-                prefix[OFF_PUBKEY..OFF_SIG].try_into().expect("32 bytes"),
-            ),
-            sig: Signature::from_bytes(
-                prefix[OFF_SIG..layout::OFF_CREATED_AT]
+                prefix[OFF_PUBKEY..OFF_PUBKEY + 32]
                     .try_into()
-                    .expect("64 bytes"),
+                    .expect("32 bytes"),
             ),
+            sig: Signature::from_bytes(prefix[OFF_SIG..OFF_SIG + 64].try_into().expect("64 bytes")),
             created_at,
             kind,
             tags: &record[tags_start..block_end],

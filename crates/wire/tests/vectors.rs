@@ -4,7 +4,10 @@
 use std::path::PathBuf;
 
 use nostrwire_event::{Event, EventRef, Keys, Kind, SignedFields, Tag, Timestamp, UnsignedEvent};
-use nostrwire_wire::{encode_event, encode_json_event, varint, Error, EventView, PREFIX_LEN};
+use nostrwire_wire::{
+    encode_event, encode_json_event, varint, Error, EventView, OFF_CREATED_AT, OFF_ID, OFF_KIND,
+    OFF_PUBKEY, OFF_SIG, PREFIX_LEN,
+};
 use serde_json::{json, Value};
 
 fn dir() -> PathBuf {
@@ -144,13 +147,13 @@ fn valid_cases() -> Vec<(&'static str, &'static str, Event, Option<String>)> {
 
 /// A 139-byte prefix with recognizable fixed fields.
 fn prefix() -> Vec<u8> {
-    let mut p = vec![0x01];
-    p.extend([0x11; 32]);
-    p.extend([0x22; 32]);
-    p.extend([0x33; 64]);
-    p.extend(1_700_000_000u64.to_le_bytes());
-    p.extend(1u16.to_le_bytes());
-    assert_eq!(p.len(), PREFIX_LEN);
+    let mut p = vec![0u8; PREFIX_LEN];
+    p[0] = 0x01;
+    p[OFF_KIND..OFF_KIND + 2].copy_from_slice(&1u16.to_le_bytes());
+    p[OFF_CREATED_AT..OFF_CREATED_AT + 8].copy_from_slice(&1_700_000_000u64.to_le_bytes());
+    p[OFF_PUBKEY..OFF_PUBKEY + 32].fill(0x22);
+    p[OFF_ID..OFF_ID + 32].fill(0x11);
+    p[OFF_SIG..OFF_SIG + 64].fill(0x33);
     p
 }
 
@@ -196,7 +199,7 @@ fn invalid_cases() -> Vec<(&'static str, &'static str, Vec<u8>, Error)> {
             "created_at = 2^53",
             {
                 let mut r = ok.clone();
-                r[129..137].copy_from_slice(&(1u64 << 53).to_le_bytes());
+                r[OFF_CREATED_AT..OFF_CREATED_AT + 8].copy_from_slice(&(1u64 << 53).to_le_bytes());
                 r
             },
             Error::TimestampOutOfRange,
