@@ -8,3 +8,4 @@
 pub mod codec;
 pub mod host;
 pub mod stats;
+pub mod wire;

@@ -36,6 +36,9 @@ enum BenchCommand {
     /// Event codec stages (parse, id, signature, serialization) against the
     /// `nostr` crate, a serde_json + sha2 baseline and bare libsecp256k1.
     Codec(cmd::bench_codec::Args),
+    /// The nwb binary format against notepack and JSON: sizes (raw and zstd
+    /// with per-kind dictionaries on a held-out split) and ns/event.
+    Wire(cmd::bench_wire::Args),
 }
 
 /// Default corpus path used by commands that take `--corpus`.
@@ -48,6 +51,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Verify(args) => cmd::verify::run(args),
         Command::Bench(BenchCommand::Codec(args)) => cmd::bench_codec::run(args),
+        Command::Bench(BenchCommand::Wire(args)) => cmd::bench_wire::run(args),
     };
     match result {
         Ok(code) => code,

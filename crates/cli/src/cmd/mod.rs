@@ -1,4 +1,5 @@
 //! One module per subcommand. Each exposes `Args` (clap) and `run`.
 
 pub mod bench_codec;
+pub mod bench_wire;
 pub mod verify;
