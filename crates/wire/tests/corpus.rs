@@ -193,7 +193,9 @@ fn limits_are_enforced() {
 fn streams_and_dictionary_compression_round_trip_on_held_out_events() {
     let records = records();
     // Disjoint split by the low bit of the first id byte.
-    let (train, test): (Vec<&Vec<u8>>, Vec<&Vec<u8>>) = records.iter().partition(|r| r[1] & 1 == 0);
+    let (train, test): (Vec<&Vec<u8>>, Vec<&Vec<u8>>) = records
+        .iter()
+        .partition(|r| peek_id(r).unwrap().as_bytes()[0] & 1 == 0);
     let samples: Vec<_> = train
         .iter()
         .map(|r| (peek_kind_and_pubkey(r).unwrap().0, r.as_slice()))
