@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 
 mod cmd;
 mod input;
+mod parallel;
 
 /// A fast Nostr toolkit: event codec, binary format, relay and load tester.
 #[derive(Debug, Parser)]
@@ -19,6 +20,15 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run the relay: NIP-01 over WebSocket on LMDB (ws://127.0.0.1:7777 by default).
+    ///
+    /// Stops cleanly on SIGINT or SIGTERM: stops accepting, commits queued
+    /// writes, flushes and exits 0.
+    Relay(cmd::relay::Args),
+    /// Bulk-load events from JSON Lines into the relay database (verified, batched).
+    Import(cmd::import::Args),
+    /// Write stored events as JSON Lines, newest first.
+    Export(cmd::export::Args),
     /// Verify events from a JSON Lines file: strict parse, id and signature.
     ///
     /// Each line holds an event object, `["EVENT",{...}]` or
@@ -49,6 +59,9 @@ pub(crate) fn default_corpus() -> PathBuf {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Relay(args) => cmd::relay::run(args),
+        Command::Import(args) => cmd::import::run(args),
+        Command::Export(args) => cmd::export::run(args),
         Command::Verify(args) => cmd::verify::run(args),
         Command::Bench(BenchCommand::Codec(args)) => cmd::bench_codec::run(args),
         Command::Bench(BenchCommand::Wire(args)) => cmd::bench_wire::run(args),

@@ -1,5 +1,8 @@
 //! One module per subcommand. Each exposes `Args` (clap) and `run`.
 
 pub mod bench_codec;
+pub mod export;
+pub mod import;
+pub mod relay;
 pub mod bench_wire;
 pub mod verify;

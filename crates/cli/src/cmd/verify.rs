@@ -4,7 +4,6 @@
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use nostrwire_event::{parse_event_line, Error, ErrorKind, EventId, Limits, SignedFields};
 
@@ -25,8 +24,6 @@ pub struct Args {
 
 /// Lines verified per batch; batches are split among the workers.
 const BATCH_LINES: usize = 4096;
-/// Lines a worker claims at a time within a batch.
-const CLAIM: usize = 16;
 
 /// The outcome for one invalid line.
 struct Invalid {
@@ -35,10 +32,7 @@ struct Invalid {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let threads = args
-        .threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .max(1);
+    let threads = crate::parallel::default_threads(args.threads);
     let limits = Limits {
         max_message_bytes: args.max_line_bytes,
         ..Limits::DEFAULT
@@ -118,37 +112,5 @@ fn sniff_id(text: &[u8]) -> Option<EventId> {
 }
 
 fn verify_batch(batch: &[(u64, Line)], limits: &Limits, threads: usize) -> Vec<Option<Invalid>> {
-    if threads == 1 || batch.len() <= CLAIM {
-        return batch.iter().map(|(_, l)| verify_line(l, limits)).collect();
-    }
-    let next = AtomicUsize::new(0);
-    let mut parts: Vec<Vec<(usize, Option<Invalid>)>> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut done = Vec::new();
-                    loop {
-                        let start = next.fetch_add(CLAIM, Ordering::Relaxed);
-                        if start >= batch.len() {
-                            return done;
-                        }
-                        for (i, (_, line)) in batch.iter().enumerate().skip(start).take(CLAIM) {
-                            done.push((i, verify_line(line, limits)));
-                        }
-                    }
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .map(|w| w.join().expect("verify worker panicked"))
-            .collect()
-    });
-    let mut results: Vec<Option<Invalid>> = (0..batch.len()).map(|_| None).collect();
-    for part in parts.iter_mut() {
-        for (i, r) in part.drain(..) {
-            results[i] = r;
-        }
-    }
-    results
+    crate::parallel::map(batch, threads, |(_, line)| verify_line(line, limits))
 }

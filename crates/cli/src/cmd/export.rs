@@ -1,0 +1,55 @@
+//! `nostrwire export`: stored events as JSON Lines, newest first, streamed.
+
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use nostrwire_event::Filter;
+use nostrwire_relay::store::EventStore;
+
+/// Arguments of `nostrwire export`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Relay configuration file (for the database location).
+    #[arg(long, short = 'c')]
+    pub config: Option<PathBuf>,
+    /// Database directory (overrides the file).
+    #[arg(long)]
+    pub data: Option<PathBuf>,
+    /// Only events matching this NIP-01 filter (JSON); `limit` is ignored.
+    #[arg(long)]
+    pub filter: Option<String>,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let config = super::relay::load_config(args.config.as_ref(), args.data)?;
+    let filter = match &args.filter {
+        Some(text) => Filter::from_json(text.as_bytes()).context("invalid --filter")?,
+        None => Filter::new(),
+    };
+    let store = nostrwire_relay::open_store(&config)?;
+    let stdout = std::io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    let mut failed = None;
+    store.export(&filter, &mut |found| {
+        let result = out
+            .write_all(found.json.as_bytes())
+            .and_then(|_| out.write_all(b"\n"));
+        match result {
+            Ok(()) => true,
+            Err(e) => {
+                failed = Some(e);
+                false
+            }
+        }
+    })?;
+    match failed {
+        // A closed pipe (e.g. `| head`) is a normal way to stop reading.
+        Some(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(ExitCode::SUCCESS),
+        Some(e) => return Err(e.into()),
+        None => {}
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}

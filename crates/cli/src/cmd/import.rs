@@ -1,0 +1,107 @@
+//! `nostrwire import`: bulk-load JSON Lines into the relay database. Events
+//! are parsed and fully verified in parallel, then written in large batches,
+//! one transaction each, through the same store code the relay uses.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use nostrwire_event::{parse_event_line, Limits, PreimageFields, SignedFields};
+use nostrwire_relay::store::{EventStore, Verdict};
+
+use crate::input::{self, Line, Lines};
+
+/// Arguments of `nostrwire import`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// JSON Lines input (`-` or nothing: standard input).
+    pub input: Option<PathBuf>,
+    /// Relay configuration file (for the database location and durability).
+    #[arg(long, short = 'c')]
+    pub config: Option<PathBuf>,
+    /// Database directory (overrides the file).
+    #[arg(long)]
+    pub data: Option<PathBuf>,
+    /// Verification threads (default: all cores).
+    #[arg(long, short = 'j')]
+    pub threads: Option<usize>,
+    /// Events per transaction.
+    #[arg(long, default_value_t = 10_000)]
+    pub batch: usize,
+}
+
+enum Outcome {
+    Ready(Vec<u8>),
+    Rejected(&'static str),
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let config = super::relay::load_config(args.config.as_ref(), args.data)?;
+    let store = nostrwire_relay::open_store(&config)?;
+    let threads = crate::parallel::default_threads(args.threads);
+    let limits = Limits {
+        max_message_bytes: config.limits.max_message_bytes,
+        max_event_bytes: config.limits.max_message_bytes,
+        max_tags: config.limits.max_event_tags,
+        ..Limits::DEFAULT
+    };
+    let mut lines = Lines::new(input::open(args.input.as_deref())?, limits.max_message_bytes);
+    let mut counts: BTreeMap<&'static str, u64> = BTreeMap::new();
+    let started = Instant::now();
+    let mut seen = 0u64;
+    let mut batch = Vec::with_capacity(args.batch.max(1));
+    let mut done = false;
+    while !done {
+        batch.clear();
+        while batch.len() < args.batch.max(1) {
+            match lines.next_line()? {
+                Some(Line::Text(t)) if t.iter().all(u8::is_ascii_whitespace) => {}
+                Some(line) => batch.push(line),
+                None => {
+                    done = true;
+                    break;
+                }
+            }
+        }
+        let outcomes = crate::parallel::map(&batch, threads, |line| match line {
+            Line::TooLong => Outcome::Rejected("too_large"),
+            Line::Text(t) => match parse_event_line(t, &limits).and_then(|e| e.verify().map(|_| e)) {
+                Ok(e) if e.kind().is_ephemeral() => Outcome::Rejected("ephemeral"),
+                Ok(e) => Outcome::Ready(nostrwire_wire::encode_json_event(&e)),
+                Err(err) => Outcome::Rejected(err.kind().as_str()),
+            },
+        });
+        let mut records = Vec::with_capacity(outcomes.len());
+        for o in outcomes {
+            match o {
+                Outcome::Ready(r) => records.push(r),
+                Outcome::Rejected(reason) => *counts.entry(reason).or_default() += 1,
+            }
+        }
+        for verdict in store.write_batch(&records, nostrwire_relay::now())? {
+            let name = match verdict {
+                Verdict::Stored(_) => "accepted",
+                Verdict::Duplicate => "duplicate",
+                Verdict::Superseded => "superseded",
+                Verdict::Deleted => "deleted",
+            };
+            *counts.entry(name).or_default() += 1;
+        }
+        seen += batch.len() as u64;
+        let rate = seen as f64 / started.elapsed().as_secs_f64().max(1e-9);
+        eprint!("\rimported {seen} events ({rate:.0}/s)");
+        let _ = std::io::stderr().flush();
+    }
+    store.sync()?;
+    eprintln!();
+    let elapsed = started.elapsed().as_secs_f64();
+    let summary: Vec<String> = counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
+    println!(
+        "{seen} events in {elapsed:.2} s ({:.0}/s): {}",
+        seen as f64 / elapsed.max(1e-9),
+        summary.join(", ")
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,209 @@
+//! Every setting, declared once: name, type, default, documentation and
+//! whether it can change without a restart. The config struct, the TOML
+//! reader and `nostrwire relay --print-config` all come from [`settings!`].
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::store::Durability;
+
+/// Metadata of one setting.
+#[derive(Clone, Copy, Debug)]
+pub struct Setting {
+    /// TOML section.
+    pub section: &'static str,
+    /// Key within the section.
+    pub name: &'static str,
+    /// What it does.
+    pub doc: &'static str,
+    /// Whether a running relay picks up a change (none do yet: restart to apply).
+    pub reloadable: bool,
+}
+
+macro_rules! settings {
+    ($( [$section:ident : $Section:ident] $doc_section:literal
+        $( $name:ident : $ty:ty = $default:expr ; reloadable = $rel:literal ; $doc:literal )*
+    )*) => {
+        /// The relay configuration (see `nostrwire relay --print-config`).
+        #[derive(Clone, Debug, Default, Serialize, Deserialize)]
+        #[serde(deny_unknown_fields, default)]
+        pub struct Config {
+            $(
+                #[doc = $doc_section]
+                pub $section: $Section,
+            )*
+        }
+
+        $(
+            #[doc = $doc_section]
+            #[derive(Clone, Debug, Serialize, Deserialize)]
+            #[serde(deny_unknown_fields, default)]
+            pub struct $Section {
+                $(
+                    #[doc = $doc]
+                    pub $name: $ty,
+                )*
+            }
+
+            impl Default for $Section {
+                fn default() -> Self {
+                    $Section { $( $name: $default, )* }
+                }
+            }
+        )*
+
+        /// Every setting in declaration order.
+        pub const SETTINGS: &[Setting] = &[
+            $( $( Setting {
+                section: stringify!($section),
+                name: stringify!($name),
+                doc: $doc,
+                reloadable: $rel,
+            }, )* )*
+        ];
+
+        /// Section docs in declaration order.
+        const SECTIONS: &[(&str, &str)] = &[ $( (stringify!($section), $doc_section), )* ];
+    };
+}
+
+settings! {
+    [relay: RelaySettings] "Network and data location."
+    listen: String = "127.0.0.1:7777".into(); reloadable = false;
+        "Address and port to listen on (`--listen` overrides)."
+    data: PathBuf = PathBuf::from("./nostrwire-data"); reloadable = false;
+        "Directory of the LMDB database (`--data` overrides)."
+    url: String = String::new(); reloadable = false;
+        "Public WebSocket URL of this relay, for NIP-62 `relay` tags (empty: ws://<listen>)."
+
+    [info: InfoSettings] "NIP-11 relay information document."
+    name: String = "nostrwire".into(); reloadable = false;
+        "Relay name."
+    description: String = "A nostrwire relay".into(); reloadable = false;
+        "Relay description."
+    pubkey: String = String::new(); reloadable = false;
+        "Administrator's public key (hex), or empty."
+    contact: String = String::new(); reloadable = false;
+        "Administrator contact, or empty."
+
+    [storage: StorageSettings] "The database."
+    durability: Durability = Durability::Full; reloadable = false;
+        "full: fsync every commit; meta: fsync data, not metadata (a crash may lose the last commit); none: no fsync (a machine crash may lose recent commits)."
+    map_size_gib: u64 = 256; reloadable = false;
+        "Largest size the database may reach, in GiB (address space, not disk)."
+
+    [limits: LimitSettings] "Limits; each violation is answered with its NIP-01 prefix."
+    max_message_bytes: usize = 1 << 20; reloadable = false;
+        "Largest WebSocket message accepted, in bytes."
+    max_event_tags: usize = 10_000; reloadable = false;
+        "Most tags in one event."
+    max_subscriptions: usize = 200; reloadable = false;
+        "Most open subscriptions per connection."
+    max_filters: usize = 32; reloadable = false;
+        "Most filters in one REQ or COUNT."
+    max_limit: usize = 5_000; reloadable = false;
+        "Largest `limit` honoured; larger ones are clamped."
+    default_limit: usize = 500; reloadable = false;
+        "Stored events returned per filter when the filter has no `limit`."
+    future_seconds: u64 = 900; reloadable = false;
+        "Reject events dated more than this many seconds ahead (0: no check)."
+    past_seconds: u64 = 0; reloadable = false;
+        "Reject events older than this many seconds (0: no check)."
+    max_connections: usize = 20_000; reloadable = false;
+        "Most simultaneous connections."
+    max_outbound_bytes: usize = 16 << 20; reloadable = false;
+        "Bytes queued for one connection before it is cut off as a slow reader."
+    count_cap: usize = 1_000_000; reloadable = false;
+        "Largest exact COUNT; above it the answer is the cap with `approximate: true`."
+
+    [performance: PerformanceSettings] "Threads and batching."
+    ingest_threads: usize = 0; reloadable = false;
+        "Parse-and-verify workers (0: one per core)."
+    query_threads: usize = 0; reloadable = false;
+        "Query workers (0: one per core)."
+    writer_batch: usize = 2_000; reloadable = false;
+        "Most events committed in one transaction."
+    query_slice: usize = 2_000; reloadable = false;
+        "Index entries one query examines before yielding to others."
+}
+
+impl Config {
+    /// Reads a TOML config file; unknown keys are errors.
+    pub fn from_toml(text: &str) -> anyhow::Result<Config> {
+        Ok(toml::from_str(text)?)
+    }
+
+    /// The fully commented default configuration.
+    pub fn default_toml() -> String {
+        let defaults = toml::Table::try_from(Config::default()).expect("serializable");
+        let mut out = String::from(
+            "# nostrwire relay configuration. Every setting is shown with its default.\n\
+             # Changes take effect on restart.\n",
+        );
+        for (section, doc) in SECTIONS {
+            out.push_str(&format!("\n# {doc}\n[{section}]\n"));
+            let table = defaults[*section].as_table().expect("section table");
+            for s in SETTINGS.iter().filter(|s| s.section == *section) {
+                for line in wrap(s.doc, 76) {
+                    out.push_str(&format!("# {line}\n"));
+                }
+                let value = &table[s.name];
+                out.push_str(&format!("{} = {}\n", s.name, value));
+            }
+        }
+        out
+    }
+
+    /// The listen address as a WebSocket URL, unless `relay.url` is set.
+    pub fn public_url(&self) -> String {
+        if self.relay.url.is_empty() {
+            format!("ws://{}", self.relay.listen)
+        } else {
+            self.relay.url.clone()
+        }
+    }
+}
+
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = vec![String::new()];
+    for word in text.split_whitespace() {
+        let line = lines.last_mut().expect("non-empty");
+        if !line.is_empty() && line.len() + 1 + word.len() > width {
+            lines.push(word.to_string());
+        } else {
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn printed_default_config_parses_back_to_the_defaults() {
+        let text = Config::default_toml();
+        let parsed = Config::from_toml(&text).unwrap();
+        assert_eq!(
+            toml::Table::try_from(parsed).unwrap(),
+            toml::Table::try_from(Config::default()).unwrap()
+        );
+        for s in SETTINGS {
+            assert!(text.contains(&format!("\n{} = ", s.name)), "{} missing", s.name);
+        }
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_are_errors() {
+        assert!(Config::from_toml("[limits]\nmax_filterz = 3\n").is_err());
+        assert!(Config::from_toml("[storage]\ndurability = \"sometimes\"\n").is_err());
+        let c = Config::from_toml("[storage]\ndurability = \"none\"\n").unwrap();
+        assert_eq!(c.storage.durability, Durability::None);
+        assert_eq!(c.limits.max_filters, 32);
+    }
+}

@@ -1,0 +1,154 @@
+//! Stage 6b: live subscriptions. Each filter is indexed under its most
+//! selective field (ids, then authors, tags, kinds; else "match all"), so a
+//! new event is tested only against filters that can possibly match it.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use crossbeam_channel::Receiver;
+use nostrwire_event::message::write;
+use nostrwire_event::{EventId, Kind, PreimageFields, PublicKey, SignedFields};
+use nostrwire_wire::EventView;
+
+use crate::msg::{ConnId, FanoutMsg, LiveEvent, Phase, Sub};
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Key {
+    Id(EventId),
+    Author(PublicKey),
+    Tag(u8, String),
+    Kind(Kind),
+    All,
+}
+
+fn keys_of(sub: &Sub, filter_index: usize) -> Vec<Key> {
+    let f = &sub.filters[filter_index];
+    if let Some(ids) = &f.ids {
+        return ids.iter().map(|i| Key::Id(*i)).collect();
+    }
+    if let Some(authors) = &f.authors {
+        return authors.iter().map(|a| Key::Author(*a)).collect();
+    }
+    if let Some(cond) = f.tags.iter().min_by_key(|c| c.values.len()) {
+        return cond.values.iter().map(|v| Key::Tag(cond.letter, v.clone())).collect();
+    }
+    if let Some(kinds) = &f.kinds {
+        return kinds.iter().map(|k| Key::Kind(*k)).collect();
+    }
+    vec![Key::All]
+}
+
+/// The subscription index.
+#[derive(Default)]
+struct Index {
+    by_key: HashMap<Key, Vec<(Arc<Sub>, usize)>>,
+    subs: HashMap<(ConnId, String), Arc<Sub>>,
+}
+
+impl Index {
+    fn add(&mut self, sub: Arc<Sub>) {
+        self.remove(sub.conn, &sub.id);
+        for i in 0..sub.filters.len() {
+            if sub.filters[i].is_empty_match() {
+                continue;
+            }
+            for key in keys_of(&sub, i) {
+                self.by_key.entry(key).or_default().push((sub.clone(), i));
+            }
+        }
+        self.subs.insert((sub.conn, sub.id.clone()), sub);
+    }
+
+    fn remove(&mut self, conn: ConnId, id: &str) {
+        let Some(sub) = self.subs.remove(&(conn, id.to_string())) else {
+            return;
+        };
+        for i in 0..sub.filters.len() {
+            for key in keys_of(&sub, i) {
+                if let Some(list) = self.by_key.get_mut(&key) {
+                    list.retain(|(s, _)| !Arc::ptr_eq(s, &sub));
+                    if list.is_empty() {
+                        self.by_key.remove(&key);
+                    }
+                }
+            }
+        }
+    }
+
+    fn remove_conn(&mut self, conn: ConnId) {
+        let ids: Vec<String> = self
+            .subs
+            .keys()
+            .filter(|(c, _)| *c == conn)
+            .map(|(_, id)| id.clone())
+            .collect();
+        for id in ids {
+            self.remove(conn, &id);
+        }
+    }
+
+    fn deliver(&mut self, event: &Arc<LiveEvent>) {
+        let Ok(view) = EventView::decode(&event.record) else {
+            tracing::error!("undecodable live event");
+            return;
+        };
+        let mut keys = vec![Key::Id(*view.id()), Key::Author(*view.pubkey()), Key::Kind(view.kind()), Key::All];
+        for tag in view.tags() {
+            let name = tag.name();
+            if name.text_len() == 1 {
+                if let Some(v) = tag.first_value() {
+                    let letter = name.to_str().as_bytes()[0];
+                    keys.push(Key::Tag(letter, v.to_str().into_owned()));
+                }
+            }
+        }
+        let mut done: HashSet<*const Sub> = HashSet::new();
+        let mut dead = Vec::new();
+        for key in keys {
+            let Some(list) = self.by_key.get(&key) else {
+                continue;
+            };
+            for (sub, i) in list {
+                let ptr = Arc::as_ptr(sub);
+                if done.contains(&ptr) || !sub.filters[*i].matches(&view) {
+                    continue;
+                }
+                done.insert(ptr);
+                if sub.is_cancelled() {
+                    dead.push((sub.conn, sub.id.clone()));
+                    continue;
+                }
+                let mut phase = sub.phase.lock().expect("phase lock");
+                match &mut *phase {
+                    Phase::Pending(waiting) => waiting.push(event.clone()),
+                    Phase::Live => {
+                        let mut out = Vec::with_capacity(event.json.len() + sub.id.len() + 16);
+                        write::relay_event_json(&mut out, &sub.id, |o| o.extend_from_slice(event.json.as_bytes()));
+                        sub.outbox.send(String::from_utf8(out).expect("UTF-8"));
+                    }
+                }
+            }
+        }
+        for (conn, id) in dead {
+            self.remove(conn, &id);
+        }
+    }
+}
+
+/// Runs until the inbox closes.
+pub fn run(inbox: Receiver<FanoutMsg>) {
+    let mut index = Index::default();
+    while let Ok(msg) = inbox.recv() {
+        match msg {
+            FanoutMsg::Add(sub) => index.add(sub),
+            FanoutMsg::Remove(conn, id) => index.remove(conn, &id),
+            FanoutMsg::RemoveConn(conn) => index.remove_conn(conn),
+            FanoutMsg::Events(events) => {
+                for e in &events {
+                    index.deliver(e);
+                }
+            }
+            FanoutMsg::Shutdown => return,
+        }
+    }
+}

@@ -1,0 +1,251 @@
+//! The nostrwire relay: NIP-01 over WebSocket on embedded LMDB.
+//!
+//! Thread roles (one file each), connected by typed inboxes (`msg.rs`):
+//! - [`server`] (stage 1): tokio sockets; HTTP (NIP-11, metrics) and
+//!   WebSocket frames; parses nothing but the HTTP request head.
+//! - [`ingest`] (stages 2–5): parse, policy, duplicate check, verify, on a
+//!   worker pool; all frames of one connection go to the same worker, in order.
+//! - [`writer`] (stage 6a): the one thread that writes; group commit, then `OK`.
+//! - [`query`] (stage 6a): REQ and COUNT on read snapshots, time-sliced.
+//! - [`fanout`] (stage 6b): live subscriptions, indexed by id, author, kind, tag.
+
+pub mod config;
+pub mod fanout;
+pub mod ingest;
+pub mod metrics;
+pub mod msg;
+pub mod nip11;
+pub mod query;
+pub mod server;
+pub mod store;
+pub mod writer;
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use anyhow::Context;
+use crossbeam_channel::{unbounded, Sender};
+
+pub use config::Config;
+use metrics::Metrics;
+use msg::{FanoutMsg, IngestMsg, WriterMsg};
+use store::lmdb::{LmdbStore, OpenOptions};
+use store::EventStore;
+
+/// Seconds since the Unix epoch.
+pub fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// State shared by every thread role.
+#[derive(Debug)]
+pub struct Shared {
+    /// The configuration.
+    pub config: Config,
+    /// Parser limits derived from the configuration.
+    pub event_limits: nostrwire_event::Limits,
+    /// Storage.
+    pub store: Arc<dyn EventStore>,
+    /// Metrics.
+    pub metrics: Metrics,
+    /// The writer's inbox.
+    pub writer_tx: Sender<WriterMsg>,
+    /// The fan-out inbox.
+    pub fanout_tx: Sender<FanoutMsg>,
+    /// The query queue.
+    pub query_tx: Sender<query::Job>,
+    /// Set when the relay is stopping.
+    pub stopping: AtomicBool,
+    ingest_tx: Vec<Sender<IngestMsg>>,
+}
+
+impl std::fmt::Debug for dyn EventStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EventStore")
+    }
+}
+
+impl Shared {
+    /// The ingest worker that owns connection `id`.
+    pub fn ingest_for(&self, id: u64) -> &Sender<IngestMsg> {
+        &self.ingest_tx[(id % self.ingest_tx.len() as u64) as usize]
+    }
+}
+
+fn threads(configured: usize) -> usize {
+    if configured > 0 {
+        configured
+    } else {
+        std::thread::available_parallelism().map_or(2, |n| n.get())
+    }
+}
+
+/// Opens the store described by `config`.
+pub fn open_store(config: &Config) -> anyhow::Result<LmdbStore> {
+    let options = OpenOptions {
+        map_size: (config.storage.map_size_gib as usize) << 30,
+        durability: config.storage.durability,
+        relay_urls: vec![config.public_url()],
+    };
+    LmdbStore::open(&config.relay.data, &options)
+        .with_context(|| format!("cannot open the database in {}", config.relay.data.display()))
+}
+
+/// A running relay.
+#[derive(Debug)]
+pub struct Relay {
+    addr: SocketAddr,
+    shutdown: tokio::sync::watch::Sender<bool>,
+    main: Option<JoinHandle<()>>,
+}
+
+impl Relay {
+    /// The address it listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops accepting, closes connections, commits queued writes, syncs and
+    /// returns when everything has stopped.
+    pub fn shutdown(mut self) {
+        let _ = self.shutdown.send(true);
+        if let Some(main) = self.main.take() {
+            let _ = main.join();
+        }
+    }
+
+    /// Blocks until the relay stops (after [`Relay::stop_handle`] is used or a signal).
+    pub fn wait(mut self) {
+        if let Some(main) = self.main.take() {
+            let _ = main.join();
+        }
+    }
+
+    /// A handle that stops the relay when `send(true)` is called on it.
+    pub fn stop_handle(&self) -> tokio::sync::watch::Sender<bool> {
+        self.shutdown.clone()
+    }
+}
+
+/// Starts a relay with `config`; returns once it is listening.
+pub fn start(config: Config) -> anyhow::Result<Relay> {
+    let store: Arc<dyn EventStore> = Arc::new(open_store(&config)?);
+    let listener = std::net::TcpListener::bind(&config.relay.listen)
+        .with_context(|| format!("cannot listen on {}", config.relay.listen))?;
+    listener.set_nonblocking(true)?;
+    let addr = listener.local_addr()?;
+
+    let event_limits = nostrwire_event::Limits {
+        max_event_bytes: config.limits.max_message_bytes,
+        max_message_bytes: config.limits.max_message_bytes,
+        max_string_bytes: config.limits.max_message_bytes,
+        max_tags: config.limits.max_event_tags,
+        max_filters: config.limits.max_filters,
+        ..nostrwire_event::Limits::DEFAULT
+    };
+    let (writer_tx, writer_rx) = unbounded();
+    let (fanout_tx, fanout_rx) = unbounded();
+    let (query_tx, query_rx) = unbounded();
+    let n_ingest = threads(config.performance.ingest_threads);
+    let n_query = threads(config.performance.query_threads);
+    let mut ingest_rx = Vec::new();
+    let mut ingest_tx = Vec::new();
+    for _ in 0..n_ingest {
+        let (tx, rx) = unbounded();
+        ingest_tx.push(tx);
+        ingest_rx.push(rx);
+    }
+    let shared = Arc::new(Shared {
+        config,
+        event_limits,
+        store,
+        metrics: Metrics::default(),
+        writer_tx,
+        fanout_tx,
+        query_tx: query_tx.clone(),
+        stopping: AtomicBool::new(false),
+        ingest_tx,
+    });
+
+    let mut roles: Vec<(&str, JoinHandle<()>)> = Vec::new();
+    let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
+        std::thread::Builder::new()
+            .name(name.to_string())
+            .spawn(f)
+            .expect("spawn thread")
+    };
+    let s = shared.clone();
+    roles.push(("writer", spawn("writer", Box::new(move || writer::run(s, writer_rx)))));
+    roles.push(("fanout", spawn("fanout", Box::new(move || fanout::run(fanout_rx)))));
+    let mut ingest_handles = Vec::new();
+    for (i, rx) in ingest_rx.into_iter().enumerate() {
+        let s = shared.clone();
+        ingest_handles.push(spawn(&format!("ingest-{i}"), Box::new(move || ingest::run(s, rx))));
+    }
+    let mut query_handles = Vec::new();
+    for i in 0..n_query {
+        let (s, rx, tx) = (shared.clone(), query_rx.clone(), query_tx.clone());
+        query_handles.push(spawn(&format!("query-{i}"), Box::new(move || query::run(s, rx, tx))));
+    }
+
+    let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
+    let main_shared = shared.clone();
+    let main = std::thread::Builder::new().name("sockets".into()).spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads(0))
+            .enable_all()
+            .build()
+            .expect("tokio runtime");
+        runtime.block_on(async {
+            let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
+            let purge_shared = main_shared.clone();
+            let mut purge_stop = shutdown_rx.clone();
+            tokio::spawn(async move {
+                loop {
+                    tokio::select! {
+                        _ = tokio::time::sleep(Duration::from_secs(60)) => {
+                            let _ = purge_shared.writer_tx.send(WriterMsg::Purge);
+                        }
+                        _ = purge_stop.changed() => return,
+                    }
+                }
+            });
+            server::serve(main_shared.clone(), listener, shutdown_rx).await;
+            // Give connections a moment to send their close frames.
+            for _ in 0..50 {
+                if main_shared.metrics.connections_open.load(Ordering::Relaxed) == 0 {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        });
+        runtime.shutdown_timeout(Duration::from_secs(2));
+        // Stop the roles in pipeline order: ingest, then queries, writer, fan-out.
+        main_shared.stopping.store(true, Ordering::Relaxed);
+        for tx in &main_shared.ingest_tx {
+            let _ = tx.send(IngestMsg::Shutdown);
+        }
+        for h in ingest_handles {
+            let _ = h.join();
+        }
+        for h in query_handles {
+            let _ = h.join();
+        }
+        let _ = main_shared.writer_tx.send(WriterMsg::Shutdown);
+        let _ = main_shared.fanout_tx.send(FanoutMsg::Shutdown);
+        for (_, h) in roles {
+            let _ = h.join();
+        }
+        tracing::info!("relay stopped");
+    })?;
+    Ok(Relay {
+        addr,
+        shutdown: shutdown_tx,
+        main: Some(main),
+    })
+}

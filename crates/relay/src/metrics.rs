@@ -1,0 +1,135 @@
+//! Counters and histograms, rendered in the Prometheus text format at `GET /metrics`.
+
+use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use crate::store::Stats;
+
+/// A fixed-bucket histogram.
+#[derive(Debug)]
+pub struct Histogram {
+    bounds: &'static [f64],
+    counts: Vec<AtomicU64>,
+    sum_micros: AtomicU64,
+    count: AtomicU64,
+}
+
+impl Histogram {
+    fn new(bounds: &'static [f64]) -> Histogram {
+        Histogram {
+            bounds,
+            counts: (0..=bounds.len()).map(|_| AtomicU64::new(0)).collect(),
+            sum_micros: AtomicU64::new(0),
+            count: AtomicU64::new(0),
+        }
+    }
+
+    /// Records one observation (`value` in the histogram's unit).
+    pub fn observe(&self, value: f64) {
+        let i = self.bounds.iter().position(|b| value <= *b).unwrap_or(self.bounds.len());
+        self.counts[i].fetch_add(1, Ordering::Relaxed);
+        self.sum_micros
+            .fetch_add((value * 1e6) as u64, Ordering::Relaxed);
+        self.count.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn render(&self, out: &mut String, name: &str, help: &str) {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
+        let mut cumulative = 0;
+        for (i, b) in self.bounds.iter().enumerate() {
+            cumulative += self.counts[i].load(Ordering::Relaxed);
+            let _ = writeln!(out, "{name}_bucket{{le=\"{b}\"}} {cumulative}");
+        }
+        cumulative += self.counts[self.bounds.len()].load(Ordering::Relaxed);
+        let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {cumulative}");
+        let _ = writeln!(
+            out,
+            "{name}_sum {}",
+            self.sum_micros.load(Ordering::Relaxed) as f64 / 1e6
+        );
+        let _ = writeln!(out, "{name}_count {}", self.count.load(Ordering::Relaxed));
+    }
+}
+
+/// All relay metrics.
+#[derive(Debug)]
+pub struct Metrics {
+    /// Open connections.
+    pub connections_open: AtomicU64,
+    /// Connections accepted since start.
+    pub connections_total: AtomicU64,
+    /// Messages received, by type.
+    messages: Mutex<Vec<(String, u64)>>,
+    /// Events stored.
+    pub events_stored: AtomicU64,
+    /// Events rejected, by reason prefix and kind of error.
+    rejected: Mutex<Vec<(String, u64)>>,
+    /// Seconds from REQ to EOSE.
+    pub query_seconds: Histogram,
+    /// Events per writer transaction.
+    pub writer_batch: Histogram,
+}
+
+const LATENCY_BOUNDS: &[f64] = &[0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0];
+const BATCH_BOUNDS: &[f64] = &[1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0];
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics {
+            connections_open: AtomicU64::new(0),
+            connections_total: AtomicU64::new(0),
+            messages: Mutex::new(Vec::new()),
+            events_stored: AtomicU64::new(0),
+            rejected: Mutex::new(Vec::new()),
+            query_seconds: Histogram::new(LATENCY_BOUNDS),
+            writer_batch: Histogram::new(BATCH_BOUNDS),
+        }
+    }
+}
+
+fn bump(list: &Mutex<Vec<(String, u64)>>, label: &str) {
+    let mut list = list.lock().expect("metrics lock");
+    match list.iter_mut().find(|(l, _)| l == label) {
+        Some((_, n)) => *n += 1,
+        None => list.push((label.to_string(), 1)),
+    }
+}
+
+impl Metrics {
+    /// Counts a received message of type `kind`.
+    pub fn message(&self, kind: &str) {
+        bump(&self.messages, kind);
+    }
+
+    /// Counts a rejected event with `reason` (a stable error kind or policy name).
+    pub fn rejected(&self, reason: &str) {
+        bump(&self.rejected, reason);
+    }
+
+    /// Prometheus text exposition.
+    pub fn render(&self, stats: Option<Stats>) -> String {
+        let mut out = String::new();
+        let gauge = |out: &mut String, name: &str, help: &str, kind: &str, v: u64| {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}");
+        };
+        gauge(&mut out, "nostrwire_connections_open", "Open WebSocket connections.", "gauge", self.connections_open.load(Ordering::Relaxed));
+        gauge(&mut out, "nostrwire_connections_total", "Connections accepted.", "counter", self.connections_total.load(Ordering::Relaxed));
+        let _ = writeln!(out, "# HELP nostrwire_messages_total Client messages received.\n# TYPE nostrwire_messages_total counter");
+        for (kind, n) in self.messages.lock().expect("metrics lock").iter() {
+            let _ = writeln!(out, "nostrwire_messages_total{{type=\"{kind}\"}} {n}");
+        }
+        gauge(&mut out, "nostrwire_events_stored_total", "Events stored.", "counter", self.events_stored.load(Ordering::Relaxed));
+        let _ = writeln!(out, "# HELP nostrwire_events_rejected_total Events refused, by reason.\n# TYPE nostrwire_events_rejected_total counter");
+        for (reason, n) in self.rejected.lock().expect("metrics lock").iter() {
+            let _ = writeln!(out, "nostrwire_events_rejected_total{{reason=\"{reason}\"}} {n}");
+        }
+        self.query_seconds.render(&mut out, "nostrwire_query_seconds", "Time from REQ to EOSE.");
+        self.writer_batch.render(&mut out, "nostrwire_writer_batch_events", "Events per write transaction.");
+        if let Some(stats) = stats {
+            gauge(&mut out, "nostrwire_db_events", "Events in the database.", "gauge", stats.events);
+            gauge(&mut out, "nostrwire_db_bytes", "Size of the database file.", "gauge", stats.disk_bytes);
+        }
+        out
+    }
+}

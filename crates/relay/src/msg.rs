@@ -1,0 +1,196 @@
+//! The typed inboxes between thread roles, and the per-connection outbox.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use nostrwire_event::{EventId, Filter};
+use tokio::sync::mpsc::UnboundedSender;
+
+/// Connection number, unique for the life of the process.
+pub type ConnId = u64;
+
+/// A frame queued for a connection's socket.
+#[derive(Debug)]
+pub enum Outgoing {
+    /// A text frame.
+    Text(String),
+    /// Close the connection after sending what is queued.
+    Close,
+}
+
+/// Sends frames to one connection, with a cap on queued bytes: a client that
+/// does not read is cut off instead of growing the relay's memory.
+#[derive(Clone, Debug)]
+pub struct Outbox {
+    tx: UnboundedSender<Outgoing>,
+    queued: Arc<AtomicUsize>,
+    dead: Arc<AtomicBool>,
+    cap: usize,
+}
+
+impl Outbox {
+    /// An outbox feeding `tx`, holding at most `cap` bytes in flight.
+    pub fn new(tx: UnboundedSender<Outgoing>, cap: usize) -> Outbox {
+        Outbox {
+            tx,
+            queued: Arc::new(AtomicUsize::new(0)),
+            dead: Arc::new(AtomicBool::new(false)),
+            cap,
+        }
+    }
+
+    /// Queues a frame; false if the connection is gone or was cut off.
+    pub fn send(&self, text: String) -> bool {
+        if self.dead.load(Ordering::Relaxed) {
+            return false;
+        }
+        let n = text.len();
+        if self.queued.fetch_add(n, Ordering::Relaxed) + n > self.cap {
+            // Slow reader: tell it why (bypassing the cap) and close.
+            self.dead.store(true, Ordering::Relaxed);
+            let mut notice = Vec::new();
+            nostrwire_event::message::write::notice(
+                &mut notice,
+                "error: connection closed: too much unread data (slow reader)",
+            );
+            let _ = self.tx.send(Outgoing::Text(String::from_utf8(notice).expect("UTF-8")));
+            let _ = self.tx.send(Outgoing::Close);
+            return false;
+        }
+        self.tx.send(Outgoing::Text(text)).is_ok()
+    }
+
+    /// Asks the socket task to close the connection after what is queued.
+    pub fn close(&self) {
+        self.dead.store(true, Ordering::Relaxed);
+        let _ = self.tx.send(Outgoing::Close);
+    }
+
+    /// Called by the socket task after writing `n` bytes.
+    pub fn sent(&self, n: usize) {
+        self.queued.fetch_sub(n, Ordering::Relaxed);
+    }
+
+    /// Bytes queued now.
+    pub fn queued(&self) -> usize {
+        self.queued.load(Ordering::Relaxed)
+    }
+
+    /// True once the connection was cut off or closed.
+    pub fn is_dead(&self) -> bool {
+        self.dead.load(Ordering::Relaxed) || self.tx.is_closed()
+    }
+}
+
+/// A connection as the worker threads see it.
+#[derive(Debug)]
+pub struct Conn {
+    /// Its number.
+    pub id: ConnId,
+    /// Where its replies go.
+    pub outbox: Outbox,
+}
+
+/// Inbox of an ingest worker. All messages of one connection go to the same
+/// worker, so they are handled in order.
+#[derive(Debug)]
+pub enum IngestMsg {
+    /// A text frame from a client.
+    Frame(Arc<Conn>, Vec<u8>),
+    /// The connection closed.
+    Closed(ConnId),
+    /// Finish and exit.
+    Shutdown,
+}
+
+/// An event accepted for storage, as the writer receives it.
+#[derive(Debug)]
+pub struct Accepted {
+    /// Event id (for the OK).
+    pub id: EventId,
+    /// The nwb record.
+    pub record: Vec<u8>,
+    /// Canonical JSON, for fan-out.
+    pub json: String,
+    /// Who to answer.
+    pub reply: Outbox,
+}
+
+/// Inbox of the writer.
+#[derive(Debug)]
+pub enum WriterMsg {
+    /// Store an event.
+    Event(Accepted),
+    /// Remove expired events.
+    Purge,
+    /// Commit what is queued, sync and exit.
+    Shutdown,
+}
+
+/// An event on its way to live subscribers.
+#[derive(Debug)]
+pub struct LiveEvent {
+    /// Storage serial, or 0 for ephemeral events.
+    pub serial: u64,
+    /// The nwb record (for matching).
+    pub record: Vec<u8>,
+    /// Canonical JSON (for sending).
+    pub json: String,
+}
+
+/// Where a subscription stands.
+#[derive(Debug)]
+pub enum Phase {
+    /// Stored events are still being sent; live matches wait here.
+    Pending(Vec<Arc<LiveEvent>>),
+    /// EOSE was sent; live matches go straight out.
+    Live,
+}
+
+/// One REQ subscription.
+#[derive(Debug)]
+pub struct Sub {
+    /// The connection.
+    pub conn: ConnId,
+    /// Subscription id chosen by the client.
+    pub id: String,
+    /// Its filters (OR).
+    pub filters: Vec<Filter>,
+    /// Where matches go.
+    pub outbox: Outbox,
+    /// Set by CLOSE, replacement or disconnect.
+    pub cancelled: AtomicBool,
+    /// Pending or live.
+    pub phase: Mutex<Phase>,
+}
+
+impl Sub {
+    /// True once cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Relaxed) || self.outbox.is_dead()
+    }
+}
+
+/// Inbox of the fan-out thread.
+#[derive(Debug)]
+pub enum FanoutMsg {
+    /// Start matching live events for a subscription.
+    Add(Arc<Sub>),
+    /// Stop a subscription.
+    Remove(ConnId, String),
+    /// Stop all subscriptions of a connection.
+    RemoveConn(ConnId),
+    /// New events (stored, or ephemeral with serial 0).
+    Events(Vec<Arc<LiveEvent>>),
+    /// Exit.
+    Shutdown,
+}
+
+/// What a query job computes.
+#[derive(Debug)]
+pub enum QueryKind {
+    /// REQ: stored events, EOSE, then live.
+    Req,
+    /// COUNT (NIP-45).
+    Count,
+}

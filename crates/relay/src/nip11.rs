@@ -1,0 +1,46 @@
+//! The NIP-11 relay information document, built from the configuration so it
+//! advertises exactly what is enabled.
+
+use serde_json::json;
+
+use crate::config::Config;
+
+/// NIPs this relay implements.
+pub const SUPPORTED_NIPS: &[u32] = &[1, 9, 11, 40, 45, 62];
+
+/// The document as JSON text.
+pub fn document(config: &Config) -> String {
+    let limits = &config.limits;
+    let mut doc = json!({
+        "name": config.info.name,
+        "description": config.info.description,
+        "supported_nips": SUPPORTED_NIPS,
+        "software": "https://github.com/nostrwire/nostrwire",
+        "version": env!("CARGO_PKG_VERSION"),
+        "limitation": {
+            "max_message_length": limits.max_message_bytes,
+            "max_subscriptions": limits.max_subscriptions,
+            "max_limit": limits.max_limit,
+            "default_limit": limits.default_limit,
+            "max_subid_length": nostrwire_event::message::MAX_SUBSCRIPTION_ID_CHARS,
+            "max_event_tags": limits.max_event_tags,
+            "max_content_length": limits.max_message_bytes,
+            "auth_required": false,
+            "payment_required": false,
+            "restricted_writes": false,
+        },
+    });
+    if limits.future_seconds > 0 {
+        doc["limitation"]["created_at_upper_limit"] = json!(limits.future_seconds);
+    }
+    if limits.past_seconds > 0 {
+        doc["limitation"]["created_at_lower_limit"] = json!(limits.past_seconds);
+    }
+    if !config.info.pubkey.is_empty() {
+        doc["pubkey"] = json!(config.info.pubkey);
+    }
+    if !config.info.contact.is_empty() {
+        doc["contact"] = json!(config.info.contact);
+    }
+    doc.to_string()
+}

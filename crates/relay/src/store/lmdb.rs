@@ -1,0 +1,747 @@
+//! The LMDB backend: each event stored once as an nwb record, with indices
+//! for id, time, kind, author, author+kind, tags, replaceable addresses,
+//! deletion tombstones and expiration. Layout: `docs/design-store.md`.
+#![allow(clippy::big_endian_bytes)] // sort order of LMDB keys
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::ops::Bound;
+use std::path::Path;
+
+use heed::types::Bytes;
+use heed::{Database, Env, EnvFlags, EnvOpenOptions, RoTxn, RwTxn};
+use nostrwire_event::{EventId, Filter, Kind, PreimageFields, PublicKey, SignedFields, Timestamp};
+use nostrwire_wire::EventView;
+
+use super::plan::{plan, Plan, QueryCursor, ScanStatus};
+use super::schema::{self, table, TIME_SUFFIX};
+use super::{Durability, EventStore, Found, Presence, Stats, StoreError, StoreResult, Verdict};
+
+type Db = Database<Bytes, Bytes>;
+
+/// Stored value header: bit 0 set = an 8-byte expiration follows.
+const FLAG_EXPIRES: u8 = 1;
+
+/// The LMDB store.
+#[derive(Debug)]
+pub struct LmdbStore {
+    env: Env,
+    events: Db,
+    ids: Db,
+    created: Db,
+    kind: Db,
+    pubkey: Db,
+    pubkey_kind: Db,
+    tag: Db,
+    replace: Db,
+    deleted_ids: Db,
+    deleted_addrs: Db,
+    expiration: Db,
+    meta: Db,
+    relay_urls: Vec<String>,
+}
+
+/// Options for opening a store.
+#[derive(Clone, Debug)]
+pub struct OpenOptions {
+    /// Largest size the database may grow to (address space, not disk).
+    pub map_size: usize,
+    /// How commits reach the disk.
+    pub durability: Durability,
+    /// URLs this relay answers to (for NIP-62 `relay` tags).
+    pub relay_urls: Vec<String>,
+}
+
+/// Everything indexable about one event, derived from its record only.
+struct Derived {
+    id: EventId,
+    pubkey: PublicKey,
+    kind: Kind,
+    created_at: Timestamp,
+    tag_prefixes: Vec<Vec<u8>>,
+    address: Option<Vec<u8>>,
+    expires: Option<u64>,
+}
+
+fn derive(view: &EventView<'_>) -> Derived {
+    let kind = view.kind();
+    let mut tag_prefixes = Vec::new();
+    let mut d_tag: Option<String> = None;
+    let mut expires = None;
+    for tag in view.tags() {
+        let name = tag.name();
+        let Some(value) = tag.first_value() else {
+            continue;
+        };
+        let name_len = name.text_len();
+        if name_len == 1 {
+            let letter = name.to_str();
+            let letter = letter.as_bytes()[0];
+            if letter.is_ascii_alphabetic() {
+                tag_prefixes.push(schema::tag_prefix(letter, &value.to_str()));
+            }
+            if letter == b'd' && d_tag.is_none() {
+                d_tag = Some(value.to_str().into_owned());
+            }
+        } else if expires.is_none() && name.eq_str("expiration") {
+            expires = value.to_str().parse::<u64>().ok();
+        }
+    }
+    tag_prefixes.sort_unstable();
+    tag_prefixes.dedup();
+    let address = if kind.is_replaceable() {
+        Some(schema::address(kind, view.pubkey(), None))
+    } else if kind.is_addressable() {
+        Some(schema::address(
+            kind,
+            view.pubkey(),
+            Some(d_tag.as_deref().unwrap_or("")),
+        ))
+    } else {
+        None
+    };
+    Derived {
+        id: *view.id(),
+        pubkey: *view.pubkey(),
+        kind,
+        created_at: view.created_at(),
+        tag_prefixes,
+        address,
+        expires,
+    }
+}
+
+/// Splits a stored value into (expiration, record).
+fn split_value(value: &[u8]) -> StoreResult<(Option<u64>, &[u8])> {
+    match value.first() {
+        Some(0) => Ok((None, &value[1..])),
+        Some(&FLAG_EXPIRES) if value.len() >= 9 => Ok((
+            Some(u64::from_be_bytes(value[1..9].try_into().expect("8 bytes"))),
+            &value[9..],
+        )),
+        _ => Err(StoreError::Corrupt("bad stored value header".into())),
+    }
+}
+
+fn decode(record: &[u8]) -> StoreResult<EventView<'_>> {
+    EventView::decode(record).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+fn key(parts: &[&[u8]]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(parts.iter().map(|p| p.len()).sum());
+    for p in parts {
+        out.extend_from_slice(p);
+    }
+    out
+}
+
+/// Parses an `a` tag value `kind:pubkey:d`.
+fn parse_address(value: &str) -> Option<(Kind, PublicKey, String)> {
+    let mut parts = value.splitn(3, ':');
+    let kind = Kind(parts.next()?.parse().ok()?);
+    let pubkey = PublicKey::from_hex(parts.next()?).ok()?;
+    let d = parts.next().unwrap_or("").to_string();
+    Some((kind, pubkey, d))
+}
+
+impl LmdbStore {
+    /// Opens (creating if needed) the store in directory `path`.
+    pub fn open(path: &Path, options: &OpenOptions) -> StoreResult<LmdbStore> {
+        std::fs::create_dir_all(path).map_err(|e| StoreError::Lmdb(heed::Error::Io(e)))?;
+        let mut env_options = EnvOpenOptions::new();
+        env_options
+            .map_size(options.map_size)
+            .max_dbs(16)
+            .max_readers(512);
+        let flags = match options.durability {
+            Durability::Full => EnvFlags::empty(),
+            Durability::Meta => EnvFlags::NO_META_SYNC,
+            Durability::None => EnvFlags::NO_SYNC,
+        };
+        // SAFETY: the flags are documented LMDB flags; the environment is
+        // opened once per process and path (the relay holds it for its lifetime).
+        let env = unsafe {
+            env_options.flags(flags | EnvFlags::NO_READ_AHEAD);
+            env_options.open(path)?
+        };
+        let mut wtxn = env.write_txn()?;
+        let mut db = |name| env.create_database::<Bytes, Bytes>(&mut wtxn, Some(name));
+        let store = LmdbStore {
+            events: db(table::EVENTS)?,
+            ids: db(table::IDS)?,
+            created: db(table::CREATED)?,
+            kind: db(table::KIND)?,
+            pubkey: db(table::PUBKEY)?,
+            pubkey_kind: db(table::PUBKEY_KIND)?,
+            tag: db(table::TAG)?,
+            replace: db(table::REPLACE)?,
+            deleted_ids: db(table::DELETED_IDS)?,
+            deleted_addrs: db(table::DELETED_ADDRS)?,
+            expiration: db(table::EXPIRATION)?,
+            meta: db(table::META)?,
+            relay_urls: options.relay_urls.clone(),
+            env: env.clone(),
+        };
+        match store.meta.get(&wtxn, b"schema")? {
+            None => store
+                .meta
+                .put(&mut wtxn, b"schema", &schema::SCHEMA_VERSION.to_le_bytes())?,
+            Some(v) => {
+                let version = u32::from_le_bytes(v.try_into().unwrap_or([0xff; 4]));
+                if version != schema::SCHEMA_VERSION {
+                    return Err(StoreError::Schema(version));
+                }
+            }
+        }
+        wtxn.commit()?;
+        Ok(store)
+    }
+
+    fn table(&self, name: &str) -> Db {
+        match name {
+            table::CREATED => self.created,
+            table::KIND => self.kind,
+            table::PUBKEY => self.pubkey,
+            table::PUBKEY_KIND => self.pubkey_kind,
+            table::TAG => self.tag,
+            _ => unreachable!("not a time index: {name}"),
+        }
+    }
+
+    fn next_serial(&self, wtxn: &mut RwTxn<'_>) -> StoreResult<u64> {
+        let next = self
+            .meta
+            .get(wtxn, b"next_serial")?
+            .and_then(schema::serial_from)
+            .unwrap_or(1);
+        self.meta
+            .put(wtxn, b"next_serial", &schema::serial_bytes(next + 1))?;
+        Ok(next)
+    }
+
+    fn load<'t>(
+        &self,
+        txn: &'t RoTxn<'_>,
+        serial: u64,
+    ) -> StoreResult<Option<(Option<u64>, &'t [u8])>> {
+        match self.events.get(txn, &schema::serial_bytes(serial))? {
+            Some(value) => split_value(value).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn insert(&self, wtxn: &mut RwTxn<'_>, d: &Derived, record: &[u8]) -> StoreResult<u64> {
+        let serial = self.next_serial(wtxn)?;
+        let sb = schema::serial_bytes(serial);
+        let suffix = schema::time_suffix(d.created_at, serial);
+        let mut value = Vec::with_capacity(record.len() + 9);
+        match d.expires {
+            Some(t) => {
+                value.push(FLAG_EXPIRES);
+                value.extend_from_slice(&t.to_be_bytes());
+                self.expiration
+                    .put(wtxn, &schema::expiration_key(t, serial), &[])?;
+            }
+            None => value.push(0),
+        }
+        value.extend_from_slice(record);
+        self.events.put(wtxn, &sb, &value)?;
+        self.ids.put(wtxn, schema::id_key(&d.id), &sb)?;
+        self.created.put(wtxn, &suffix, &[])?;
+        self.kind
+            .put(wtxn, &key(&[&schema::kind_prefix(d.kind), &suffix]), &[])?;
+        self.pubkey
+            .put(wtxn, &key(&[d.pubkey.as_bytes(), &suffix]), &[])?;
+        self.pubkey_kind.put(
+            wtxn,
+            &key(&[&schema::pubkey_kind_prefix(&d.pubkey, d.kind), &suffix]),
+            &[],
+        )?;
+        for prefix in &d.tag_prefixes {
+            self.tag.put(wtxn, &key(&[prefix, &suffix]), &[])?;
+        }
+        if let Some(address) = &d.address {
+            self.replace.put(wtxn, address, &sb)?;
+        }
+        Ok(serial)
+    }
+
+    /// Removes a stored event and all its index entries.
+    fn remove(&self, wtxn: &mut RwTxn<'_>, serial: u64) -> StoreResult<bool> {
+        let sb = schema::serial_bytes(serial);
+        let Some(value) = self.events.get(wtxn, &sb)? else {
+            return Ok(false);
+        };
+        let (expires, record) = split_value(value)?;
+        let record = record.to_vec();
+        let view = decode(&record)?;
+        let d = derive(&view);
+        let suffix = schema::time_suffix(d.created_at, serial);
+        self.events.delete(wtxn, &sb)?;
+        self.ids.delete(wtxn, schema::id_key(&d.id))?;
+        self.created.delete(wtxn, &suffix)?;
+        self.kind
+            .delete(wtxn, &key(&[&schema::kind_prefix(d.kind), &suffix]))?;
+        self.pubkey
+            .delete(wtxn, &key(&[d.pubkey.as_bytes(), &suffix]))?;
+        self.pubkey_kind.delete(
+            wtxn,
+            &key(&[&schema::pubkey_kind_prefix(&d.pubkey, d.kind), &suffix]),
+        )?;
+        for prefix in &d.tag_prefixes {
+            self.tag.delete(wtxn, &key(&[prefix, &suffix]))?;
+        }
+        if let Some(address) = &d.address {
+            if self.replace.get(wtxn, address)? == Some(&sb[..]) {
+                self.replace.delete(wtxn, address)?;
+            }
+        }
+        if let Some(t) = expires {
+            self.expiration
+                .delete(wtxn, &schema::expiration_key(t, serial))?;
+        }
+        Ok(true)
+    }
+
+    fn serial_of(&self, txn: &RoTxn<'_>, id: &EventId) -> StoreResult<Option<u64>> {
+        Ok(self
+            .ids
+            .get(txn, schema::id_key(id))?
+            .and_then(schema::serial_from))
+    }
+
+    /// Applies one verified event inside the batch transaction.
+    fn apply_one(&self, wtxn: &mut RwTxn<'_>, record: &[u8], now: u64) -> StoreResult<Verdict> {
+        let view = decode(record)?;
+        let d = derive(&view);
+        if self.ids.get(wtxn, schema::id_key(&d.id))?.is_some() {
+            return Ok(Verdict::Duplicate);
+        }
+        if self.is_deleted(wtxn, &d)? {
+            return Ok(Verdict::Deleted);
+        }
+        if let Some(expires) = d.expires {
+            if expires <= now {
+                // Checked by ingest too; a batch may cross the second.
+                return Ok(Verdict::Deleted);
+            }
+        }
+        if let Some(address) = &d.address {
+            if let Some(old) = self
+                .replace
+                .get(wtxn, address)?
+                .and_then(schema::serial_from)
+            {
+                if let Some((_, old_record)) = self.load(wtxn, old)? {
+                    let old_view = decode(old_record)?;
+                    let old_key = (Reverse(old_view.created_at()), *old_view.id());
+                    let new_key = (Reverse(d.created_at), d.id);
+                    // Keep the newest; on equal time the lowest id.
+                    if old_key <= new_key {
+                        return Ok(Verdict::Superseded);
+                    }
+                }
+                self.remove(wtxn, old)?;
+            }
+        }
+        if d.kind == Kind::DELETION {
+            self.apply_deletion(wtxn, &view)?;
+        }
+        if d.kind.as_u16() == 62 && self.vanish_applies(&view) {
+            self.apply_vanish(wtxn, &view)?;
+        }
+        let serial = self.insert(wtxn, &d, record)?;
+        Ok(Verdict::Stored(serial))
+    }
+
+    fn is_deleted(&self, txn: &RoTxn<'_>, d: &Derived) -> StoreResult<bool> {
+        if let Some(deleter) = self.deleted_ids.get(txn, schema::id_key(&d.id))? {
+            if deleter == d.pubkey.as_bytes() {
+                return Ok(true);
+            }
+        }
+        if let Some(address) = &d.address {
+            if let Some(t) = self.deleted_addrs.get(txn, address)? {
+                let t = u64::from_be_bytes(t.try_into().unwrap_or([0; 8]));
+                if d.created_at.as_u64() <= t {
+                    return Ok(true);
+                }
+            }
+        }
+        let vanish = key(&[b"vanish:", d.pubkey.as_bytes()]);
+        if let Some(t) = self.deleted_addrs.get(txn, &vanish)? {
+            let t = u64::from_be_bytes(t.try_into().unwrap_or([0; 8]));
+            if d.created_at.as_u64() <= t && d.kind.as_u16() != 62 {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    fn raise_marker(&self, wtxn: &mut RwTxn<'_>, key: &[u8], t: u64) -> StoreResult<()> {
+        let current = self
+            .deleted_addrs
+            .get(wtxn, key)?
+            .map(|v| u64::from_be_bytes(v.try_into().unwrap_or([0; 8])));
+        if current.is_none_or(|c| c < t) {
+            self.deleted_addrs.put(wtxn, key, &t.to_be_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// NIP-09: `e` tags delete the author's own events (never deletions or
+    /// vanish requests); `a` tags delete the author's versions up to the
+    /// request's time. Tombstones block re-submission.
+    fn apply_deletion(&self, wtxn: &mut RwTxn<'_>, request: &EventView<'_>) -> StoreResult<()> {
+        let author = *request.pubkey();
+        let until = request.created_at().as_u64();
+        for tag in request.tags() {
+            let (Some(value), name) = (tag.first_value(), tag.name()) else {
+                continue;
+            };
+            if name.eq_str("e") {
+                let Ok(id) = EventId::from_hex(&value.to_str()) else {
+                    continue;
+                };
+                if let Some(serial) = self.serial_of(wtxn, &id)? {
+                    let Some((_, record)) = self.load(wtxn, serial)? else {
+                        continue;
+                    };
+                    let target = decode(record)?;
+                    let kind = target.kind().as_u16();
+                    if *target.pubkey() != author || kind == 5 || kind == 62 {
+                        continue;
+                    }
+                    self.remove(wtxn, serial)?;
+                }
+                self.deleted_ids
+                    .put(wtxn, id.as_bytes(), author.as_bytes())?;
+            } else if name.eq_str("a") {
+                let Some((kind, pubkey, d)) = parse_address(&value.to_str()) else {
+                    continue;
+                };
+                if pubkey != author || !(kind.is_replaceable() || kind.is_addressable()) {
+                    continue;
+                }
+                let address = if kind.is_addressable() {
+                    schema::address(kind, &pubkey, Some(&d))
+                } else {
+                    schema::address(kind, &pubkey, None)
+                };
+                self.raise_marker(wtxn, &address, until)?;
+                if let Some(serial) = self
+                    .replace
+                    .get(wtxn, &address)?
+                    .and_then(schema::serial_from)
+                {
+                    if let Some((_, record)) = self.load(wtxn, serial)? {
+                        if decode(record)?.created_at().as_u64() <= until {
+                            self.remove(wtxn, serial)?;
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn vanish_applies(&self, request: &EventView<'_>) -> bool {
+        request.tags().any(|tag| {
+            tag.name().eq_str("relay")
+                && tag.first_value().is_some_and(|v| {
+                    let v = v.to_str();
+                    v == "ALL_RELAYS"
+                        || self
+                            .relay_urls
+                            .iter()
+                            .any(|u| u.trim_end_matches('/') == v.trim_end_matches('/'))
+                })
+        })
+    }
+
+    /// NIP-62: removes everything the author published up to the request's
+    /// time (deletions included) and gift wraps addressed to them.
+    fn apply_vanish(&self, wtxn: &mut RwTxn<'_>, request: &EventView<'_>) -> StoreResult<()> {
+        let author = *request.pubkey();
+        let until = request.created_at();
+        self.raise_marker(wtxn, &key(&[b"vanish:", author.as_bytes()]), until.as_u64())?;
+        let mut doomed = Vec::new();
+        {
+            let lower = key(&[author.as_bytes(), &[0u8; TIME_SUFFIX]]);
+            let upper = key(&[author.as_bytes(), &schema::time_suffix(until, u64::MAX)]);
+            let range = (Bound::Included(&lower[..]), Bound::Included(&upper[..]));
+            for item in self.pubkey.range(wtxn, &range)? {
+                let (k, _) = item?;
+                doomed.push(schema::split_time_suffix(k).1);
+            }
+            let wrap = key(&[
+                &schema::tag_prefix(b'p', &author.to_hex()),
+                &[0u8; TIME_SUFFIX],
+            ]);
+            let wrap_upper = key(&[
+                &schema::tag_prefix(b'p', &author.to_hex()),
+                &schema::time_suffix(until, u64::MAX),
+            ]);
+            let range = (Bound::Included(&wrap[..]), Bound::Included(&wrap_upper[..]));
+            for item in self.tag.range(wtxn, &range)? {
+                let (k, _) = item?;
+                let serial = schema::split_time_suffix(k).1;
+                if let Some((_, record)) = self.load(wtxn, serial)? {
+                    if decode(record)?.kind().as_u16() == 1059 {
+                        doomed.push(serial);
+                    }
+                }
+            }
+        }
+        for serial in doomed {
+            self.remove(wtxn, serial)?;
+        }
+        Ok(())
+    }
+
+    fn render(&self, serial: u64, record: &[u8]) -> StoreResult<Found> {
+        let view = decode(record)?;
+        Ok(Found {
+            serial,
+            id: *view.id(),
+            created_at: view.created_at().as_u64(),
+            json: view.to_json(),
+        })
+    }
+
+    /// Tests one candidate; records it when it matches.
+    fn consider(
+        &self,
+        txn: &RoTxn<'_>,
+        serial: u64,
+        filter: &Filter,
+        cursor: &mut QueryCursor,
+        now: u64,
+    ) -> StoreResult<()> {
+        cursor.examined += 1;
+        if cursor.seen.contains(&serial) {
+            return Ok(());
+        }
+        let Some((expires, record)) = self.load(txn, serial)? else {
+            return Ok(());
+        };
+        if expires.is_some_and(|t| t <= now) {
+            return Ok(());
+        }
+        let view = decode(record)?;
+        if !filter.matches(&view) {
+            return Ok(());
+        }
+        cursor.seen.insert(serial);
+        if cursor.count_only {
+            cursor.counted += 1;
+            return Ok(());
+        }
+        cursor.found.push(Found {
+            serial,
+            id: *view.id(),
+            created_at: view.created_at().as_u64(),
+            json: view.to_json(),
+        });
+        if cursor.found.len() == cursor.limit {
+            cursor.boundary = Some(view.created_at().as_u64());
+        }
+        Ok(())
+    }
+
+    fn scan_index(
+        &self,
+        txn: &RoTxn<'_>,
+        filter: &Filter,
+        table_name: &'static str,
+        cursor: &mut QueryCursor,
+        budget: usize,
+        now: u64,
+    ) -> StoreResult<ScanStatus> {
+        let db = self.table(table_name);
+        let since = filter.since.unwrap_or_default();
+        let until = filter.until.unwrap_or(Timestamp::MAX);
+        let Some(Plan::Index { ranges, .. }) = cursor.plan.take() else {
+            unreachable!("index plan");
+        };
+        let mut ranges = ranges;
+        let result = (|| {
+            // One reverse iterator per live range, merged on (created_at, serial).
+            let mut iters = Vec::with_capacity(ranges.len());
+            let mut heap = BinaryHeap::new();
+            for (i, r) in ranges.iter().enumerate() {
+                if r.done {
+                    iters.push(None);
+                    continue;
+                }
+                let lower = key(&[&r.prefix, &schema::time_suffix(since, 0)]);
+                let top = key(&[&r.prefix, &schema::time_suffix(until, u64::MAX)]);
+                let upper = match &r.resume_below {
+                    Some(k) => Bound::Excluded(&k[..]),
+                    None => Bound::Included(&top[..]),
+                };
+                let bounds = (Bound::Included(&lower[..]), upper);
+                let mut it = db.rev_range(txn, &bounds)?;
+                match it.next().transpose()? {
+                    Some((k, _)) => {
+                        let (t, s) = schema::split_time_suffix(k);
+                        heap.push((t, s, i, k.to_vec()));
+                        iters.push(Some(it));
+                    }
+                    None => {
+                        iters.push(None);
+                    }
+                }
+            }
+            let mut spent = 0usize;
+            loop {
+                let Some((t, serial, i, k)) = heap.pop() else {
+                    for r in ranges.iter_mut() {
+                        r.done = true;
+                    }
+                    return Ok(ScanStatus::Done);
+                };
+                if cursor.boundary.is_some_and(|b| t < b) {
+                    return Ok(ScanStatus::Done);
+                }
+                self.consider(txn, serial, filter, cursor, now)?;
+                if cursor.count_only && cursor.counted >= cursor.limit as u64 {
+                    return Ok(ScanStatus::Done);
+                }
+                ranges[i].resume_below = Some(k);
+                if let Some(it) = iters[i].as_mut() {
+                    match it.next().transpose()? {
+                        Some((k2, _)) => {
+                            let (t2, s2) = schema::split_time_suffix(k2);
+                            heap.push((t2, s2, i, k2.to_vec()));
+                        }
+                        None => ranges[i].done = true,
+                    }
+                }
+                spent += 1;
+                if spent >= budget {
+                    return Ok(ScanStatus::More);
+                }
+            }
+        })();
+        cursor.plan = Some(Plan::Index {
+            table: table_name,
+            ranges,
+        });
+        result
+    }
+}
+
+impl EventStore for LmdbStore {
+    fn presence(&self, id: &EventId) -> StoreResult<Presence> {
+        let txn = self.env.read_txn()?;
+        if self.ids.get(&txn, schema::id_key(id))?.is_some() {
+            return Ok(Presence::Stored);
+        }
+        if self.deleted_ids.get(&txn, schema::id_key(id))?.is_some() {
+            // The tombstone only binds the same author; the writer decides.
+            return Ok(Presence::Deleted);
+        }
+        Ok(Presence::Absent)
+    }
+
+    fn write_batch(&self, records: &[Vec<u8>], now: u64) -> StoreResult<Vec<Verdict>> {
+        let mut wtxn = self.env.write_txn()?;
+        let mut verdicts = Vec::with_capacity(records.len());
+        for record in records {
+            verdicts.push(self.apply_one(&mut wtxn, record, now)?);
+        }
+        wtxn.commit()?;
+        Ok(verdicts)
+    }
+
+    fn scan(
+        &self,
+        filter: &Filter,
+        cursor: &mut QueryCursor,
+        budget: usize,
+        now: u64,
+    ) -> StoreResult<ScanStatus> {
+        if filter.is_empty_match() || cursor.limit == 0 {
+            return Ok(ScanStatus::Done);
+        }
+        if cursor.plan.is_none() {
+            cursor.plan = Some(plan(filter));
+        }
+        let txn = self.env.read_txn()?;
+        match cursor.plan.take().expect("planned") {
+            Plan::Ids { ids, mut next } => {
+                let mut status = ScanStatus::Done;
+                let mut spent = 0;
+                while next < ids.len() {
+                    if spent >= budget {
+                        status = ScanStatus::More;
+                        break;
+                    }
+                    if let Some(serial) = self.serial_of(&txn, &ids[next])? {
+                        self.consider(&txn, serial, filter, cursor, now)?;
+                    }
+                    next += 1;
+                    spent += 1;
+                }
+                cursor.plan = Some(Plan::Ids { ids, next });
+                Ok(status)
+            }
+            plan @ Plan::Index { table, .. } => {
+                cursor.plan = Some(plan);
+                self.scan_index(&txn, filter, table, cursor, budget, now)
+            }
+        }
+    }
+
+    fn purge_expired(&self, now: u64, max: usize) -> StoreResult<usize> {
+        let mut wtxn = self.env.write_txn()?;
+        let mut serials = Vec::new();
+        {
+            let upper = schema::expiration_key(now, u64::MAX);
+            let range = (Bound::Unbounded, Bound::Included(&upper[..]));
+            for item in self.expiration.range(&wtxn, &range)? {
+                let (k, _) = item?;
+                serials.push(schema::serial_from(&k[8..]).unwrap_or(0));
+                if serials.len() >= max {
+                    break;
+                }
+            }
+        }
+        let mut removed = 0;
+        for serial in serials {
+            removed += self.remove(&mut wtxn, serial)? as usize;
+        }
+        wtxn.commit()?;
+        Ok(removed)
+    }
+
+    fn stats(&self) -> StoreResult<Stats> {
+        let txn = self.env.read_txn()?;
+        Ok(Stats {
+            events: self.events.len(&txn)?,
+            disk_bytes: self.env.real_disk_size().unwrap_or(0),
+        })
+    }
+
+    fn export(&self, filter: &Filter, emit: &mut dyn FnMut(&Found) -> bool) -> StoreResult<()> {
+        let txn = self.env.read_txn()?;
+        for item in self.created.rev_iter(&txn)? {
+            let (k, _) = item?;
+            let serial = schema::split_time_suffix(k).1;
+            let Some((_, record)) = self.load(&txn, serial)? else {
+                continue;
+            };
+            let view = decode(record)?;
+            if filter.matches(&view) && !emit(&self.render(serial, record)?) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn sync(&self) -> StoreResult<()> {
+        self.env.force_sync()?;
+        Ok(())
+    }
+}

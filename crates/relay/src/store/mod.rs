@@ -1,0 +1,134 @@
+//! Stage 6a: storage. A small trait ([`EventStore`]) so another backend can
+//! be added, and the LMDB backend ([`lmdb::LmdbStore`]).
+
+pub mod lmdb;
+mod plan;
+pub mod schema;
+
+use nostrwire_event::{EventId, Filter};
+
+pub use plan::{QueryCursor, ScanStatus};
+
+/// Is an event already known?
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Presence {
+    /// Never seen.
+    Absent,
+    /// Stored.
+    Stored,
+    /// Removed by a deletion request (NIP-09) or a vanish request (NIP-62).
+    Deleted,
+}
+
+/// What the store did with one event of a write batch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Stored under this serial.
+    Stored(u64),
+    /// The id is already stored.
+    Duplicate,
+    /// A newer version of this replaceable or addressable event is stored.
+    Superseded,
+    /// The event was deleted earlier by its author.
+    Deleted,
+}
+
+/// How writes reach the disk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Durability {
+    /// fsync data and metadata on every commit (the default).
+    Full,
+    /// fsync data but not the metadata page: a crash may lose the last
+    /// commit, never corrupt the database.
+    Meta,
+    /// No fsync: the OS writes back when it likes; a machine crash may lose
+    /// recent commits (a process crash loses nothing).
+    None,
+}
+
+/// One stored event, as a query returns it.
+#[derive(Clone, Debug)]
+pub struct Found {
+    /// Storage serial.
+    pub serial: u64,
+    /// Event id (for ordering).
+    pub id: EventId,
+    /// Creation time (for ordering).
+    pub created_at: u64,
+    /// Canonical JSON of the event.
+    pub json: String,
+}
+
+/// Store-wide figures for metrics.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Stats {
+    /// Events stored.
+    pub events: u64,
+    /// Bytes the database file occupies.
+    pub disk_bytes: u64,
+}
+
+/// Errors of the storage layer.
+#[non_exhaustive]
+#[derive(Debug)]
+pub enum StoreError {
+    /// LMDB reported an error.
+    Lmdb(heed::Error),
+    /// A stored record failed to decode (corruption or a bug).
+    Corrupt(String),
+    /// The database was written by a newer, incompatible schema.
+    Schema(u32),
+}
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreError::Lmdb(e) => write!(f, "storage error: {e}"),
+            StoreError::Corrupt(what) => write!(f, "corrupt record: {what}"),
+            StoreError::Schema(v) => write!(f, "database schema version {v} is not supported"),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+impl From<heed::Error> for StoreError {
+    fn from(e: heed::Error) -> Self {
+        StoreError::Lmdb(e)
+    }
+}
+
+/// Result of the storage layer.
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// What the relay needs from storage.
+pub trait EventStore: Send + Sync + 'static {
+    /// Is this id stored or deleted? (Read snapshot; used to skip signature
+    /// checks for duplicates.)
+    fn presence(&self, id: &EventId) -> StoreResult<Presence>;
+
+    /// Applies a batch of verified events (nwb records) in one transaction.
+    fn write_batch(&self, records: &[Vec<u8>], now: u64) -> StoreResult<Vec<Verdict>>;
+
+    /// Continues a query: examines at most `budget` index entries.
+    fn scan(
+        &self,
+        filter: &Filter,
+        cursor: &mut QueryCursor,
+        budget: usize,
+        now: u64,
+    ) -> StoreResult<ScanStatus>;
+
+    /// Removes events whose NIP-40 expiration is at or before `now`; returns how many.
+    fn purge_expired(&self, now: u64, max: usize) -> StoreResult<usize>;
+
+    /// Figures for metrics.
+    fn stats(&self) -> StoreResult<Stats>;
+
+    /// Every stored event matching `filter` (no limit), newest first, for export.
+    fn export(&self, filter: &Filter, emit: &mut dyn FnMut(&Found) -> bool) -> StoreResult<()>;
+
+    /// Flushes to disk regardless of the durability mode.
+    fn sync(&self) -> StoreResult<()>;
+}

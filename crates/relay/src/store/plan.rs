@@ -1,0 +1,168 @@
+//! The query planner: which index a filter walks, and the resumable state of
+//! a walk (so long scans can be time-sliced).
+
+use std::collections::HashSet;
+
+use nostrwire_event::{EventId, Filter};
+
+use super::schema::{self, table};
+use super::Found;
+
+/// Largest authors × kinds product walked on the pubkey+kind index; above it
+/// the author index alone is used.
+const MAX_PAIR_PREFIXES: usize = 256;
+
+/// One index range being walked newest → oldest.
+#[derive(Clone, Debug)]
+pub(crate) struct Range {
+    pub(crate) prefix: Vec<u8>,
+    /// Exclusive upper bound: the last key already examined.
+    pub(crate) resume_below: Option<Vec<u8>>,
+    pub(crate) done: bool,
+}
+
+/// The access path chosen for a filter.
+#[derive(Clone, Debug)]
+pub(crate) enum Plan {
+    /// Direct id lookups (`ids`).
+    Ids { ids: Vec<EventId>, next: usize },
+    /// Reverse range scans over one index, one range per prefix, merged by time.
+    Index {
+        table: &'static str,
+        ranges: Vec<Range>,
+    },
+}
+
+/// Where a query stands; pass the same cursor to each `scan` call.
+#[derive(Debug, Default)]
+pub struct QueryCursor {
+    pub(crate) plan: Option<Plan>,
+    pub(crate) seen: HashSet<u64>,
+    /// Matches so far, in walk order (newest first).
+    pub(crate) found: Vec<Found>,
+    /// `created_at` of the `limit`-th match, once there are that many.
+    pub(crate) boundary: Option<u64>,
+    /// Index entries examined so far.
+    pub examined: u64,
+    /// Stop after this many matches (ties at the boundary are kept, then cut).
+    pub limit: usize,
+    /// Count only: do not render JSON or keep results.
+    pub count_only: bool,
+    /// Matches counted (count mode).
+    pub counted: u64,
+}
+
+/// Outcome of one slice of a query.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScanStatus {
+    /// The query is complete.
+    Done,
+    /// The budget ran out; call `scan` again.
+    More,
+}
+
+impl QueryCursor {
+    /// A cursor returning at most `limit` events.
+    pub fn new(limit: usize) -> QueryCursor {
+        QueryCursor {
+            limit,
+            ..QueryCursor::default()
+        }
+    }
+
+    /// A cursor that counts matches (up to `cap`).
+    pub fn counting(cap: usize) -> QueryCursor {
+        QueryCursor {
+            limit: cap,
+            count_only: true,
+            ..QueryCursor::default()
+        }
+    }
+
+    /// The matches, newest first with ties by lowest id, cut to the limit.
+    pub fn into_results(mut self) -> Vec<Found> {
+        self.found
+            .sort_by(|a, b| b.created_at.cmp(&a.created_at).then(a.id.cmp(&b.id)));
+        self.found.truncate(self.limit);
+        self.found
+    }
+
+    /// Matches counted so far (count mode).
+    pub fn count(&self) -> u64 {
+        self.counted
+    }
+
+    /// Serials of every match so far (to union counts across filters).
+    pub fn seen_serials(&self) -> impl Iterator<Item = u64> + '_ {
+        self.seen.iter().copied()
+    }
+}
+
+fn ranges(prefixes: Vec<Vec<u8>>) -> Vec<Range> {
+    prefixes
+        .into_iter()
+        .map(|prefix| Range {
+            prefix,
+            resume_below: None,
+            done: false,
+        })
+        .collect()
+}
+
+/// Picks the most selective index for `filter`.
+pub(crate) fn plan(filter: &Filter) -> Plan {
+    if let Some(ids) = &filter.ids {
+        return Plan::Ids {
+            ids: ids.clone(),
+            next: 0,
+        };
+    }
+    if let (Some(authors), Some(kinds)) = (&filter.authors, &filter.kinds) {
+        if authors.len() * kinds.len() <= MAX_PAIR_PREFIXES {
+            let prefixes = authors
+                .iter()
+                .flat_map(|a| {
+                    kinds
+                        .iter()
+                        .map(move |k| schema::pubkey_kind_prefix(a, *k).to_vec())
+                })
+                .collect();
+            return Plan::Index {
+                table: table::PUBKEY_KIND,
+                ranges: ranges(prefixes),
+            };
+        }
+    }
+    if let Some(authors) = &filter.authors {
+        return Plan::Index {
+            table: table::PUBKEY,
+            ranges: ranges(authors.iter().map(|a| a.as_bytes().to_vec()).collect()),
+        };
+    }
+    if let Some(cond) = filter.tags.iter().min_by_key(|c| c.values.len()) {
+        return Plan::Index {
+            table: table::TAG,
+            ranges: ranges(
+                cond.values
+                    .iter()
+                    .map(|v| schema::tag_prefix(cond.letter, v))
+                    .collect(),
+            ),
+        };
+    }
+    if let Some(kinds) = &filter.kinds {
+        return Plan::Index {
+            table: table::KIND,
+            ranges: ranges(
+                kinds
+                    .iter()
+                    .map(|k| schema::kind_prefix(*k).to_vec())
+                    .collect(),
+            ),
+        };
+    }
+    Plan::Index {
+        table: table::CREATED,
+        ranges: ranges(vec![Vec::new()]),
+    }
+}

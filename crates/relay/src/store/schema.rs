@@ -1,0 +1,166 @@
+//! Stage 6a: table names and key encodings of the LMDB store.
+//!
+//! Byte diagrams and the reasoning are in `docs/design-store.md`. Every key
+//! that is scanned by time ends with `created_at (8, BE) ‖ serial (8, BE)`, so
+//! a reverse range scan over one prefix walks newest → oldest. Big-endian is
+//! used on purpose: LMDB compares keys as bytes.
+#![allow(clippy::big_endian_bytes)] // sort order of LMDB keys
+
+use nostrwire_event::{EventId, Kind, PublicKey, Timestamp};
+use sha2::{Digest, Sha256};
+
+/// On-disk schema version, stored in `meta`.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Table names.
+pub mod table {
+    /// serial → stored record (header byte + nwb record).
+    pub const EVENTS: &str = "events";
+    /// id → serial.
+    pub const IDS: &str = "ids";
+    /// created_at ‖ serial → ().
+    pub const CREATED: &str = "created";
+    /// kind ‖ created_at ‖ serial → ().
+    pub const KIND: &str = "kind";
+    /// pubkey ‖ created_at ‖ serial → ().
+    pub const PUBKEY: &str = "pubkey";
+    /// pubkey ‖ kind ‖ created_at ‖ serial → ().
+    pub const PUBKEY_KIND: &str = "pubkey_kind";
+    /// tag key ‖ created_at ‖ serial → ().
+    pub const TAG: &str = "tag";
+    /// replaceable / addressable address → serial of the version kept.
+    pub const REPLACE: &str = "replace";
+    /// deleted id → pubkey of the author whose deletion removed it.
+    pub const DELETED_IDS: &str = "deleted_ids";
+    /// address → created_at of the newest deletion of that address.
+    pub const DELETED_ADDRS: &str = "deleted_addrs";
+    /// expiration ‖ serial → ().
+    pub const EXPIRATION: &str = "expiration";
+    /// metadata: schema version, next serial.
+    pub const META: &str = "meta";
+}
+
+/// Length of the `created_at ‖ serial` suffix.
+pub const TIME_SUFFIX: usize = 16;
+
+/// `created_at ‖ serial`.
+pub fn time_suffix(created_at: Timestamp, serial: u64) -> [u8; TIME_SUFFIX] {
+    let mut out = [0u8; TIME_SUFFIX];
+    out[..8].copy_from_slice(&created_at.as_u64().to_be_bytes());
+    out[8..].copy_from_slice(&serial.to_be_bytes());
+    out
+}
+
+/// Reads `(created_at, serial)` from the end of an index key.
+pub fn split_time_suffix(key: &[u8]) -> (u64, u64) {
+    let n = key.len();
+    let created = u64::from_be_bytes(key[n - 16..n - 8].try_into().expect("8 bytes"));
+    let serial = u64::from_be_bytes(key[n - 8..].try_into().expect("8 bytes"));
+    (created, serial)
+}
+
+/// Serial as a key or value.
+pub fn serial_bytes(serial: u64) -> [u8; 8] {
+    serial.to_be_bytes()
+}
+
+/// Serial from its bytes.
+pub fn serial_from(bytes: &[u8]) -> Option<u64> {
+    bytes.try_into().ok().map(u64::from_be_bytes)
+}
+
+/// Kind prefix.
+pub fn kind_prefix(kind: Kind) -> [u8; 2] {
+    kind.as_u16().to_be_bytes()
+}
+
+/// Pubkey ‖ kind prefix.
+pub fn pubkey_kind_prefix(pubkey: &PublicKey, kind: Kind) -> [u8; 34] {
+    let mut out = [0u8; 34];
+    out[..32].copy_from_slice(pubkey.as_bytes());
+    out[32..].copy_from_slice(&kind_prefix(kind));
+    out
+}
+
+/// Longest tag value stored verbatim in a tag key; longer ones are hashed.
+pub const MAX_INLINE_TAG_VALUE: usize = 96;
+
+/// The index prefix for a single-letter tag with this first value:
+/// `letter ‖ form ‖ len ‖ bytes` where form 0 = text, 1 = 64-hex as 32 bytes,
+/// 2 = SHA-256 of a long value. Index hits are always re-checked against the
+/// event, so hashing long values only costs a hash per long tag.
+pub fn tag_prefix(letter: u8, value: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(3 + MAX_INLINE_TAG_VALUE);
+    out.push(letter);
+    let bytes = value.as_bytes();
+    if bytes.len() == 64 && nostrwire_event::hex::is_lower_hex(bytes) {
+        let raw: [u8; 32] = nostrwire_event::hex::decode_array(bytes).expect("checked");
+        out.push(1);
+        out.push(32);
+        out.extend_from_slice(&raw);
+    } else if bytes.len() <= MAX_INLINE_TAG_VALUE {
+        out.push(0);
+        out.push(bytes.len() as u8);
+        out.extend_from_slice(bytes);
+    } else {
+        out.push(2);
+        out.push(32);
+        out.extend_from_slice(&Sha256::digest(bytes));
+    }
+    out
+}
+
+/// The address of a replaceable (`kind ‖ pubkey`) or addressable
+/// (`kind ‖ pubkey ‖ d`) event; `d` is hashed when long.
+pub fn address(kind: Kind, pubkey: &PublicKey, d: Option<&str>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(34 + 40);
+    out.extend_from_slice(&kind_prefix(kind));
+    out.extend_from_slice(pubkey.as_bytes());
+    if let Some(d) = d {
+        if d.len() <= MAX_INLINE_TAG_VALUE {
+            out.push(0);
+            out.extend_from_slice(d.as_bytes());
+        } else {
+            out.push(2);
+            out.extend_from_slice(&Sha256::digest(d.as_bytes()));
+        }
+    }
+    out
+}
+
+/// Key of the expiration index.
+pub fn expiration_key(expires: u64, serial: u64) -> [u8; 16] {
+    let mut out = [0u8; 16];
+    out[..8].copy_from_slice(&expires.to_be_bytes());
+    out[8..].copy_from_slice(&serial.to_be_bytes());
+    out
+}
+
+/// Id as a key.
+pub fn id_key(id: &EventId) -> &[u8; 32] {
+    id.as_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_suffix_sorts_by_time_then_serial() {
+        let a = time_suffix(Timestamp::new(5).unwrap(), 9);
+        let b = time_suffix(Timestamp::new(6).unwrap(), 1);
+        let c = time_suffix(Timestamp::new(6).unwrap(), 2);
+        assert!(a < b && b < c);
+        assert_eq!(split_time_suffix(&c), (6, 2));
+    }
+
+    #[test]
+    fn tag_prefix_forms() {
+        let hex = "ab".repeat(32);
+        assert_eq!(tag_prefix(b'e', &hex).len(), 3 + 32);
+        assert_eq!(tag_prefix(b't', "nostr"), b"t\x00\x05nostr");
+        assert_eq!(tag_prefix(b'r', &"x".repeat(200))[1], 2);
+        // Different lengths never share a prefix.
+        assert!(!tag_prefix(b't', "ab").starts_with(&tag_prefix(b't', "a")));
+    }
+}

@@ -1,0 +1,323 @@
+//! The LMDB store against a deliberately naive in-memory model: thousands of
+//! generated events (many authors, kinds, tags, replaceables, deletions),
+//! hundreds of random filters, same results in the same order.
+
+use std::collections::HashMap;
+
+use nostrwire_event::{
+    Event, EventId, Filter, Keys, Kind, PreimageFields, PublicKey, SignedFields, Tag, Timestamp,
+    UnsignedEvent,
+};
+use nostrwire_relay::store::lmdb::{LmdbStore, OpenOptions};
+use nostrwire_relay::store::{Durability, EventStore, QueryCursor, ScanStatus, Verdict};
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn chance(&mut self, percent: u64) -> bool {
+        self.next() % 100 < percent
+    }
+}
+
+const KINDS: [u16; 8] = [0, 1, 3, 5, 7, 10002, 30023, 1059];
+
+/// The naive model: a list of live events plus tombstones, rules applied literally.
+#[derive(Default)]
+struct Model {
+    live: Vec<Event>,
+    deleted_ids: HashMap<EventId, PublicKey>,
+    deleted_addrs: HashMap<(u16, PublicKey, String), u64>,
+}
+
+fn d_tag(e: &Event) -> String {
+    e.tags
+        .iter()
+        .find(|t| t.name() == "d")
+        .and_then(|t| t.first_value())
+        .unwrap_or("")
+        .to_string()
+}
+
+fn same_address(a: &Event, b: &Event) -> bool {
+    a.kind == b.kind
+        && a.pubkey == b.pubkey
+        && (a.kind.is_replaceable() || (a.kind.is_addressable() && d_tag(a) == d_tag(b)))
+}
+
+impl Model {
+    fn apply(&mut self, e: &Event) -> Verdict {
+        if self.live.iter().any(|x| x.id == e.id) {
+            return Verdict::Duplicate;
+        }
+        if self.deleted_ids.get(&e.id) == Some(&e.pubkey) {
+            return Verdict::Deleted;
+        }
+        if e.kind.is_replaceable() || e.kind.is_addressable() {
+            let d = if e.kind.is_addressable() {
+                d_tag(e)
+            } else {
+                String::new()
+            };
+            if let Some(t) = self.deleted_addrs.get(&(e.kind.as_u16(), e.pubkey, d)) {
+                if e.created_at.as_u64() <= *t {
+                    return Verdict::Deleted;
+                }
+            }
+            if let Some(pos) = self.live.iter().position(|x| same_address(x, e)) {
+                let old = &self.live[pos];
+                if (old.created_at, std::cmp::Reverse(old.id))
+                    >= (e.created_at, std::cmp::Reverse(e.id))
+                {
+                    return Verdict::Superseded;
+                }
+                self.live.remove(pos);
+            }
+        }
+        if e.kind == Kind::DELETION {
+            for tag in &e.tags {
+                match (tag.name(), tag.first_value()) {
+                    ("e", Some(v)) => {
+                        let id = EventId::from_hex(v).unwrap();
+                        self.live.retain(|x| {
+                            !(x.id == id && x.pubkey == e.pubkey && x.kind.as_u16() != 5)
+                        });
+                        self.deleted_ids.insert(id, e.pubkey);
+                    }
+                    ("a", Some(v)) => {
+                        let mut parts = v.splitn(3, ':');
+                        let kind: u16 = parts.next().unwrap().parse().unwrap();
+                        let pk = PublicKey::from_hex(parts.next().unwrap()).unwrap();
+                        let d = parts.next().unwrap_or("").to_string();
+                        if pk != e.pubkey {
+                            continue;
+                        }
+                        let key_d = if Kind(kind).is_addressable() {
+                            d.clone()
+                        } else {
+                            String::new()
+                        };
+                        let t = self.deleted_addrs.entry((kind, pk, key_d)).or_insert(0);
+                        *t = (*t).max(e.created_at.as_u64());
+                        self.live.retain(|x| {
+                            !(x.kind.as_u16() == kind
+                                && x.pubkey == pk
+                                && (!x.kind.is_addressable() || d_tag(x) == d)
+                                && x.created_at <= e.created_at)
+                        });
+                    }
+                    _ => {}
+                }
+            }
+        }
+        self.live.push(e.clone());
+        Verdict::Stored(0)
+    }
+
+    fn query(&self, filter: &Filter) -> Vec<EventId> {
+        if filter.limit == Some(0) {
+            return Vec::new();
+        }
+        let mut hits: Vec<&Event> = self.live.iter().filter(|e| filter.matches(*e)).collect();
+        hits.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(a.id.cmp(&b.id)));
+        hits.truncate(filter.limit.unwrap_or(u64::MAX) as usize);
+        hits.into_iter().map(|e| e.id).collect()
+    }
+}
+
+fn gen_event(rng: &mut Rng, keys: &[Keys], history: &[Event]) -> Event {
+    let k = &keys[rng.below(keys.len())];
+    let kind = Kind(KINDS[rng.below(KINDS.len())]);
+    let mut tags = Vec::new();
+    if kind == Kind::DELETION && !history.is_empty() {
+        for _ in 0..1 + rng.below(3) {
+            let target = &history[rng.below(history.len())];
+            if rng.chance(50) || !(target.kind.is_replaceable() || target.kind.is_addressable()) {
+                tags.push(Tag::from_strs(&["e", &target.id.to_hex()]));
+            } else {
+                // Often the author's own address, sometimes someone else's.
+                let pk = if rng.chance(70) {
+                    k.public_key()
+                } else {
+                    target.pubkey
+                };
+                tags.push(Tag::from_strs(&[
+                    "a",
+                    &format!("{}:{}:{}", target.kind.as_u16(), pk, d_tag(target)),
+                ]));
+            }
+        }
+    } else {
+        for _ in 0..rng.below(4) {
+            let tag = match rng.below(4) {
+                0 => Tag::from_strs(&["t", ["nostr", "zap", "x"][rng.below(3)]]),
+                1 => Tag::from_strs(&["p", &keys[rng.below(keys.len())].public_key().to_hex()]),
+                2 if !history.is_empty() => {
+                    Tag::from_strs(&["e", &history[rng.below(history.len())].id.to_hex()])
+                }
+                _ => Tag::from_strs(&["d", ["", "a", "b"][rng.below(3)]]),
+            };
+            tags.push(tag);
+        }
+    }
+    let created_at = Timestamp::new(1000 + rng.below(40) as u64).unwrap();
+    let unsigned = UnsignedEvent::new(k, created_at, kind, tags, format!("n{}", rng.next() % 1000));
+    // The store does not verify signatures; ids must be real.
+    let id = unsigned.compute_id();
+    Event {
+        id,
+        pubkey: unsigned.pubkey,
+        created_at,
+        kind,
+        tags: unsigned.tags,
+        content: unsigned.content,
+        sig: nostrwire_event::Signature::from_bytes([0; 64]),
+    }
+}
+
+fn gen_filter(rng: &mut Rng, keys: &[Keys], history: &[Event]) -> Filter {
+    let mut f = Filter::new();
+    if rng.chance(15) {
+        f.ids = Some(sorted(
+            (0..1 + rng.below(4))
+                .map(|_| history[rng.below(history.len())].id)
+                .collect(),
+        ));
+    }
+    if rng.chance(35) {
+        f.authors = Some(sorted(
+            (0..1 + rng.below(3))
+                .map(|_| keys[rng.below(keys.len())].public_key())
+                .collect(),
+        ));
+    }
+    if rng.chance(40) {
+        f.kinds = Some(sorted(
+            (0..1 + rng.below(3))
+                .map(|_| Kind(KINDS[rng.below(KINDS.len())]))
+                .collect(),
+        ));
+    }
+    if rng.chance(25) {
+        f = f.with_tag(
+            b't',
+            vec!["nostr".into(), "zap".into()][..1 + rng.below(2)].to_vec(),
+        );
+    }
+    if rng.chance(15) {
+        f = f.with_tag(
+            b'p',
+            vec![keys[rng.below(keys.len())].public_key().to_hex()],
+        );
+    }
+    if rng.chance(30) {
+        f.since = Some(Timestamp::new(1000 + rng.below(40) as u64).unwrap());
+    }
+    if rng.chance(30) {
+        f.until = Some(Timestamp::new(1000 + rng.below(40) as u64).unwrap());
+    }
+    if rng.chance(70) {
+        f.limit = Some(rng.below(30) as u64);
+    }
+    f
+}
+
+fn sorted<T: Ord>(mut v: Vec<T>) -> Vec<T> {
+    v.sort();
+    v.dedup();
+    v
+}
+
+fn query_store(store: &LmdbStore, filter: &Filter, budget: usize) -> Vec<EventId> {
+    let mut cursor = QueryCursor::new(filter.limit.map_or(usize::MAX, |l| l as usize));
+    while store.scan(filter, &mut cursor, budget, 0).unwrap() == ScanStatus::More {}
+    cursor.into_results().into_iter().map(|f| f.id).collect()
+}
+
+#[test]
+fn store_agrees_with_naive_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = LmdbStore::open(
+        dir.path(),
+        &OpenOptions {
+            map_size: 1 << 30,
+            durability: Durability::None,
+            relay_urls: vec![],
+        },
+    )
+    .unwrap();
+    let mut rng = Rng(0x0123_4567_89ab_cdef);
+    let keys: Vec<Keys> = (0..12).map(|i| Keys::derive(7, i)).collect();
+    let mut model = Model::default();
+    let mut history: Vec<Event> = Vec::new();
+    let mut stats: HashMap<&'static str, usize> = HashMap::new();
+    for batch in 0..60 {
+        let mut events = Vec::new();
+        for _ in 0..50 {
+            let e = if !history.is_empty() && rng.chance(3) {
+                history[rng.below(history.len())].clone() // resubmission
+            } else {
+                gen_event(&mut rng, &keys, &history)
+            };
+            history.push(e.clone());
+            events.push(e);
+        }
+        let records: Vec<Vec<u8>> = events.iter().map(nostrwire_wire::encode_event).collect();
+        let verdicts = store.write_batch(&records, 0).unwrap();
+        for (e, got) in events.iter().zip(verdicts) {
+            let expected = model.apply(e);
+            let name = match (&expected, &got) {
+                (Verdict::Stored(_), Verdict::Stored(_)) => "stored",
+                (a, b) if a == b => match a {
+                    Verdict::Duplicate => "duplicate",
+                    Verdict::Superseded => "superseded",
+                    _ => "deleted",
+                },
+                _ => panic!("batch {batch}: {e:?}: model {expected:?}, store {got:?}"),
+            };
+            *stats.entry(name).or_default() += 1;
+        }
+        if batch % 10 == 9 {
+            for _ in 0..60 {
+                let filter = gen_filter(&mut rng, &keys, &history);
+                let expected = model.query(&filter);
+                // A tiny budget exercises resuming across slices.
+                assert_eq!(
+                    query_store(&store, &filter, 7),
+                    expected,
+                    "{}",
+                    filter.to_json()
+                );
+                assert_eq!(
+                    query_store(&store, &filter, 100_000),
+                    expected,
+                    "{}",
+                    filter.to_json()
+                );
+            }
+        }
+    }
+    for kind in ["stored", "duplicate", "superseded", "deleted"] {
+        assert!(
+            stats.get(kind).copied().unwrap_or(0) > 5,
+            "too few {kind}: {stats:?}"
+        );
+    }
+    assert_eq!(store.stats().unwrap().events as usize, model.live.len());
+    let mut exported = 0;
+    store
+        .export(&Filter::new(), &mut |_| {
+            exported += 1;
+            true
+        })
+        .unwrap();
+    assert_eq!(exported, model.live.len());
+}
