@@ -36,6 +36,17 @@ enum Command {
     /// invalid event and a final `N valid, M invalid`. Exit status: 0 if all
     /// are valid, 1 if any is invalid, 2 on a usage or I/O error.
     Verify(cmd::verify::Args),
+    /// Convert JSON Lines of events to a stream of nwb binary records, or back.
+    ///
+    /// `--to nwb` reads JSON Lines and writes length-prefixed records
+    /// (compressed with `--dict`); `--to json` reads such a stream and writes
+    /// canonical JSON Lines. Invalid records are reported on stderr with their
+    /// number and error kind and skipped; the exit status is then 1.
+    Convert(cmd::convert::Args),
+    /// Train zstd dictionaries for compressed nwb records.
+    Dict(cmd::dict::Args),
+    /// Print each record of an nwb stream: fields, tags and sizes.
+    Inspect(cmd::inspect::Args),
     /// Benchmarks, measured against named competitors in the same run.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -63,6 +74,9 @@ fn main() -> ExitCode {
         Command::Import(args) => cmd::import::run(args),
         Command::Export(args) => cmd::export::run(args),
         Command::Verify(args) => cmd::verify::run(args),
+        Command::Convert(args) => cmd::convert::run(args),
+        Command::Dict(args) => cmd::dict::run(args),
+        Command::Inspect(args) => cmd::inspect::run(args),
         Command::Bench(BenchCommand::Codec(args)) => cmd::bench_codec::run(args),
         Command::Bench(BenchCommand::Wire(args)) => cmd::bench_wire::run(args),
     };

@@ -5,4 +5,7 @@ pub mod export;
 pub mod import;
 pub mod relay;
 pub mod bench_wire;
+pub mod convert;
+pub mod dict;
+pub mod inspect;
 pub mod verify;
