@@ -113,7 +113,9 @@ settings! {
     max_connections: usize = 20_000; reloadable = false;
         "Most simultaneous connections."
     max_outbound_bytes: usize = 16 << 20; reloadable = false;
-        "Bytes queued for one connection before it is cut off as a slow reader."
+        "Bytes queued for one connection; live events beyond it cut the connection off, stored results wait for it to drain."
+    slow_reader_seconds: u64 = 10; reloadable = false;
+        "Seconds a connection may leave its queue full while stored results wait, before it is cut off."
     count_cap: usize = 1_000_000; reloadable = false;
         "Largest exact COUNT; above it the answer is the cap with `approximate: true`."
 
@@ -194,7 +196,11 @@ mod tests {
             toml::Table::try_from(Config::default()).unwrap()
         );
         for s in SETTINGS {
-            assert!(text.contains(&format!("\n{} = ", s.name)), "{} missing", s.name);
+            assert!(
+                text.contains(&format!("\n{} = ", s.name)),
+                "{} missing",
+                s.name
+            );
         }
     }
 

@@ -30,7 +30,11 @@ fn keys_of(sub: &Sub, filter_index: usize) -> Vec<Key> {
         return authors.iter().map(|a| Key::Author(*a)).collect();
     }
     if let Some(cond) = f.tags.iter().min_by_key(|c| c.values.len()) {
-        return cond.values.iter().map(|v| Key::Tag(cond.letter, v.clone())).collect();
+        return cond
+            .values
+            .iter()
+            .map(|v| Key::Tag(cond.letter, v.clone()))
+            .collect();
     }
     if let Some(kinds) = &f.kinds {
         return kinds.iter().map(|k| Key::Kind(*k)).collect();
@@ -92,7 +96,12 @@ impl Index {
             tracing::error!("undecodable live event");
             return;
         };
-        let mut keys = vec![Key::Id(*view.id()), Key::Author(*view.pubkey()), Key::Kind(view.kind()), Key::All];
+        let mut keys = vec![
+            Key::Id(*view.id()),
+            Key::Author(*view.pubkey()),
+            Key::Kind(view.kind()),
+            Key::All,
+        ];
         for tag in view.tags() {
             let name = tag.name();
             if name.text_len() == 1 {
@@ -123,7 +132,9 @@ impl Index {
                     Phase::Pending(waiting) => waiting.push(event.clone()),
                     Phase::Live => {
                         let mut out = Vec::with_capacity(event.json.len() + sub.id.len() + 16);
-                        write::relay_event_json(&mut out, &sub.id, |o| o.extend_from_slice(event.json.as_bytes()));
+                        write::relay_event_json(&mut out, &sub.id, |o| {
+                            o.extend_from_slice(event.json.as_bytes())
+                        });
                         sub.outbox.send(String::from_utf8(out).expect("UTF-8"));
                     }
                 }

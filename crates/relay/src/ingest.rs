@@ -64,7 +64,11 @@ fn sniff(bytes: &[u8]) -> (Option<&'static str>, Option<String>) {
     let t = text.trim_start();
     let kind = ["EVENT", "REQ", "COUNT", "CLOSE", "AUTH"]
         .into_iter()
-        .find(|k| t.strip_prefix('[').map(str::trim_start).is_some_and(|r| r.starts_with(&format!("\"{k}\""))));
+        .find(|k| {
+            t.strip_prefix('[')
+                .map(str::trim_start)
+                .is_some_and(|r| r.starts_with(&format!("\"{k}\"")))
+        });
     let detail = match kind {
         Some("EVENT") => text
             .find("\"id\":\"")
@@ -72,7 +76,7 @@ fn sniff(bytes: &[u8]) -> (Option<&'static str>, Option<String>) {
             .filter(|h| EventId::from_hex(h).is_ok())
             .map(str::to_string),
         Some("REQ" | "COUNT") => {
-            let rest = t.splitn(2, ',').nth(1).unwrap_or("").trim_start();
+            let rest = t.split_once(',').map_or("", |x| x.1).trim_start();
             rest.strip_prefix('"')
                 .and_then(|r| r.split('"').next())
                 .filter(|s| !s.is_empty() && s.len() <= 64)
@@ -115,12 +119,18 @@ fn handle(shared: &Arc<Shared>, subs: &mut Subs, conn: &Arc<Conn>, bytes: &[u8])
             let list = subs.by_conn.entry(conn.id).or_default();
             if !list.contains_key(&sub_id) && list.len() >= shared.config.limits.max_subscriptions {
                 send(conn, |o| {
-                    write::closed(o, &sub_id, "rate-limited: too many open subscriptions on this connection")
+                    write::closed(
+                        o,
+                        &sub_id,
+                        "rate-limited: too many open subscriptions on this connection",
+                    )
                 });
                 return;
             }
             if filters.iter().any(|f| f.search.is_some()) {
-                send(conn, |o| write::closed(o, &sub_id, "invalid: search (NIP-50) is not supported"));
+                send(conn, |o| {
+                    write::closed(o, &sub_id, "invalid: search (NIP-50) is not supported")
+                });
                 return;
             }
             let sub = Arc::new(Sub {
@@ -143,7 +153,13 @@ fn handle(shared: &Arc<Shared>, subs: &mut Subs, conn: &Arc<Conn>, bytes: &[u8])
             filters,
         } => {
             if filters.iter().any(|f| f.search.is_some()) {
-                send(conn, |o| write::closed(o, &subscription_id, "invalid: search (NIP-50) is not supported"));
+                send(conn, |o| {
+                    write::closed(
+                        o,
+                        &subscription_id,
+                        "invalid: search (NIP-50) is not supported",
+                    )
+                });
                 return;
             }
             let sub = Arc::new(Sub {
@@ -160,12 +176,20 @@ fn handle(shared: &Arc<Shared>, subs: &mut Subs, conn: &Arc<Conn>, bytes: &[u8])
             if let Some(list) = subs.by_conn.get_mut(&conn.id) {
                 if let Some(sub) = list.remove(id.as_ref()) {
                     sub.cancelled.store(true, Ordering::Relaxed);
-                    let _ = shared.fanout_tx.send(FanoutMsg::Remove(conn.id, id.into_owned()));
+                    let _ = shared
+                        .fanout_tx
+                        .send(FanoutMsg::Remove(conn.id, id.into_owned()));
                 }
             }
         }
         ClientMessage::Auth(event) => {
-            ok_false(shared, conn, event.id(), "auth_unsupported", "error: AUTH (NIP-42) is not supported by this relay");
+            ok_false(
+                shared,
+                conn,
+                event.id(),
+                "auth_unsupported",
+                "error: AUTH (NIP-42) is not supported by this relay",
+            );
         }
         _ => send(conn, |o| write::notice(o, "invalid: unsupported message")),
     }
@@ -186,15 +210,27 @@ fn event_message(shared: &Arc<Shared>, conn: &Arc<Conn>, event: &EventRef<'_>) {
     let created = event.created_at().as_u64();
     // Policy first: cheap and independent of crypto.
     if limits.future_seconds > 0 && created > now + limits.future_seconds {
-        return ok_false(shared, conn, id, "future", "invalid: created_at is too far in the future");
+        return ok_false(
+            shared,
+            conn,
+            id,
+            "future",
+            "invalid: created_at is too far in the future",
+        );
     }
     if limits.past_seconds > 0 && created + limits.past_seconds < now {
         return ok_false(shared, conn, id, "past", "invalid: created_at is too old");
     }
     if event.kind().as_u16() == 22242 {
-        return ok_false(shared, conn, id, "auth_event", "invalid: kind 22242 is only used for AUTH");
+        return ok_false(
+            shared,
+            conn,
+            id,
+            "auth_event",
+            "invalid: kind 22242 is only used for AUTH",
+        );
     }
-    if event.tags().iter().any(|t| t.name().eq_str("-") ) {
+    if event.tags().iter().any(|t| t.name().eq_str("-")) {
         return ok_false(
             shared,
             conn,
@@ -205,20 +241,38 @@ fn event_message(shared: &Arc<Shared>, conn: &Arc<Conn>, event: &EventRef<'_>) {
     }
     if let Some(value) = first_value_of(event, "expiration") {
         match value.value().parse::<u64>() {
-            Ok(t) if t <= now => return ok_false(shared, conn, id, "expired", "invalid: event has expired"),
+            Ok(t) if t <= now => {
+                return ok_false(shared, conn, id, "expired", "invalid: event has expired")
+            }
             Ok(_) => {}
-            Err(_) => return ok_false(shared, conn, id, "expiration", "invalid: expiration tag is not a number"),
+            Err(_) => {
+                return ok_false(
+                    shared,
+                    conn,
+                    id,
+                    "expiration",
+                    "invalid: expiration tag is not a number",
+                )
+            }
         }
     }
     // Duplicates by id before any hashing or signature work.
     match shared.store.presence(id) {
         Ok(Presence::Stored) => {
-            return send(conn, |o| write::ok(o, id, true, "duplicate: already have this event"));
+            return send(conn, |o| {
+                write::ok(o, id, true, "duplicate: already have this event")
+            });
         }
         Ok(_) => {}
         Err(e) => {
             tracing::error!("presence check failed: {e}");
-            return ok_false(shared, conn, id, "storage_error", "error: storage unavailable");
+            return ok_false(
+                shared,
+                conn,
+                id,
+                "storage_error",
+                "error: storage unavailable",
+            );
         }
     }
     if let Err(e) = event.verify() {
@@ -247,6 +301,12 @@ fn event_message(shared: &Arc<Shared>, conn: &Arc<Conn>, event: &EventRef<'_>) {
         reply: conn.outbox.clone(),
     };
     if shared.writer_tx.send(WriterMsg::Event(accepted)).is_err() {
-        ok_false(shared, conn, id, "shutting_down", "error: relay is shutting down");
+        ok_false(
+            shared,
+            conn,
+            id,
+            "shutting_down",
+            "error: relay is shutting down",
+        );
     }
 }

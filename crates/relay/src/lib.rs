@@ -92,8 +92,12 @@ pub fn open_store(config: &Config) -> anyhow::Result<LmdbStore> {
         durability: config.storage.durability,
         relay_urls: vec![config.public_url()],
     };
-    LmdbStore::open(&config.relay.data, &options)
-        .with_context(|| format!("cannot open the database in {}", config.relay.data.display()))
+    LmdbStore::open(&config.relay.data, &options).with_context(|| {
+        format!(
+            "cannot open the database in {}",
+            config.relay.data.display()
+        )
+    })
 }
 
 /// A running relay.
@@ -180,69 +184,83 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
             .expect("spawn thread")
     };
     let s = shared.clone();
-    roles.push(("writer", spawn("writer", Box::new(move || writer::run(s, writer_rx)))));
-    roles.push(("fanout", spawn("fanout", Box::new(move || fanout::run(fanout_rx)))));
+    roles.push((
+        "writer",
+        spawn("writer", Box::new(move || writer::run(s, writer_rx))),
+    ));
+    roles.push((
+        "fanout",
+        spawn("fanout", Box::new(move || fanout::run(fanout_rx))),
+    ));
     let mut ingest_handles = Vec::new();
     for (i, rx) in ingest_rx.into_iter().enumerate() {
         let s = shared.clone();
-        ingest_handles.push(spawn(&format!("ingest-{i}"), Box::new(move || ingest::run(s, rx))));
+        ingest_handles.push(spawn(
+            &format!("ingest-{i}"),
+            Box::new(move || ingest::run(s, rx)),
+        ));
     }
     let mut query_handles = Vec::new();
     for i in 0..n_query {
         let (s, rx, tx) = (shared.clone(), query_rx.clone(), query_tx.clone());
-        query_handles.push(spawn(&format!("query-{i}"), Box::new(move || query::run(s, rx, tx))));
+        query_handles.push(spawn(
+            &format!("query-{i}"),
+            Box::new(move || query::run(s, rx, tx)),
+        ));
     }
 
     let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
     let main_shared = shared.clone();
-    let main = std::thread::Builder::new().name("sockets".into()).spawn(move || {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(threads(0))
-            .enable_all()
-            .build()
-            .expect("tokio runtime");
-        runtime.block_on(async {
-            let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
-            let purge_shared = main_shared.clone();
-            let mut purge_stop = shutdown_rx.clone();
-            tokio::spawn(async move {
-                loop {
-                    tokio::select! {
-                        _ = tokio::time::sleep(Duration::from_secs(60)) => {
-                            let _ = purge_shared.writer_tx.send(WriterMsg::Purge);
+    let main = std::thread::Builder::new()
+        .name("sockets".into())
+        .spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(threads(0))
+                .enable_all()
+                .build()
+                .expect("tokio runtime");
+            runtime.block_on(async {
+                let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
+                let purge_shared = main_shared.clone();
+                let mut purge_stop = shutdown_rx.clone();
+                tokio::spawn(async move {
+                    loop {
+                        tokio::select! {
+                            _ = tokio::time::sleep(Duration::from_secs(60)) => {
+                                let _ = purge_shared.writer_tx.send(WriterMsg::Purge);
+                            }
+                            _ = purge_stop.changed() => return,
                         }
-                        _ = purge_stop.changed() => return,
                     }
+                });
+                server::serve(main_shared.clone(), listener, shutdown_rx).await;
+                // Give connections a moment to send their close frames.
+                for _ in 0..50 {
+                    if main_shared.metrics.connections_open.load(Ordering::Relaxed) == 0 {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(100)).await;
                 }
             });
-            server::serve(main_shared.clone(), listener, shutdown_rx).await;
-            // Give connections a moment to send their close frames.
-            for _ in 0..50 {
-                if main_shared.metrics.connections_open.load(Ordering::Relaxed) == 0 {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(100)).await;
+            runtime.shutdown_timeout(Duration::from_secs(2));
+            // Stop the roles in pipeline order: ingest, then queries, writer, fan-out.
+            main_shared.stopping.store(true, Ordering::Relaxed);
+            for tx in &main_shared.ingest_tx {
+                let _ = tx.send(IngestMsg::Shutdown);
             }
-        });
-        runtime.shutdown_timeout(Duration::from_secs(2));
-        // Stop the roles in pipeline order: ingest, then queries, writer, fan-out.
-        main_shared.stopping.store(true, Ordering::Relaxed);
-        for tx in &main_shared.ingest_tx {
-            let _ = tx.send(IngestMsg::Shutdown);
-        }
-        for h in ingest_handles {
-            let _ = h.join();
-        }
-        for h in query_handles {
-            let _ = h.join();
-        }
-        let _ = main_shared.writer_tx.send(WriterMsg::Shutdown);
-        let _ = main_shared.fanout_tx.send(FanoutMsg::Shutdown);
-        for (_, h) in roles {
-            let _ = h.join();
-        }
-        tracing::info!("relay stopped");
-    })?;
+            for h in ingest_handles {
+                let _ = h.join();
+            }
+            for h in query_handles {
+                let _ = h.join();
+            }
+            let _ = main_shared.writer_tx.send(WriterMsg::Shutdown);
+            let _ = main_shared.fanout_tx.send(FanoutMsg::Shutdown);
+            for (_, h) in roles {
+                let _ = h.join();
+            }
+            tracing::info!("relay stopped");
+        })?;
     Ok(Relay {
         addr,
         shutdown: shutdown_tx,

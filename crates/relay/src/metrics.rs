@@ -27,7 +27,11 @@ impl Histogram {
 
     /// Records one observation (`value` in the histogram's unit).
     pub fn observe(&self, value: f64) {
-        let i = self.bounds.iter().position(|b| value <= *b).unwrap_or(self.bounds.len());
+        let i = self
+            .bounds
+            .iter()
+            .position(|b| value <= *b)
+            .unwrap_or(self.bounds.len());
         self.counts[i].fetch_add(1, Ordering::Relaxed);
         self.sum_micros
             .fetch_add((value * 1e6) as u64, Ordering::Relaxed);
@@ -71,7 +75,9 @@ pub struct Metrics {
     pub writer_batch: Histogram,
 }
 
-const LATENCY_BOUNDS: &[f64] = &[0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0];
+const LATENCY_BOUNDS: &[f64] = &[
+    0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0,
+];
 const BATCH_BOUNDS: &[f64] = &[1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0];
 
 impl Default for Metrics {
@@ -111,24 +117,68 @@ impl Metrics {
     pub fn render(&self, stats: Option<Stats>) -> String {
         let mut out = String::new();
         let gauge = |out: &mut String, name: &str, help: &str, kind: &str, v: u64| {
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}");
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}"
+            );
         };
-        gauge(&mut out, "nostrwire_connections_open", "Open WebSocket connections.", "gauge", self.connections_open.load(Ordering::Relaxed));
-        gauge(&mut out, "nostrwire_connections_total", "Connections accepted.", "counter", self.connections_total.load(Ordering::Relaxed));
+        gauge(
+            &mut out,
+            "nostrwire_connections_open",
+            "Open WebSocket connections.",
+            "gauge",
+            self.connections_open.load(Ordering::Relaxed),
+        );
+        gauge(
+            &mut out,
+            "nostrwire_connections_total",
+            "Connections accepted.",
+            "counter",
+            self.connections_total.load(Ordering::Relaxed),
+        );
         let _ = writeln!(out, "# HELP nostrwire_messages_total Client messages received.\n# TYPE nostrwire_messages_total counter");
         for (kind, n) in self.messages.lock().expect("metrics lock").iter() {
             let _ = writeln!(out, "nostrwire_messages_total{{type=\"{kind}\"}} {n}");
         }
-        gauge(&mut out, "nostrwire_events_stored_total", "Events stored.", "counter", self.events_stored.load(Ordering::Relaxed));
+        gauge(
+            &mut out,
+            "nostrwire_events_stored_total",
+            "Events stored.",
+            "counter",
+            self.events_stored.load(Ordering::Relaxed),
+        );
         let _ = writeln!(out, "# HELP nostrwire_events_rejected_total Events refused, by reason.\n# TYPE nostrwire_events_rejected_total counter");
         for (reason, n) in self.rejected.lock().expect("metrics lock").iter() {
-            let _ = writeln!(out, "nostrwire_events_rejected_total{{reason=\"{reason}\"}} {n}");
+            let _ = writeln!(
+                out,
+                "nostrwire_events_rejected_total{{reason=\"{reason}\"}} {n}"
+            );
         }
-        self.query_seconds.render(&mut out, "nostrwire_query_seconds", "Time from REQ to EOSE.");
-        self.writer_batch.render(&mut out, "nostrwire_writer_batch_events", "Events per write transaction.");
+        self.query_seconds.render(
+            &mut out,
+            "nostrwire_query_seconds",
+            "Time from REQ to EOSE.",
+        );
+        self.writer_batch.render(
+            &mut out,
+            "nostrwire_writer_batch_events",
+            "Events per write transaction.",
+        );
         if let Some(stats) = stats {
-            gauge(&mut out, "nostrwire_db_events", "Events in the database.", "gauge", stats.events);
-            gauge(&mut out, "nostrwire_db_bytes", "Size of the database file.", "gauge", stats.disk_bytes);
+            gauge(
+                &mut out,
+                "nostrwire_db_events",
+                "Events in the database.",
+                "gauge",
+                stats.events,
+            );
+            gauge(
+                &mut out,
+                "nostrwire_db_bytes",
+                "Size of the database file.",
+                "gauge",
+                stats.disk_bytes,
+            );
         }
         out
     }

@@ -46,18 +46,31 @@ impl Outbox {
         }
         let n = text.len();
         if self.queued.fetch_add(n, Ordering::Relaxed) + n > self.cap {
-            // Slow reader: tell it why (bypassing the cap) and close.
-            self.dead.store(true, Ordering::Relaxed);
-            let mut notice = Vec::new();
-            nostrwire_event::message::write::notice(
-                &mut notice,
-                "error: connection closed: too much unread data (slow reader)",
-            );
-            let _ = self.tx.send(Outgoing::Text(String::from_utf8(notice).expect("UTF-8")));
-            let _ = self.tx.send(Outgoing::Close);
+            self.cut_off();
             return false;
         }
         self.tx.send(Outgoing::Text(text)).is_ok()
+    }
+
+    /// Closes a connection that does not read what it asked for, telling it why.
+    pub fn cut_off(&self) {
+        if self.dead.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let mut notice = Vec::new();
+        nostrwire_event::message::write::notice(
+            &mut notice,
+            "error: connection closed: too much unread data (slow reader)",
+        );
+        let _ = self
+            .tx
+            .send(Outgoing::Text(String::from_utf8(notice).expect("UTF-8")));
+        let _ = self.tx.send(Outgoing::Close);
+    }
+
+    /// The byte cap.
+    pub fn cap(&self) -> usize {
+        self.cap
     }
 
     /// Asks the socket task to close the connection after what is queued.

@@ -4,13 +4,13 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
 use nostrwire_event::message::write;
 
 use crate::msg::{Phase, QueryKind, Sub};
-use crate::store::{QueryCursor, ScanStatus};
+use crate::store::{Found, QueryCursor, ScanStatus};
 use crate::Shared;
 
 /// A query in progress.
@@ -26,6 +26,24 @@ pub struct Job {
     pub current: usize,
     /// When the request arrived.
     pub started: Instant,
+    /// Results being sent (after the scan finished).
+    delivery: Option<Delivery>,
+}
+
+/// Stored results on their way out, paced by the connection's queue.
+#[derive(Debug)]
+struct Delivery {
+    results: Vec<Found>,
+    next: usize,
+    serials: HashSet<u64>,
+    low_water: usize,
+    stalled_since: Instant,
+}
+
+enum Progress {
+    Done,
+    More,
+    Blocked,
 }
 
 impl Job {
@@ -38,7 +56,9 @@ impl Job {
             .map(|f| {
                 let limit = f
                     .limit
-                    .map_or(limits.default_limit, |l| (l.min(usize::MAX as u64)) as usize)
+                    .map_or(limits.default_limit, |l| {
+                        (l.min(usize::MAX as u64)) as usize
+                    })
                     .min(limits.max_limit);
                 QueryCursor::new(limit)
             })
@@ -49,19 +69,25 @@ impl Job {
             cursors,
             current: 0,
             started: Instant::now(),
+            delivery: None,
         }
     }
 
     /// A COUNT job.
     pub fn count(shared: &Shared, sub: Arc<Sub>) -> Job {
         let cap = shared.config.limits.count_cap;
-        let cursors = sub.filters.iter().map(|_| QueryCursor::counting(cap)).collect();
+        let cursors = sub
+            .filters
+            .iter()
+            .map(|_| QueryCursor::counting(cap))
+            .collect();
         Job {
             sub,
             kind: QueryKind::Count,
             cursors,
             current: 0,
             started: Instant::now(),
+            delivery: None,
         }
     }
 }
@@ -83,11 +109,17 @@ pub fn run(shared: Arc<Shared>, queue: Receiver<Job>, requeue: Sender<Job>) {
         if job.sub.is_cancelled() {
             continue;
         }
-        match slice(&shared, &mut job, budget) {
-            Ok(ScanStatus::More) => {
+        match step(&shared, &mut job, budget) {
+            Ok(Progress::More) => {
                 let _ = requeue.send(job);
             }
-            Ok(ScanStatus::Done) => finish(&shared, job),
+            Ok(Progress::Blocked) => {
+                if queue.is_empty() {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                let _ = requeue.send(job);
+            }
+            Ok(Progress::Done) => {}
             Err(e) => {
                 tracing::error!("query failed: {e}");
                 let mut out = Vec::new();
@@ -98,7 +130,45 @@ pub fn run(shared: Arc<Shared>, queue: Receiver<Job>, requeue: Sender<Job>) {
     }
 }
 
-fn slice(shared: &Shared, job: &mut Job, budget: usize) -> Result<ScanStatus, crate::store::StoreError> {
+fn step(
+    shared: &Shared,
+    job: &mut Job,
+    budget: usize,
+) -> Result<Progress, crate::store::StoreError> {
+    if job.delivery.is_none() {
+        if slice(shared, job, budget)? == ScanStatus::More {
+            return Ok(Progress::More);
+        }
+        if matches!(job.kind, QueryKind::Count) {
+            finish_count(shared, job);
+            return Ok(Progress::Done);
+        }
+        let mut results = Vec::new();
+        let mut serials = HashSet::new();
+        for c in std::mem::take(&mut job.cursors) {
+            for f in c.into_results() {
+                if serials.insert(f.serial) {
+                    results.push(f);
+                }
+            }
+        }
+        results.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(a.id.cmp(&b.id)));
+        job.delivery = Some(Delivery {
+            results,
+            next: 0,
+            serials,
+            low_water: usize::MAX,
+            stalled_since: Instant::now(),
+        });
+    }
+    Ok(deliver(shared, job))
+}
+
+fn slice(
+    shared: &Shared,
+    job: &mut Job,
+    budget: usize,
+) -> Result<ScanStatus, crate::store::StoreError> {
     let now = crate::now();
     while job.current < job.cursors.len() {
         let filter = &job.sub.filters[job.current];
@@ -113,68 +183,76 @@ fn slice(shared: &Shared, job: &mut Job, budget: usize) -> Result<ScanStatus, cr
     Ok(ScanStatus::Done)
 }
 
-fn finish(shared: &Shared, job: Job) {
-    let sub = job.sub;
-    match job.kind {
-        QueryKind::Count => {
-            // Filters are OR-ed: count each match once.
-            let mut seen = HashSet::new();
-            let mut capped = false;
-            for c in &job.cursors {
-                capped |= c.count() >= shared.config.limits.count_cap as u64;
-                seen.extend(c.seen_serials());
+fn finish_count(shared: &Shared, job: &Job) {
+    let sub = &job.sub;
+    // Filters are OR-ed: count each match once.
+    let mut seen = HashSet::new();
+    let mut capped = false;
+    for c in &job.cursors {
+        capped |= c.count() >= shared.config.limits.count_cap as u64;
+        seen.extend(c.seen_serials());
+    }
+    let mut out = Vec::new();
+    write::count_result(&mut out, &sub.id, seen.len() as u64);
+    if capped {
+        // Same message with the approximate flag (NIP-45).
+        out.truncate(out.len() - 2);
+        out.extend_from_slice(b",\"approximate\":true}]");
+    }
+    sub.outbox.send(String::from_utf8(out).expect("UTF-8"));
+}
+
+fn event_frame(sub_id: &str, json: &str) -> String {
+    let mut out = Vec::with_capacity(json.len() + sub_id.len() + 16);
+    write::relay_event_json(&mut out, sub_id, |o| o.extend_from_slice(json.as_bytes()));
+    String::from_utf8(out).expect("UTF-8")
+}
+
+/// Sends stored results while the connection keeps up; EOSE and go live at the end.
+fn deliver(shared: &Shared, job: &mut Job) -> Progress {
+    let sub = job.sub.clone();
+    let d = job.delivery.as_mut().expect("delivery");
+    let high_water = sub.outbox.cap() / 2;
+    while d.next < d.results.len() {
+        let queued = sub.outbox.queued();
+        if queued > high_water {
+            if queued < d.low_water {
+                d.low_water = queued;
+                d.stalled_since = Instant::now();
+            } else if d.stalled_since.elapsed()
+                > Duration::from_secs(shared.config.limits.slow_reader_seconds)
+            {
+                sub.outbox.cut_off();
+                return Progress::Done;
             }
-            let count = seen.len() as u64;
-            let mut out = Vec::new();
-            write::count_result(&mut out, &sub.id, count);
-            if capped {
-                // Same message with the approximate flag (NIP-45).
-                out.truncate(out.len() - 2);
-                out.extend_from_slice(b",\"approximate\":true}]");
-            }
-            sub.outbox.send(String::from_utf8(out).expect("UTF-8"));
+            return Progress::Blocked;
         }
-        QueryKind::Req => {
-            let mut results = Vec::new();
-            let mut seen = HashSet::new();
-            for c in job.cursors {
-                for f in c.into_results() {
-                    if seen.insert(f.serial) {
-                        results.push(f);
-                    }
-                }
-            }
-            results.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(a.id.cmp(&b.id)));
-            for f in &results {
-                let mut out = Vec::with_capacity(f.json.len() + sub.id.len() + 16);
-                write::relay_event_json(&mut out, &sub.id, |o| o.extend_from_slice(f.json.as_bytes()));
-                if !sub.outbox.send(String::from_utf8(out).expect("UTF-8")) {
-                    return;
-                }
-            }
-            let mut out = Vec::new();
-            write::eose(&mut out, &sub.id);
-            sub.outbox.send(String::from_utf8(out).expect("UTF-8"));
-            shared
-                .metrics
-                .query_seconds
-                .observe(job.started.elapsed().as_secs_f64());
-            // Go live; flush what arrived meanwhile and was not already sent.
-            let waiting = {
-                let mut phase = sub.phase.lock().expect("phase lock");
-                match std::mem::replace(&mut *phase, Phase::Live) {
-                    Phase::Pending(w) => w,
-                    Phase::Live => Vec::new(),
-                }
-            };
-            for e in waiting {
-                if e.serial != 0 && seen.contains(&e.serial) {
-                    continue;
-                }
-                let mut out = Vec::with_capacity(e.json.len() + sub.id.len() + 16);
-                write::relay_event_json(&mut out, &sub.id, |o| o.extend_from_slice(e.json.as_bytes()));
-                sub.outbox.send(String::from_utf8(out).expect("UTF-8"));
-            }
+        let f = &d.results[d.next];
+        d.next += 1;
+        if !sub.outbox.send(event_frame(&sub.id, &f.json)) {
+            return Progress::Done;
         }
     }
+    let mut out = Vec::new();
+    write::eose(&mut out, &sub.id);
+    sub.outbox.send(String::from_utf8(out).expect("UTF-8"));
+    shared
+        .metrics
+        .query_seconds
+        .observe(job.started.elapsed().as_secs_f64());
+    // Go live; flush what arrived meanwhile and was not already sent.
+    let waiting = {
+        let mut phase = sub.phase.lock().expect("phase lock");
+        match std::mem::replace(&mut *phase, Phase::Live) {
+            Phase::Pending(w) => w,
+            Phase::Live => Vec::new(),
+        }
+    };
+    for e in waiting {
+        if e.serial != 0 && d.serials.contains(&e.serial) {
+            continue;
+        }
+        sub.outbox.send(event_frame(&sub.id, &e.json));
+    }
+    Progress::Done
 }

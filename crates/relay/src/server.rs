@@ -31,7 +31,11 @@ struct Prefixed {
 }
 
 impl AsyncRead for Prefixed {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
         if self.pos < self.head.len() {
             let n = (self.head.len() - self.pos).min(buf.remaining());
             let start = self.pos;
@@ -44,7 +48,11 @@ impl AsyncRead for Prefixed {
 }
 
 impl AsyncWrite for Prefixed {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
         Pin::new(&mut self.stream).poll_write(cx, buf)
     }
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -56,7 +64,11 @@ impl AsyncWrite for Prefixed {
 }
 
 /// Accepts connections until `shutdown` flips.
-pub async fn serve(shared: Arc<Shared>, listener: TcpListener, mut shutdown: watch::Receiver<bool>) {
+pub async fn serve(
+    shared: Arc<Shared>,
+    listener: TcpListener,
+    mut shutdown: watch::Receiver<bool>,
+) {
     let next_id = Arc::new(AtomicU64::new(1));
     loop {
         let accepted = tokio::select! {
@@ -96,7 +108,10 @@ async fn read_head(stream: &mut TcpStream) -> io::Result<Vec<u8>> {
             return Ok(head);
         }
         if head.len() > MAX_HEAD {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, "request head too large"));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "request head too large",
+            ));
         }
     }
 }
@@ -126,7 +141,12 @@ fn parse_head(head: &[u8]) -> Option<Request> {
     })
 }
 
-async fn http_reply(stream: &mut TcpStream, status: &str, content_type: &str, body: &str) -> io::Result<()> {
+async fn http_reply(
+    stream: &mut TcpStream,
+    status: &str,
+    content_type: &str,
+    body: &str,
+) -> io::Result<()> {
     let reply = format!(
         "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\
          Access-Control-Allow-Origin: *\r\nAccess-Control-Allow-Headers: *\r\n\
@@ -147,7 +167,13 @@ async fn connection(
         .await
         .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "no request"))??;
     let Some(request) = parse_head(&head) else {
-        return http_reply(&mut stream, "400 Bad Request", "text/plain", "bad request\n").await;
+        return http_reply(
+            &mut stream,
+            "400 Bad Request",
+            "text/plain",
+            "bad request\n",
+        )
+        .await;
     };
     if !request.upgrade {
         if request.method == "OPTIONS" {
@@ -172,20 +198,39 @@ async fn connection(
     }
     let open = shared.metrics.connections_open.load(Ordering::Relaxed) as usize;
     if open >= shared.config.limits.max_connections {
-        return http_reply(&mut stream, "503 Service Unavailable", "text/plain", "too many connections\n").await;
+        return http_reply(
+            &mut stream,
+            "503 Service Unavailable",
+            "text/plain",
+            "too many connections\n",
+        )
+        .await;
     }
     let max = shared.config.limits.max_message_bytes;
     let mut ws_config = WebSocketConfig::default();
     ws_config.max_message_size = Some(max);
     ws_config.max_frame_size = Some(max);
-    let prefixed = Prefixed { head, pos: 0, stream };
+    let prefixed = Prefixed {
+        head,
+        pos: 0,
+        stream,
+    };
     let ws = tokio_tungstenite::accept_async_with_config(prefixed, Some(ws_config))
         .await
         .map_err(|e| io::Error::other(e.to_string()))?;
-    shared.metrics.connections_open.fetch_add(1, Ordering::Relaxed);
-    shared.metrics.connections_total.fetch_add(1, Ordering::Relaxed);
+    shared
+        .metrics
+        .connections_open
+        .fetch_add(1, Ordering::Relaxed);
+    shared
+        .metrics
+        .connections_total
+        .fetch_add(1, Ordering::Relaxed);
     let result = websocket(&shared, ws, id, &mut shutdown).await;
-    shared.metrics.connections_open.fetch_sub(1, Ordering::Relaxed);
+    shared
+        .metrics
+        .connections_open
+        .fetch_sub(1, Ordering::Relaxed);
     let worker = shared.ingest_for(id);
     let _ = worker.send(IngestMsg::Closed(id));
     result
@@ -255,7 +300,10 @@ async fn websocket(
             }
             Some(Ok(Message::Binary(_))) => {
                 let mut out = Vec::new();
-                nostrwire_event::message::write::notice(&mut out, "invalid: binary frames are not supported; send JSON text frames");
+                nostrwire_event::message::write::notice(
+                    &mut out,
+                    "invalid: binary frames are not supported; send JSON text frames",
+                );
                 outbox.send(String::from_utf8(out).expect("UTF-8"));
             }
             Some(Ok(Message::Close(_))) | None => break,

@@ -61,7 +61,10 @@ pub fn run(shared: Arc<Shared>, inbox: Receiver<WriterMsg>) {
 }
 
 fn commit(shared: &Shared, batch: &mut Vec<Accepted>) {
-    let records: Vec<Vec<u8>> = batch.iter_mut().map(|a| std::mem::take(&mut a.record)).collect();
+    let records: Vec<Vec<u8>> = batch
+        .iter_mut()
+        .map(|a| std::mem::take(&mut a.record))
+        .collect();
     shared.metrics.writer_batch.observe(batch.len() as f64);
     let verdicts = match shared.store.write_batch(&records, crate::now()) {
         Ok(v) => v,
@@ -89,7 +92,12 @@ fn commit(shared: &Shared, batch: &mut Vec<Accepted>) {
             Verdict::Duplicate => ok(&a.reply, &a.id, true, "duplicate: already have this event"),
             Verdict::Superseded => {
                 shared.metrics.rejected("superseded");
-                ok(&a.reply, &a.id, false, "duplicate: a newer version of this event is stored");
+                ok(
+                    &a.reply,
+                    &a.id,
+                    false,
+                    "duplicate: a newer version of this event is stored",
+                );
             }
             Verdict::Deleted => {
                 shared.metrics.rejected("deleted");

@@ -5,8 +5,7 @@
 use std::collections::HashMap;
 
 use nostrwire_event::{
-    Event, EventId, Filter, Keys, Kind, PreimageFields, PublicKey, SignedFields, Tag, Timestamp,
-    UnsignedEvent,
+    Event, EventId, Filter, Keys, Kind, PreimageFields, PublicKey, Tag, Timestamp, UnsignedEvent,
 };
 use nostrwire_relay::store::lmdb::{LmdbStore, OpenOptions};
 use nostrwire_relay::store::{Durability, EventStore, QueryCursor, ScanStatus, Verdict};

@@ -1,0 +1,204 @@
+//! A relay on a loopback port with a fresh database, and a real WebSocket
+//! client (tokio-tungstenite) that speaks to it.
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use nostrwire_event::{
+    message::write, Event, Filter, Keys, Kind, RelayMessage, SignedFields, Tag, Timestamp,
+    UnsignedEvent,
+};
+use nostrwire_relay::{Config, Relay};
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+pub struct TestRelay {
+    pub relay: Option<Relay>,
+    pub dir: tempfile::TempDir,
+    pub url: String,
+}
+
+impl TestRelay {
+    pub fn start() -> TestRelay {
+        Self::start_with(|_| {})
+    }
+
+    pub fn start_with(adjust: impl FnOnce(&mut Config)) -> TestRelay {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = Config::default();
+        config.relay.listen = "127.0.0.1:0".into();
+        config.relay.data = dir.path().to_path_buf();
+        config.storage.durability = nostrwire_relay::store::Durability::None;
+        config.storage.map_size_gib = 1;
+        config.performance.ingest_threads = 2;
+        config.performance.query_threads = 2;
+        adjust(&mut config);
+        let relay = nostrwire_relay::start(config).unwrap();
+        let url = format!("ws://{}", relay.local_addr());
+        TestRelay {
+            relay: Some(relay),
+            dir,
+            url,
+        }
+    }
+
+    pub fn addr(&self) -> std::net::SocketAddr {
+        self.relay.as_ref().unwrap().local_addr()
+    }
+}
+
+impl Drop for TestRelay {
+    fn drop(&mut self) {
+        if let Some(relay) = self.relay.take() {
+            relay.shutdown();
+        }
+    }
+}
+
+pub struct Client {
+    ws: WebSocketStream<MaybeTlsStream<TcpStream>>,
+}
+
+/// A relay message, owned, for assertions.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Got {
+    Event(String, Event),
+    Ok(String, bool, String),
+    Eose(String),
+    Closed(String, String),
+    Notice(String),
+    Count(String, u64),
+    Other(String),
+}
+
+impl Client {
+    pub async fn connect(url: &str) -> Client {
+        let (ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
+        Client { ws }
+    }
+
+    pub async fn send_text(&mut self, text: impl Into<String>) {
+        self.ws.send(Message::text(text.into())).await.unwrap();
+    }
+
+    pub async fn send_binary(&mut self, bytes: Vec<u8>) {
+        self.ws.send(Message::binary(bytes)).await.unwrap();
+    }
+
+    pub async fn publish(&mut self, event: &Event) -> (bool, String) {
+        let mut out = Vec::new();
+        write::client_event(&mut out, event);
+        self.send_text(String::from_utf8(out).unwrap()).await;
+        loop {
+            match self.recv().await {
+                Got::Ok(id, accepted, message) => {
+                    assert_eq!(id, event.id.to_hex(), "OK for another event");
+                    return (accepted, message);
+                }
+                Got::Event(..) => continue,
+                other => panic!("expected OK, got {other:?}"),
+            }
+        }
+    }
+
+    pub async fn req(&mut self, sub: &str, filters: &[Filter]) {
+        let mut out = Vec::new();
+        write::req(&mut out, sub, filters);
+        self.send_text(String::from_utf8(out).unwrap()).await;
+    }
+
+    /// Sends a REQ, collects events until EOSE, then CLOSEs it. Live events
+    /// of other subscriptions arriving meanwhile are skipped.
+    pub async fn query(&mut self, sub: &str, filters: &[Filter]) -> Vec<Event> {
+        self.req(sub, filters).await;
+        let mut events = Vec::new();
+        loop {
+            match self.recv().await {
+                Got::Event(s, e) if s == sub => events.push(e),
+                Got::Eose(s) if s == sub => break,
+                Got::Event(..) => {}
+                other => panic!("while querying {sub}: {other:?}"),
+            }
+        }
+        self.close(sub).await;
+        events
+    }
+
+    pub async fn close(&mut self, sub: &str) {
+        let mut out = Vec::new();
+        write::close(&mut out, sub);
+        self.send_text(String::from_utf8(out).unwrap()).await;
+    }
+
+    pub async fn recv(&mut self) -> Got {
+        self.recv_timeout(Duration::from_secs(10))
+            .await
+            .expect("no message from the relay within 10 s")
+    }
+
+    pub async fn recv_timeout(&mut self, timeout: Duration) -> Option<Got> {
+        loop {
+            let frame = tokio::time::timeout(timeout, self.ws.next()).await.ok()??;
+            let text = match frame.unwrap() {
+                Message::Text(t) => t.to_string(),
+                Message::Close(_) => return None,
+                _ => continue,
+            };
+            let parsed = RelayMessage::parse(text.as_bytes())
+                .unwrap_or_else(|e| panic!("relay sent unparseable {text}: {e}"));
+            return Some(match parsed {
+                RelayMessage::Event {
+                    subscription_id,
+                    event,
+                } => {
+                    event.verify().expect("relay served an invalid event");
+                    Got::Event(subscription_id.into_owned(), event.to_event())
+                }
+                RelayMessage::Ok {
+                    event_id,
+                    accepted,
+                    message,
+                } => Got::Ok(event_id.to_hex(), accepted, message.into_owned()),
+                RelayMessage::Eose(s) => Got::Eose(s.into_owned()),
+                RelayMessage::Closed {
+                    subscription_id,
+                    message,
+                } => Got::Closed(subscription_id.into_owned(), message.into_owned()),
+                RelayMessage::Notice(m) => Got::Notice(m.into_owned()),
+                RelayMessage::Count {
+                    subscription_id,
+                    count,
+                } => Got::Count(subscription_id.into_owned(), count),
+                _ => Got::Other(text),
+            });
+        }
+    }
+
+    /// Asserts nothing arrives for a short while.
+    pub async fn expect_silence(&mut self) {
+        if let Some(got) = self.recv_timeout(Duration::from_millis(300)).await {
+            panic!("expected silence, got {got:?}");
+        }
+    }
+}
+
+pub fn now() -> u64 {
+    nostrwire_relay::now()
+}
+
+pub fn event(keys: &Keys, created_at: u64, kind: u16, tags: &[&[&str]], content: &str) -> Event {
+    UnsignedEvent::new(
+        keys,
+        Timestamp::new(created_at).unwrap(),
+        Kind(kind),
+        tags.iter().map(|t| Tag::from_strs(t)).collect(),
+        content,
+    )
+    .sign(keys)
+}
+
+pub fn filter(json: &str) -> Filter {
+    Filter::from_json(json.as_bytes()).unwrap()
+}
