@@ -38,7 +38,10 @@ pub fn map<T: Sync, R: Send>(items: &[T], threads: usize, f: impl Fn(&T) -> R + 
     for (i, r) in parts.into_iter().flatten() {
         slots[i] = Some(r);
     }
-    slots.into_iter().map(|r| r.expect("every item mapped")).collect()
+    slots
+        .into_iter()
+        .map(|r| r.expect("every item mapped"))
+        .collect()
 }
 
 /// Worker threads to use when the user did not say: all cores.
@@ -54,7 +57,10 @@ mod tests {
     fn keeps_order() {
         let items: Vec<u32> = (0..1000).collect();
         for threads in [1, 2, 3, 8] {
-            assert_eq!(super::map(&items, threads, |x| x * 2), items.iter().map(|x| x * 2).collect::<Vec<_>>());
+            assert_eq!(
+                super::map(&items, threads, |x| x * 2),
+                items.iter().map(|x| x * 2).collect::<Vec<_>>()
+            );
         }
     }
 }

@@ -47,7 +47,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         max_tags: config.limits.max_event_tags,
         ..Limits::DEFAULT
     };
-    let mut lines = Lines::new(input::open(args.input.as_deref())?, limits.max_message_bytes);
+    let mut lines = Lines::new(
+        input::open(args.input.as_deref())?,
+        limits.max_message_bytes,
+    );
     let mut counts: BTreeMap<&'static str, u64> = BTreeMap::new();
     let started = Instant::now();
     let mut seen = 0u64;
@@ -67,7 +70,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         let outcomes = crate::parallel::map(&batch, threads, |line| match line {
             Line::TooLong => Outcome::Rejected("too_large"),
-            Line::Text(t) => match parse_event_line(t, &limits).and_then(|e| e.verify().map(|_| e)) {
+            Line::Text(t) => match parse_event_line(t, &limits).and_then(|e| e.verify().map(|_| e))
+            {
                 Ok(e) if e.kind().is_ephemeral() => Outcome::Rejected("ephemeral"),
                 Ok(e) => Outcome::Ready(nostrwire_wire::encode_json_event(&e)),
                 Err(err) => Outcome::Rejected(err.kind().as_str()),

@@ -29,7 +29,8 @@ pub fn load_config(file: Option<&PathBuf>, data: Option<PathBuf>) -> anyhow::Res
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read {}", path.display()))?;
-            Config::from_toml(&text).with_context(|| format!("invalid config {}", path.display()))?
+            Config::from_toml(&text)
+                .with_context(|| format!("invalid config {}", path.display()))?
         }
         None => Config::default(),
     };
@@ -68,8 +69,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .build()?;
     std::thread::spawn(move || {
         signals.block_on(async {
-            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-                .expect("SIGTERM handler");
+            let mut term =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                    .expect("SIGTERM handler");
             tokio::select! {
                 _ = tokio::signal::ctrl_c() => {}
                 _ = term.recv() => {}
