@@ -2,7 +2,7 @@
 //! (`spec/nwb.md` §10 framing; §11 compressed records with `--dict`).
 
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufRead, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -63,12 +63,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let dicts = args.dict.as_deref().map(load_dicts).transpose()?;
     let mut out = open_output(args.output.as_deref())?;
     let bad = match args.to {
-        Format::Nwb => to_nwb(args.input.as_deref(), dicts.as_ref(), &mut out)?,
-        Format::Json => to_json(args.input.as_deref(), dicts.as_ref(), &mut out)?,
+        Format::Nwb => to_nwb(
+            input::open(args.input.as_deref())?,
+            dicts.as_ref(),
+            &mut out,
+            &mut io::stderr(),
+        )?,
+        Format::Json => to_json(
+            input::open(args.input.as_deref())?,
+            dicts.as_ref(),
+            &mut out,
+            &mut io::stderr(),
+        )?,
     };
     out.flush()?;
     if bad > 0 {
-        eprintln!("nostrwire: {bad} invalid record(s) skipped");
+        eprintln!("{bad} invalid record(s) skipped");
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
@@ -76,12 +86,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 /// JSON Lines → frames. Invalid lines are reported and skipped.
 fn to_nwb(
-    input: Option<&Path>,
+    input: impl BufRead,
     dicts: Option<&DictSet>,
     out: &mut dyn Write,
+    errors: &mut dyn Write,
 ) -> anyhow::Result<u64> {
     let limits = Limits::DEFAULT;
-    let mut lines = Lines::new(input::open(input)?, limits.max_message_bytes);
+    let mut lines = Lines::new(input, limits.max_message_bytes);
     let mut compressor = dicts.map(RecordCompressor::new).transpose()?;
     let (mut record, mut stored) = (Vec::new(), Vec::new());
     let (mut line_no, mut bad) = (0u64, 0u64);
@@ -92,10 +103,11 @@ fn to_nwb(
             Line::Text(t) => t,
             Line::TooLong => {
                 bad += 1;
-                eprintln!(
-                    "nostrwire: record {line_no}: too_large: line longer than {} bytes",
+                writeln!(
+                    errors,
+                    "record {line_no}: too_large: line longer than {} bytes",
                     limits.max_message_bytes
-                );
+                )?;
                 continue;
             }
         };
@@ -103,7 +115,7 @@ fn to_nwb(
             Ok(event) => event,
             Err(e) => {
                 bad += 1;
-                eprintln!("nostrwire: record {line_no}: {}: {e}", e.kind());
+                writeln!(errors, "record {line_no}: {}: {e}", e.kind())?;
                 continue;
             }
         };
@@ -125,12 +137,13 @@ fn to_nwb(
 /// Frames → JSON Lines. Invalid records are reported and skipped; a broken
 /// frame ends the stream (nothing after it can be framed).
 fn to_json(
-    input: Option<&Path>,
+    input: impl BufRead,
     dicts: Option<&DictSet>,
     out: &mut dyn Write,
+    errors: &mut dyn Write,
 ) -> anyhow::Result<u64> {
     let limits = nostrwire_wire::Limits::DEFAULT;
-    let mut frames = FrameReader::new(input::open(input)?, limits.max_record_bytes);
+    let mut frames = FrameReader::new(input, limits.max_record_bytes);
     let mut decompressor = RecordDecompressor::new(dicts)?;
     let (mut n, mut bad) = (0u64, 0u64);
     let mut json = Vec::new();
@@ -140,11 +153,12 @@ fn to_json(
             Ok(Some(stored)) => stored,
             Ok(None) => break,
             Err(ReadError::Wire(e)) => {
-                eprintln!(
-                    "nostrwire: record {n}: {}: {}; stream framing lost, stopping",
+                writeln!(
+                    errors,
+                    "record {n}: {}: {}; stream framing lost, stopping",
                     e.as_str(),
                     e.describe()
-                );
+                )?;
                 return Ok(bad + 1);
             }
             Err(ReadError::Io(e)) => return Err(e).context("reading input"),
@@ -162,9 +176,76 @@ fn to_json(
             }
             Err(e) => {
                 bad += 1;
-                eprintln!("nostrwire: record {n}: {}: {}", e.as_str(), e.describe());
+                writeln!(errors, "record {n}: {}: {}", e.as_str(), e.describe())?;
             }
         }
     }
     Ok(bad)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CORPUS: &str = include_str!("../../../../testdata/real-events.jsonl");
+
+    fn convert_to_nwb(input: &[u8], dicts: Option<&DictSet>) -> (Vec<u8>, String, u64) {
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let bad = to_nwb(input, dicts, &mut out, &mut err).unwrap();
+        (out, String::from_utf8(err).unwrap(), bad)
+    }
+
+    fn convert_to_json(input: &[u8], dicts: Option<&DictSet>) -> (Vec<u8>, String, u64) {
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let bad = to_json(input, dicts, &mut out, &mut err).unwrap();
+        (out, String::from_utf8(err).unwrap(), bad)
+    }
+
+    #[test]
+    fn json_to_nwb_and_back_is_byte_identical() {
+        let head: String = CORPUS.lines().take(300).map(|l| format!("{l}\n")).collect();
+        let (stream, err, bad) = convert_to_nwb(head.as_bytes(), None);
+        assert_eq!((bad, err.as_str()), (0, ""));
+        assert!(stream.len() * 100 < head.len() * 70);
+        let (json, err, bad) = convert_to_json(&stream, None);
+        assert_eq!((bad, err.as_str()), (0, ""));
+        assert_eq!(String::from_utf8(json).unwrap(), head);
+    }
+
+    #[test]
+    fn bad_json_lines_are_named_and_skipped() {
+        let good = CORPUS.lines().next().unwrap();
+        let input = format!("{good}\n\nnot json\n{{\"id\":1}}\n{good}\n");
+        let (stream, err, bad) = convert_to_nwb(input.as_bytes(), None);
+        assert_eq!(bad, 2);
+        assert!(err.contains("record 3: syntax"), "{err}");
+        assert!(err.contains("record 4: wrong_type"), "{err}");
+        let (json, _, bad) = convert_to_json(&stream, None);
+        assert_eq!(bad, 0);
+        assert_eq!(
+            String::from_utf8(json).unwrap(),
+            format!("{good}\n{good}\n")
+        );
+    }
+
+    #[test]
+    fn bad_records_are_named_with_their_kind() {
+        let lines: String = CORPUS.lines().take(3).map(|l| format!("{l}\n")).collect();
+        let (stream, _, _) = convert_to_nwb(lines.as_bytes(), None);
+        // Corrupt the second record's form byte: that record fails, the others convert.
+        let (first, rest) = frame::split_frame(&stream, 1 << 20).unwrap();
+        let second_at = stream.len() - rest.len() + 2;
+        let mut broken = stream.clone();
+        broken[second_at] = 0x07;
+        let (json, err, bad) = convert_to_json(&broken, None);
+        assert_eq!(bad, 1, "{err}");
+        assert!(err.contains("record 2: bad_version"), "{err}");
+        assert_eq!(json.iter().filter(|&&b| b == b'\n').count(), 2);
+        assert!(!first.is_empty());
+        // A cut stream stops at the broken frame with `truncated`.
+        let (json, err, bad) = convert_to_json(&stream[..stream.len() - 5], None);
+        assert_eq!(bad, 1);
+        assert!(err.contains("record 3: truncated"), "{err}");
+        assert_eq!(json.iter().filter(|&&b| b == b'\n').count(), 2);
+    }
 }
