@@ -432,3 +432,26 @@ fn invalid_vectors_fail_with_their_kind() {
         assert_eq!(EventView::decode(&bytes).err(), Some(expected), "{name}");
     }
 }
+
+/// The tag examples of spec §6, byte for byte, as the spec shows them.
+#[test]
+fn spec_section_6_examples() {
+    let spec = std::fs::read_to_string(dir().join("../../spec/nwb.md")).unwrap();
+    let cases: [(&[&str], &str, &str); 4] = [
+        (&["p", P1], "05 70 01", P1),
+        (&["t", "nostr"], "05 74 0a 6e 6f 73 74 72", ""),
+        (
+            &["custom", "DEADBEEF", "deadbeef"],
+            "06 0c 63 75 73 74 6f 6d 10 44 45 41 44 42 45 45 46 09 de ad be ef",
+            "",
+        ),
+        (&["x", "", "00"], "07 78 00 03 00", ""),
+    ];
+    for (tag, shown, payload) in cases {
+        assert!(spec.contains(&format!("`{shown}`")), "spec shows `{shown}`");
+        let record = encode_event(&signed(9, 1, 1, &[tag], ""));
+        // Prefix, tag block length, tag count 1, the tag, then content length 0.
+        let tag_bytes = &record[PREFIX_LEN + 2..record.len() - 1];
+        assert_eq!(hex(tag_bytes), shown.replace(' ', "") + payload, "{tag:?}");
+    }
+}
