@@ -185,17 +185,90 @@ fn nibble(b: u8) -> u8 {
 /// Writes one element: hex bytes if compactable, text otherwise.
 #[inline]
 fn put_element(out: &mut Vec<u8>, value: &[u8]) {
-    if is_hex_compactable(value) {
-        varint::push(out, hex_header(value.len() / 2));
-        out.extend(
-            value
-                .chunks_exact(2)
-                .map(|p| (nibble(p[0]) << 4) | nibble(p[1])),
-        );
-    } else {
-        varint::push(out, (value.len() as u64) << 1);
-        out.extend_from_slice(value);
+    // Decoding validates as it goes; most text fails on its first byte.
+    if !value.is_empty() && value.len() % 2 == 0 && DECODE[value[0] as usize] != INVALID {
+        let start = out.len();
+        let n = value.len() / 2;
+        varint::push(out, hex_header(n));
+        let payload = out.len();
+        out.resize(payload + n, 0);
+        if decode_hex(value, &mut out[payload..]) {
+            return;
+        }
+        out.truncate(start);
     }
+    varint::push(out, (value.len() as u64) << 1);
+    out.extend_from_slice(value);
+}
+
+const INVALID: u8 = 0xff;
+
+/// Value of each byte as a lowercase hex digit, or [`INVALID`].
+const DECODE: [u8; 256] = {
+    let mut table = [INVALID; 256];
+    let mut i = 0;
+    while i < 16 {
+        table[b"0123456789abcdef"[i] as usize] = i as u8;
+        i += 1;
+    }
+    table
+};
+
+/// Decodes lowercase hex `text` into `out` (half as long); false if a
+/// character is not `0-9a-f` (`out` then holds garbage).
+#[inline]
+fn decode_hex(text: &[u8], out: &mut [u8]) -> bool {
+    debug_assert_eq!(text.len(), 2 * out.len());
+    let mut done = 0;
+    #[cfg(target_arch = "x86_64")]
+    {
+        use core::arch::x86_64::*;
+        // SAFETY: SSE2 is part of the x86_64 baseline. Each iteration loads
+        // 32 bytes at `2 * done` with `2 * done + 32 <= text.len()` and stores
+        // 16 bytes at `done` with `done + 16 <= out.len()`.
+        unsafe {
+            // Nibble values and a validity mask for 16 characters. Bytes of
+            // 0x80 and above are negative as i8, so they fail both ranges.
+            let nibbles = |c: __m128i| {
+                let digit = _mm_and_si128(
+                    _mm_cmpgt_epi8(c, _mm_set1_epi8(b'0' as i8 - 1)),
+                    _mm_cmpgt_epi8(_mm_set1_epi8(b'9' as i8 + 1), c),
+                );
+                let lower = _mm_and_si128(
+                    _mm_cmpgt_epi8(c, _mm_set1_epi8(b'a' as i8 - 1)),
+                    _mm_cmpgt_epi8(_mm_set1_epi8(b'f' as i8 + 1), c),
+                );
+                let value = _mm_sub_epi8(
+                    _mm_sub_epi8(c, _mm_set1_epi8(b'0' as i8)),
+                    _mm_and_si128(lower, _mm_set1_epi8((b'a' - b'0' - 10) as i8)),
+                );
+                (value, _mm_or_si128(digit, lower))
+            };
+            // 16-bit lanes hold (first nibble, second nibble); make each the byte.
+            let pairs = |n: __m128i| {
+                let high = _mm_slli_epi16(_mm_and_si128(n, _mm_set1_epi16(0x00ff)), 4);
+                _mm_or_si128(high, _mm_srli_epi16(n, 8))
+            };
+            while 2 * done + 32 <= text.len() {
+                let src = text.as_ptr().add(2 * done);
+                let (a, a_ok) = nibbles(_mm_loadu_si128(src as *const __m128i));
+                let (b, b_ok) = nibbles(_mm_loadu_si128(src.add(16) as *const __m128i));
+                if _mm_movemask_epi8(_mm_and_si128(a_ok, b_ok)) != 0xffff {
+                    return false;
+                }
+                let bytes = _mm_packus_epi16(pairs(a), pairs(b));
+                _mm_storeu_si128(out.as_mut_ptr().add(done) as *mut __m128i, bytes);
+                done += 16;
+            }
+        }
+    }
+    let mut bad = 0u8;
+    for (byte, pair) in out[done..].iter_mut().zip(text[2 * done..].chunks_exact(2)) {
+        let (hi, lo) = (DECODE[pair[0] as usize], DECODE[pair[1] as usize]);
+        bad |= hi | lo;
+        *byte = (hi << 4) | (lo & 0x0f);
+    }
+    bad & 0x80 == 0
 }
 
 /// Turns the unescaped value at `out[start..]` into a complete element
@@ -247,6 +320,31 @@ mod tests {
         let mut v = vec![1, 2];
         patch_length(&mut v, 0, 0, 4);
         assert_eq!(v, [4, 1, 2]);
+    }
+
+    #[test]
+    fn hex_decoding_matches_the_rule() {
+        let mut text = nostrwire_event::hex::encode(&(0..=255u8).collect::<Vec<_>>()).into_bytes();
+        for len in [2, 30, 32, 34, 62, 64, 66, 96, 512] {
+            let mut out = vec![0u8; len / 2];
+            assert!(decode_hex(&text[..len], &mut out), "{len}");
+            assert_eq!(nostrwire_event::hex::encode(&out).as_bytes(), &text[..len]);
+        }
+        // Every byte value at every position class is accepted exactly when lowercase hex.
+        for at in [0, 1, 15, 16, 31, 33, 63] {
+            for b in 0..=255u8 {
+                let saved = text[at];
+                text[at] = b;
+                let mut out = vec![0u8; 32];
+                let expected = DECODE[b as usize] != INVALID;
+                assert_eq!(
+                    decode_hex(&text[..64], &mut out),
+                    expected,
+                    "byte {b} at {at}"
+                );
+                text[at] = saved;
+            }
+        }
     }
 
     #[test]

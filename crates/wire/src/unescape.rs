@@ -6,10 +6,10 @@
 pub(crate) fn unescape_into(raw: &[u8], out: &mut Vec<u8>) {
     let mut start = 0;
     let mut i = 0;
-    while i < raw.len() {
-        if raw[i] != b'\\' {
-            i += 1;
-            continue;
+    loop {
+        i = find_backslash(raw, i);
+        if i >= raw.len() {
+            break;
         }
         out.extend_from_slice(&raw[start..i]);
         let (ch, step) = match raw.get(i + 1) {
@@ -40,6 +40,29 @@ pub(crate) fn unescape_into(raw: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(&raw[start.min(raw.len())..]);
 }
 
+/// Position of the first `\\` at or after `from`, or `raw.len()`; eight
+/// bytes at a time.
+#[inline]
+fn find_backslash(raw: &[u8], from: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut i = from;
+    while i + 8 <= raw.len() {
+        let x =
+            u64::from_le_bytes(raw[i..i + 8].try_into().expect("8 bytes")) ^ (ONES * b'\\' as u64);
+        // Lowest set high bit marks the first zero byte (borrows only run upward).
+        let zero = x.wrapping_sub(ONES) & !x & HIGH;
+        if zero != 0 {
+            return i + (zero.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < raw.len() && raw[i] != b'\\' {
+        i += 1;
+    }
+    i
+}
+
 /// Four hex digits at `at` (validated input; missing digits read as zero).
 fn read_u4(raw: &[u8], at: usize) -> u32 {
     (0..4).fold(0u32, |v, k| {
@@ -66,6 +89,8 @@ mod tests {
             r#"\u0000\u001f\u00e9\u00E9 \ud83d\ude00 end"#,
             r#"\u0070"#,
             r#"x\u2028y"#,
+            r#"exactly eight\nthen sixteen bytes\tof text \\ and a tail"#,
+            r#"0123456\n01234567\"012345678"#,
         ];
         for raw in cases {
             let json = format!(
