@@ -47,6 +47,12 @@ enum Command {
     Dict(cmd::dict::Args),
     /// Print each record of an nwb stream: fields, tags and sizes.
     Inspect(cmd::inspect::Args),
+    /// Load a relay: pre-signed events, answers matched by id, HDR latencies.
+    ///
+    /// Every run is bounded by --count and --duration. Exit status: 0 when
+    /// the run completed (failures are counted in the report), 2 on a usage
+    /// error or when a relay cannot be reached.
+    Load(Box<cmd::load::Args>),
     /// Benchmarks, measured against named competitors in the same run.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -74,6 +80,7 @@ fn main() -> ExitCode {
         Command::Import(args) => cmd::import::run(args),
         Command::Export(args) => cmd::export::run(args),
         Command::Verify(args) => cmd::verify::run(args),
+        Command::Load(args) => cmd::load::run(*args),
         Command::Convert(args) => cmd::convert::run(args),
         Command::Dict(args) => cmd::dict::run(args),
         Command::Inspect(args) => cmd::inspect::run(args),

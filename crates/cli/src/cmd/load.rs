@@ -1,0 +1,195 @@
+//! `nostrwire load`: relay load tests with pre-signed events, matched answers
+//! and HDR latencies; several relays compared in interleaved rounds.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use nostrwire_event::Timestamp;
+use nostrwire_loadgen::{report, Error, Scenario, Settings};
+
+/// Arguments of `nostrwire load`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Relay to load (`ws://host:port[/path]`); the baseline of every ratio.
+    #[arg(long)]
+    pub relay: String,
+    /// Scenario, repeatable or comma-separated: publish, publish-open, burst,
+    /// query, mixed, concurrent, fanout, large, connections, search, or all.
+    #[arg(long, default_value = "publish", value_delimiter = ',')]
+    pub scenario: Vec<String>,
+    /// Events (or queries) per scenario and round.
+    #[arg(long, default_value_t = 10_000)]
+    pub count: usize,
+    /// Connections for publish and query work.
+    #[arg(long, default_value_t = 8)]
+    pub connections: usize,
+    /// Upper bound of each scenario's measured phase, in seconds.
+    #[arg(long, default_value_t = 60.0)]
+    pub duration: f64,
+    /// Offered rate (events/s over all connections) for publish-open and the fanout publisher.
+    #[arg(long, default_value_t = 1_000.0)]
+    pub rate: f64,
+    /// Replay events from a JSON Lines file instead of generating them (each event is sent once).
+    #[arg(long, value_name = "FILE.jsonl")]
+    pub replay: Option<PathBuf>,
+    /// Seed for kinds, authors, contents and connection randomness.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// `created_at` of the newest generated event (default: now); with --seed, a byte-identical workload.
+    #[arg(long)]
+    pub newest: Option<u64>,
+    /// Seconds to wait for any single answer; a later answer is a timeout failure.
+    #[arg(long, default_value_t = 5.0)]
+    pub timeout: f64,
+    /// Write every figure, the settings and the host as JSON.
+    #[arg(long, value_name = "FILE.json")]
+    pub report: Option<PathBuf>,
+    /// Write a Markdown summary (and an SVG chart beside it unless --svg is given).
+    #[arg(long, value_name = "FILE.md")]
+    pub markdown: Option<PathBuf>,
+    /// Write the SVG latency chart here.
+    #[arg(long, value_name = "FILE.svg")]
+    pub svg: Option<PathBuf>,
+    /// More relays to run the same scenarios against, interleaved with --relay (A B A B).
+    #[arg(long, num_args = 1.., value_name = "URL")]
+    pub compare: Vec<String>,
+    /// Rounds per relay (default 1, or 3 with --compare).
+    #[arg(long)]
+    pub rounds: Option<usize>,
+    /// Distinct authors of generated events.
+    #[arg(long, default_value_t = 100)]
+    pub authors: usize,
+    /// Kind mix table (`kind<TAB>percent`).
+    #[arg(long, default_value = "testdata/kind-mix.tsv")]
+    pub kind_mix: PathBuf,
+    /// Corpus whose tags and contents generated events reuse.
+    #[arg(long, default_value = "testdata/real-events.jsonl")]
+    pub corpus: PathBuf,
+    /// Idle connections opened by the `connections` scenario.
+    #[arg(long, default_value_t = 1_000)]
+    pub idle_connections: usize,
+    /// Live subscribers in the `fanout` scenario.
+    #[arg(long, default_value_t = 50)]
+    pub subscribers: usize,
+    /// Events per burst per connection in `burst`.
+    #[arg(long, default_value_t = 100)]
+    pub burst_size: usize,
+    /// Milliseconds between bursts in `burst`.
+    #[arg(long, default_value_t = 200)]
+    pub burst_gap_ms: u64,
+    /// Events in `large` (kind-3 follow lists of 1,000+ tags).
+    #[arg(long, default_value_t = 200)]
+    pub large_events: usize,
+    /// Events stored before `query` and `search` run.
+    #[arg(long, default_value_t = 1_000)]
+    pub seed_events: usize,
+    /// Client worker threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// No progress bar.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+fn seconds(name: &str, v: f64) -> Result<Duration, Error> {
+    if v.is_finite() && v > 0.0 {
+        Ok(Duration::from_secs_f64(v))
+    } else {
+        Err(Error::Usage(format!(
+            "{name} must be a positive number of seconds"
+        )))
+    }
+}
+
+fn settings(args: &Args) -> Result<Settings, Error> {
+    let mut scenarios = Vec::new();
+    for s in &args.scenario {
+        if s == "all" {
+            scenarios.extend(Scenario::ALL);
+        } else {
+            scenarios.push(s.parse::<Scenario>()?);
+        }
+    }
+    let mut relays = vec![args.relay.clone()];
+    relays.extend(args.compare.iter().cloned());
+    let newest = match args.newest {
+        Some(t) => {
+            Some(Timestamp::new(t).map_err(|_| Error::Usage("--newest is out of range".into()))?)
+        }
+        None => None,
+    };
+    let s = Settings {
+        relays,
+        scenarios,
+        count: args.count,
+        connections: args.connections,
+        duration: seconds("--duration", args.duration)?,
+        rate: args.rate,
+        replay: args.replay.clone(),
+        seed: args.seed,
+        timeout: seconds("--timeout", args.timeout)?,
+        rounds: args
+            .rounds
+            .unwrap_or(if args.compare.is_empty() { 1 } else { 3 }),
+        authors: args.authors,
+        kind_mix: args.kind_mix.clone(),
+        corpus: args.corpus.clone(),
+        idle_connections: args.idle_connections,
+        subscribers: args.subscribers,
+        burst_size: args.burst_size,
+        burst_gap: Duration::from_millis(args.burst_gap_ms),
+        large_events: args.large_events,
+        seed_events: args.seed_events,
+        newest,
+        threads: args.threads,
+        progress: !args.quiet,
+    };
+    s.validate()?;
+    Ok(s)
+}
+
+fn write(path: &PathBuf, text: &str) -> anyhow::Result<()> {
+    std::fs::write(path, text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let settings = match settings(&args) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("nostrwire load: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let result = match nostrwire_loadgen::run(&settings) {
+        Ok(r) => r,
+        Err(e @ (Error::Usage(_) | Error::Unreachable { .. } | Error::Input(_))) => {
+            eprintln!("nostrwire load: {e}");
+            return Ok(ExitCode::from(2));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    print!("{}", report::table(&result));
+    if let Some(path) = &args.report {
+        let json = serde_json::to_string_pretty(&report::json(&result))?;
+        write(path, &json)?;
+    }
+    let svg_path = args
+        .svg
+        .clone()
+        .or_else(|| args.markdown.as_ref().map(|m| m.with_extension("svg")));
+    if let Some(path) = &svg_path {
+        write(path, &report::svg(&result))?;
+    }
+    if let Some(path) = &args.markdown {
+        let link = svg_path.as_ref().and_then(|p| {
+            let md_dir = path.parent().unwrap_or(std::path::Path::new(""));
+            p.strip_prefix(md_dir)
+                .ok()
+                .or_else(|| p.file_name().map(std::path::Path::new))
+                .map(|p| p.display().to_string())
+        });
+        write(path, &report::markdown(&result, link.as_deref()))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,293 @@
+//! One relay connection and the closed-loop operations on it.
+//!
+//! Every answer is matched to its request: an `OK` by event id, an `EOSE` or
+//! `CLOSED` by subscription id. Anything else that arrives meanwhile (an `OK`
+//! for another event, a `NOTICE`, an `AUTH` challenge) is counted as an
+//! anomaly and never taken as the awaited answer. A missing answer is a
+//! [`Failure::Timeout`].
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use nostrwire_event::message::write;
+use nostrwire_event::{EventId, Filter, RelayMessage, SignedFields};
+use tokio::time::timeout_at;
+
+use crate::rng::Rng;
+use crate::stats::{message_prefix, Failure};
+use crate::ws::{self, opcode, Counters, Incoming, WsReader, WsUrl, WsWriter};
+use crate::Error;
+
+/// Largest message accepted from a relay.
+pub const MAX_MESSAGE_BYTES: usize = 16 << 20;
+
+/// Things a relay sent that answer nothing we asked, by name.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Anomalies(pub BTreeMap<String, u64>);
+
+impl Anomalies {
+    /// Counts one occurrence of `name`.
+    pub fn add(&mut self, name: &str) {
+        *self.0.entry(name.to_string()).or_default() += 1;
+    }
+
+    /// Adds `other` into `self`.
+    pub fn merge(&mut self, other: &Anomalies) {
+        for (k, v) in &other.0 {
+            *self.0.entry(k.clone()).or_default() += v;
+        }
+    }
+
+    /// Counts an unsolicited relay message by its type.
+    pub fn unsolicited(&mut self, msg: &RelayMessage<'_>) {
+        self.add(match msg {
+            RelayMessage::Ok { .. } => "unmatched_ok",
+            RelayMessage::Eose(_) => "unmatched_eose",
+            RelayMessage::Closed { .. } => "unmatched_closed",
+            RelayMessage::Notice(_) => "notice",
+            RelayMessage::Auth(_) => "auth_challenge",
+            RelayMessage::Event { .. } => "unmatched_event",
+            RelayMessage::Count { .. } => "unmatched_count",
+            _ => "unknown_message",
+        });
+    }
+}
+
+/// What every connection of a run shares.
+#[derive(Clone, Debug)]
+pub struct Target {
+    /// The relay.
+    pub url: WsUrl,
+    /// Bytes in and out, summed over connections.
+    pub counters: Arc<Counters>,
+    /// How long to wait for any single answer.
+    pub timeout: Duration,
+}
+
+/// A checked query: the filter and what its answer must contain.
+#[derive(Clone, Debug)]
+pub struct Query {
+    /// Label for the report (e.g. `query:author`).
+    pub label: &'static str,
+    /// The filter sent.
+    pub filter: Filter,
+    /// Event ids that must be in the answer (stored events the filter selects).
+    pub must_include: Vec<EventId>,
+}
+
+/// The outcome of one query.
+#[derive(Clone, Debug, PartialEq)]
+pub enum QueryOutcome {
+    /// `EOSE` arrived and the answer passed every check.
+    Ok {
+        /// From the REQ write to the EOSE.
+        latency: Duration,
+        /// Events received before EOSE.
+        events: u64,
+    },
+    /// The query failed.
+    Failed(Failure, u64),
+}
+
+/// One WebSocket connection to the relay.
+#[derive(Debug)]
+pub struct Conn {
+    /// Reading half.
+    pub reader: WsReader,
+    /// Writing half.
+    pub writer: WsWriter,
+    /// Unsolicited messages seen on this connection.
+    pub anomalies: Anomalies,
+    /// Used for masks, sampling and subscription ids.
+    pub rng: Rng,
+    next_sub: u64,
+}
+
+/// Every Nth returned event also has its id and signature verified (all are
+/// checked against the filter).
+pub const VERIFY_EVERY: u64 = 8;
+
+impl Conn {
+    /// Opens a connection (TCP_NODELAY, handshake) within the target's timeout.
+    pub async fn open(target: &Target, seed: u64) -> Result<Conn, Error> {
+        let mut rng = Rng::new(seed);
+        let deadline = tokio::time::Instant::now() + target.timeout;
+        let (reader, writer) = timeout_at(
+            deadline,
+            ws::connect(
+                &target.url,
+                target.counters.clone(),
+                &mut rng,
+                MAX_MESSAGE_BYTES,
+            ),
+        )
+        .await
+        .map_err(|_| Error::Handshake("timed out".into()))??;
+        Ok(Conn {
+            reader,
+            writer,
+            anomalies: Anomalies::default(),
+            rng,
+            next_sub: 0,
+        })
+    }
+
+    /// A subscription id unique on this connection.
+    pub fn new_sub_id(&mut self, prefix: &str) -> String {
+        self.next_sub += 1;
+        format!("{prefix}{}", self.next_sub)
+    }
+
+    /// Sends one `["EVENT",…]` and waits for the `OK` with its id.
+    pub async fn publish(
+        &mut self,
+        message: &[u8],
+        id: &EventId,
+        timeout: Duration,
+    ) -> Result<Duration, Failure> {
+        let start = Instant::now();
+        if self.writer.send_text(message).await.is_err() {
+            return Err(Failure::ConnectionLost);
+        }
+        let deadline = tokio::time::Instant::from_std(start + timeout);
+        loop {
+            let incoming = match timeout_at(deadline, self.reader.next()).await {
+                Err(_) => return Err(Failure::Timeout),
+                Ok(Err(e)) => return Err(e.as_failure()),
+                Ok(Ok(incoming)) => incoming,
+            };
+            let text = match incoming {
+                Incoming::Text(t) => t,
+                Incoming::Ping(p) => {
+                    self.writer.queue_control(opcode::PONG, p);
+                    if self.writer.flush().await.is_err() {
+                        return Err(Failure::ConnectionLost);
+                    }
+                    continue;
+                }
+                Incoming::Pong => continue,
+                Incoming::Binary(_) => {
+                    self.anomalies.add("binary_frame");
+                    continue;
+                }
+                Incoming::Close(_) => return Err(Failure::ConnectionLost),
+            };
+            match RelayMessage::parse(text) {
+                Ok(RelayMessage::Ok {
+                    event_id,
+                    accepted,
+                    message,
+                }) if event_id == *id => {
+                    return if accepted {
+                        if message.starts_with("duplicate:") {
+                            self.anomalies.add("ok_duplicate");
+                        }
+                        Ok(start.elapsed())
+                    } else {
+                        Err(Failure::Rejected(message_prefix(&message)))
+                    };
+                }
+                Ok(other) => self.anomalies.unsolicited(&other),
+                Err(_) => self.anomalies.add("unparseable_message"),
+            }
+        }
+    }
+
+    /// Sends a REQ, reads to its `EOSE`, checks the answer, then sends CLOSE.
+    pub async fn query(&mut self, query: &Query, timeout: Duration) -> QueryOutcome {
+        let sub = self.new_sub_id("q");
+        let mut msg = Vec::with_capacity(256);
+        write::req(&mut msg, &sub, std::slice::from_ref(&query.filter));
+        let start = Instant::now();
+        if self.writer.send_text(&msg).await.is_err() {
+            return QueryOutcome::Failed(Failure::ConnectionLost, 0);
+        }
+        let deadline = tokio::time::Instant::from_std(start + timeout);
+        let mut events = 0u64;
+        let mut problem: Option<Failure> = None;
+        let mut missing: HashSet<EventId> = query.must_include.iter().copied().collect();
+        let latency = loop {
+            let incoming = match timeout_at(deadline, self.reader.next()).await {
+                Err(_) => return QueryOutcome::Failed(Failure::Timeout, events),
+                Ok(Err(e)) => return QueryOutcome::Failed(e.as_failure(), events),
+                Ok(Ok(incoming)) => incoming,
+            };
+            let text = match incoming {
+                Incoming::Text(t) => t,
+                Incoming::Ping(p) => {
+                    self.writer.queue_control(opcode::PONG, p);
+                    let _ = self.writer.flush().await;
+                    continue;
+                }
+                Incoming::Pong => continue,
+                Incoming::Binary(_) => {
+                    self.anomalies.add("binary_frame");
+                    continue;
+                }
+                Incoming::Close(_) => return QueryOutcome::Failed(Failure::ConnectionLost, events),
+            };
+            match RelayMessage::parse(text) {
+                Ok(RelayMessage::Event {
+                    subscription_id,
+                    event,
+                }) if subscription_id == sub => {
+                    events += 1;
+                    missing.remove(event.id());
+                    if problem.is_none() {
+                        if !query.filter.matches(&event) || !search_matches(&query.filter, &event) {
+                            problem = Some(Failure::WrongResult);
+                        } else if self.rng.below(VERIFY_EVERY) == 0 && event.verify().is_err() {
+                            problem = Some(Failure::InvalidEvent);
+                        }
+                    }
+                }
+                Ok(RelayMessage::Eose(s)) if s == sub => break start.elapsed(),
+                Ok(RelayMessage::Closed {
+                    subscription_id,
+                    message,
+                }) if subscription_id == sub => {
+                    return QueryOutcome::Failed(Failure::Closed(message_prefix(&message)), events);
+                }
+                Ok(other) => self.anomalies.unsolicited(&other),
+                Err(_) => self.anomalies.add("unparseable_message"),
+            }
+        };
+        msg.clear();
+        write::close(&mut msg, &sub);
+        if self.writer.send_text(&msg).await.is_err() {
+            return QueryOutcome::Failed(Failure::ConnectionLost, events);
+        }
+        if let Some(limit) = query.filter.limit {
+            if events > limit && problem.is_none() {
+                problem = Some(Failure::OverLimit);
+            }
+        }
+        if problem.is_none() && !missing.is_empty() {
+            problem = Some(Failure::MissingResult);
+        }
+        match problem {
+            Some(f) => QueryOutcome::Failed(f, events),
+            None => QueryOutcome::Ok { latency, events },
+        }
+    }
+
+    /// Sends a close frame; errors are ignored (the run is over for this connection).
+    pub async fn close(mut self) -> Anomalies {
+        let _ = self.writer.close().await;
+        self.anomalies
+    }
+}
+
+/// NIP-50 leaves ranking to the relay, but every result must contain each
+/// search word (case-insensitive); without `search` this is always true.
+pub fn search_matches(filter: &Filter, event: &nostrwire_event::EventRef<'_>) -> bool {
+    let Some(search) = &filter.search else {
+        return true;
+    };
+    let content = event.content().value().to_lowercase();
+    search
+        .split_whitespace()
+        .filter(|w| !w.contains(':'))
+        .all(|w| content.contains(&w.to_lowercase()))
+}

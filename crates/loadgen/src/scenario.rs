@@ -1,0 +1,1319 @@
+//! The scenarios. Each one opens its connections first, then starts the
+//! clock, and stops issuing work at the run's deadline or when its events run
+//! out, whichever comes first; answers still due get at most the timeout.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use nostrwire_event::{
+    EventId, Filter, Kind, KindClass, PublicKey, RelayMessage, SignedFields, TagCondition,
+};
+use tokio::sync::{watch, Semaphore};
+use tokio::time::timeout_at;
+
+use crate::client::{Anomalies, Conn, Query, QueryOutcome, Target};
+use crate::stats::{message_prefix, Failure, OpStats};
+use crate::workload::Prepared;
+use crate::ws::{opcode, Incoming};
+use crate::Error;
+
+/// A named workload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum Scenario {
+    /// Closed loop: one EVENT in flight per connection.
+    Publish,
+    /// Open loop at a fixed offered rate; latency from the intended send time.
+    PublishOpen,
+    /// Bursts of pipelined EVENTs per connection, then a pause.
+    Burst,
+    /// Seeds events, then runs the nostr-bench filters plus author, tag and id lookups.
+    Query,
+    /// Publishes and REQs on the same connections (two writes per read).
+    Mixed,
+    /// Writers and readers at once on separate connections.
+    Concurrent,
+    /// M live subscribers; delivery latency from publish to receipt.
+    Fanout,
+    /// Large kind-3 follow lists (thousands of tags), published then read back.
+    Large,
+    /// Opens many idle connections: accept rate and the relay's memory.
+    Connections,
+    /// NIP-50 search queries (reported unsupported when the relay refuses or ignores them).
+    Search,
+}
+
+impl Scenario {
+    /// Every scenario, in the order `all` runs them.
+    pub const ALL: [Scenario; 10] = [
+        Scenario::Publish,
+        Scenario::PublishOpen,
+        Scenario::Burst,
+        Scenario::Query,
+        Scenario::Mixed,
+        Scenario::Concurrent,
+        Scenario::Fanout,
+        Scenario::Large,
+        Scenario::Connections,
+        Scenario::Search,
+    ];
+
+    /// The command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::Publish => "publish",
+            Scenario::PublishOpen => "publish-open",
+            Scenario::Burst => "burst",
+            Scenario::Query => "query",
+            Scenario::Mixed => "mixed",
+            Scenario::Concurrent => "concurrent",
+            Scenario::Fanout => "fanout",
+            Scenario::Large => "large",
+            Scenario::Connections => "connections",
+            Scenario::Search => "search",
+        }
+    }
+
+    /// Position in [`Scenario::ALL`] (stable; used to derive event streams).
+    pub fn index(self) -> u64 {
+        Scenario::ALL.iter().position(|s| *s == self).unwrap_or(0) as u64
+    }
+}
+
+impl fmt::Display for Scenario {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Scenario {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Scenario, Error> {
+        Scenario::ALL
+            .iter()
+            .copied()
+            .find(|sc| sc.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<_> = Scenario::ALL.iter().map(|s| s.name()).collect();
+                Error::Usage(format!(
+                    "unknown scenario `{s}` (one of: {}, all)",
+                    names.join(", ")
+                ))
+            })
+    }
+}
+
+/// How a scenario ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// It ran; failures, if any, are in the figures.
+    Completed,
+    /// The relay does not support what the scenario measures.
+    Unsupported(String),
+}
+
+/// Scenario parameters (a view of the run settings).
+#[derive(Clone, Debug)]
+pub struct Params {
+    /// Connections for publish/query work.
+    pub connections: usize,
+    /// Wall-clock bound of the measured phase.
+    pub duration: Duration,
+    /// Offered rate for `publish-open` (events/s, all connections) and `fanout`.
+    pub rate: f64,
+    /// Events per burst per connection.
+    pub burst_size: usize,
+    /// Quiet time between bursts.
+    pub burst_gap: Duration,
+    /// Subscribers in `fanout`.
+    pub subscribers: usize,
+    /// Idle connections in `connections`.
+    pub idle_connections: usize,
+    /// Queries in `query`, `search` and per reader in `concurrent` (bounded by the duration).
+    pub queries: usize,
+    /// Seed for connection-level randomness.
+    pub seed: u64,
+}
+
+/// Everything a scenario produced.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// How it ended.
+    pub status: Status,
+    /// Measured wall time.
+    pub elapsed: Duration,
+    /// Statistics per operation label.
+    pub ops: BTreeMap<String, OpStats>,
+    /// Unsolicited messages.
+    pub anomalies: Anomalies,
+    /// Extra figures (e.g. `offered_rate`, `relay_rss_kib`).
+    pub metrics: BTreeMap<String, f64>,
+    /// Remarks for the report.
+    pub notes: Vec<String>,
+}
+
+impl Outcome {
+    fn new() -> Outcome {
+        Outcome {
+            status: Status::Completed,
+            elapsed: Duration::ZERO,
+            ops: BTreeMap::new(),
+            anomalies: Anomalies::default(),
+            metrics: BTreeMap::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    fn op(&mut self, label: &str) -> &mut OpStats {
+        self.ops.entry(label.to_string()).or_default()
+    }
+
+    fn absorb(&mut self, part: Part) {
+        for (label, stats) in part.ops {
+            self.op(&label).merge(&stats);
+        }
+        self.anomalies.merge(&part.anomalies);
+    }
+}
+
+/// The per-task share of an [`Outcome`].
+#[derive(Debug, Default)]
+struct Part {
+    ops: BTreeMap<String, OpStats>,
+    anomalies: Anomalies,
+}
+
+impl Part {
+    fn op(&mut self, label: &str) -> &mut OpStats {
+        self.ops.entry(label.to_string()).or_default()
+    }
+}
+
+/// Shared progress counter (operations done), read by the progress bar.
+pub type Progress = Arc<AtomicU64>;
+
+/// The inputs of one scenario run.
+#[derive(Clone, Debug)]
+pub struct Run {
+    /// The relay and shared counters.
+    pub target: Target,
+    /// Parameters.
+    pub params: Params,
+    /// Pre-signed events for this scenario (already generated and signed).
+    pub events: Arc<Vec<Prepared>>,
+    /// Pre-signed seed events, for scenarios that read (query, search, large read-back).
+    pub seed_events: Arc<Vec<Prepared>>,
+    /// Operations done so far.
+    pub progress: Progress,
+}
+
+impl Run {
+    fn tick(&self) {
+        self.progress.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Opens `n` connections in parallel; failures are returned as such.
+async fn open_all(target: &Target, n: usize, seed: u64) -> Vec<Result<Conn, Error>> {
+    let sem = Arc::new(Semaphore::new(64));
+    let mut handles = Vec::with_capacity(n);
+    for i in 0..n {
+        let target = target.clone();
+        let sem = sem.clone();
+        handles.push(tokio::spawn(async move {
+            let _permit = sem.acquire_owned().await.expect("semaphore never closed");
+            Conn::open(&target, seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9)).await
+        }));
+    }
+    let mut out = Vec::with_capacity(n);
+    for h in handles {
+        out.push(
+            h.await
+                .unwrap_or_else(|e| Err(Error::Protocol(format!("task failed: {e}")))),
+        );
+    }
+    out
+}
+
+/// Opens connections; each one that fails is a `connect_failed` in `label`.
+async fn open_conns(run: &Run, n: usize, out: &mut Outcome, label: &str) -> Vec<Conn> {
+    let mut conns = Vec::new();
+    for r in open_all(&run.target, n, run.params.seed).await {
+        match r {
+            Ok(c) => conns.push(c),
+            Err(_) => out.op(label).fail(Failure::ConnectFailed),
+        }
+    }
+    conns
+}
+
+/// Runs one scenario.
+pub async fn run(scenario: Scenario, run: &Run) -> Outcome {
+    match scenario {
+        Scenario::Publish => publish(run).await,
+        Scenario::PublishOpen => publish_open(run).await,
+        Scenario::Burst => burst(run).await,
+        Scenario::Query => query(run).await,
+        Scenario::Mixed => mixed(run).await,
+        Scenario::Concurrent => concurrent(run).await,
+        Scenario::Fanout => fanout(run).await,
+        Scenario::Large => large(run).await,
+        Scenario::Connections => connections(run).await,
+        Scenario::Search => search(run).await,
+    }
+}
+
+/// Splits `0..n` round-robin over `k` workers.
+fn share(n: usize, k: usize, worker: usize) -> impl Iterator<Item = usize> {
+    (worker..n).step_by(k.max(1))
+}
+
+/// Closed-loop publishing of `events` over `conns`; returns accepted ids.
+async fn publish_closed(
+    run: &Run,
+    conns: Vec<Conn>,
+    events: Arc<Vec<Prepared>>,
+    label: &'static str,
+    deadline: Instant,
+) -> (Part, Vec<EventId>) {
+    let k = conns.len();
+    let mut handles = Vec::new();
+    for (w, mut conn) in conns.into_iter().enumerate() {
+        let events = events.clone();
+        let run = run.clone();
+        handles.push(tokio::spawn(async move {
+            let mut part = Part::default();
+            let mut accepted = Vec::new();
+            for i in share(events.len(), k, w) {
+                if Instant::now() >= deadline {
+                    break;
+                }
+                let p = &events[i];
+                match conn
+                    .publish(&p.message, &p.event.id, run.target.timeout)
+                    .await
+                {
+                    Ok(lat) => {
+                        part.op(label).success(lat);
+                        accepted.push(p.event.id);
+                    }
+                    Err(f) => {
+                        let lost = f == Failure::ConnectionLost;
+                        part.op(label).fail(f);
+                        if lost {
+                            break;
+                        }
+                    }
+                }
+                run.tick();
+            }
+            part.anomalies.merge(&conn.close().await);
+            (part, accepted)
+        }));
+    }
+    let mut total = Part::default();
+    let mut ids = Vec::new();
+    for h in handles {
+        if let Ok((p, a)) = h.await {
+            for (l, s) in p.ops {
+                total.op(&l).merge(&s);
+            }
+            total.anomalies.merge(&p.anomalies);
+            ids.extend(a);
+        }
+    }
+    (total, ids)
+}
+
+async fn publish(run: &Run) -> Outcome {
+    let mut out = Outcome::new();
+    let conns = open_conns(run, run.params.connections, &mut out, "publish").await;
+    let start = Instant::now();
+    let (part, _) = publish_closed(
+        run,
+        conns,
+        run.events.clone(),
+        "publish",
+        start + run.params.duration,
+    )
+    .await;
+    out.elapsed = start.elapsed();
+    out.absorb(part);
+    out
+}
+
+/// Open loop: every event has an intended send time on a fixed schedule;
+/// latency runs from that time, so a slow relay cannot slow the offered load
+/// down and hide its own queueing (no coordinated omission).
+async fn publish_open(run: &Run) -> Outcome {
+    let mut out = Outcome::new();
+    let label = "publish";
+    let conns = open_conns(run, run.params.connections, &mut out, label).await;
+    let k = conns.len().max(1);
+    let rate = run.params.rate.max(1.0);
+    out.metrics.insert("offered_rate".into(), rate);
+    let start = Instant::now();
+    let deadline = start + run.params.duration;
+    let timeout = run.target.timeout;
+    let mut handles = Vec::new();
+    for (w, conn) in conns.into_iter().enumerate() {
+        let run = run.clone();
+        handles.push(tokio::spawn(async move {
+            let Conn {
+                mut reader,
+                mut writer,
+                mut anomalies,
+                ..
+            } = conn;
+            let pending: Arc<Mutex<HashMap<EventId, Instant>>> = Arc::new(Mutex::new(HashMap::new()));
+            let (done_tx, mut done_rx) = watch::channel(false);
+            let events = run.events.clone();
+            let writer_pending = pending.clone();
+            let send_task = tokio::spawn(async move {
+                let mut sent = 0u64;
+                let indices: Vec<usize> = share(events.len(), k, w).collect();
+                let mut next = 0;
+                while next < indices.len() {
+                    let intended = start + Duration::from_secs_f64(indices[next] as f64 / rate);
+                    if intended >= deadline {
+                        break;
+                    }
+                    tokio::time::sleep_until(intended.into()).await;
+                    // Everything already due goes out in one write.
+                    let now = Instant::now();
+                    {
+                        let mut guard = writer_pending.lock().expect("pending lock");
+                        while next < indices.len() {
+                            let i = indices[next];
+                            let t = start + Duration::from_secs_f64(i as f64 / rate);
+                            if t > now || t >= deadline {
+                                break;
+                            }
+                            guard.insert(events[i].event.id, t);
+                            writer.queue_text(&events[i].message);
+                            next += 1;
+                            sent += 1;
+                        }
+                    }
+                    if writer.flush().await.is_err() {
+                        break;
+                    }
+                }
+                let _ = done_tx.send(true);
+                (writer, sent)
+            });
+            let mut part = Part::default();
+            let mut timed_out: HashSet<EventId> = HashSet::new();
+            let mut writer_done = false;
+            let mut last_sweep = Instant::now();
+            let mut lost = false;
+            loop {
+                if writer_done && pending.lock().expect("pending lock").is_empty() {
+                    break;
+                }
+                let wake = tokio::time::Instant::now() + Duration::from_millis(50);
+                tokio::select! {
+                    r = timeout_at(wake, reader.next()) => {
+                        match r {
+                            Err(_) => {}
+                            Ok(Err(_)) => { lost = true; break; }
+                            Ok(Ok(Incoming::Text(t))) => match RelayMessage::parse(t) {
+                                Ok(RelayMessage::Ok { event_id, accepted, message }) => {
+                                    let sent_at = pending.lock().expect("pending lock").remove(&event_id);
+                                    match sent_at {
+                                        Some(t0) => {
+                                            if accepted {
+                                                part.op(label).success(t0.elapsed());
+                                            } else {
+                                                part.op(label).fail(Failure::Rejected(message_prefix(&message)));
+                                            }
+                                            run.tick();
+                                        }
+                                        None if timed_out.remove(&event_id) => anomalies.add("late_ok"),
+                                        None => anomalies.add("unmatched_ok"),
+                                    }
+                                }
+                                Ok(other) => anomalies.unsolicited(&other),
+                                Err(_) => anomalies.add("unparseable_message"),
+                            },
+                            Ok(Ok(Incoming::Close(_))) => { lost = true; break; }
+                            Ok(Ok(_)) => {}
+                        }
+                    }
+                    _ = done_rx.changed(), if !writer_done => { writer_done = *done_rx.borrow(); }
+                }
+                if last_sweep.elapsed() >= Duration::from_millis(50) {
+                    last_sweep = Instant::now();
+                    let now = Instant::now();
+                    let mut guard = pending.lock().expect("pending lock");
+                    let expired: Vec<EventId> = guard
+                        .iter()
+                        .filter(|(_, t)| now.duration_since(**t) >= timeout)
+                        .map(|(id, _)| *id)
+                        .collect();
+                    for id in expired {
+                        guard.remove(&id);
+                        timed_out.insert(id);
+                        part.op(label).fail(Failure::Timeout);
+                        run.tick();
+                    }
+                }
+            }
+            if lost {
+                send_task.abort();
+                let n = pending.lock().expect("pending lock").len();
+                for _ in 0..n {
+                    part.op(label).fail(Failure::ConnectionLost);
+                }
+            } else if let Ok((mut writer, _)) = send_task.await {
+                let _ = writer.close().await;
+            }
+            part.anomalies = anomalies;
+            part
+        }));
+    }
+    for h in handles {
+        if let Ok(p) = h.await {
+            out.absorb(p);
+        }
+    }
+    out.elapsed = start.elapsed();
+    out
+}
+
+/// Sends `batch` pipelined in one write, then collects every OK by id.
+async fn publish_batch(
+    conn: &mut Conn,
+    batch: &[&Prepared],
+    timeout: Duration,
+    part: &mut Part,
+    label: &str,
+) -> bool {
+    let start = Instant::now();
+    let mut waiting: HashSet<EventId> = HashSet::with_capacity(batch.len());
+    for p in batch {
+        conn.writer.queue_text(&p.message);
+        waiting.insert(p.event.id);
+    }
+    if conn.writer.flush().await.is_err() {
+        for _ in batch {
+            part.op(label).fail(Failure::ConnectionLost);
+        }
+        return false;
+    }
+    let deadline = tokio::time::Instant::from_std(start + timeout);
+    while !waiting.is_empty() {
+        let incoming = match timeout_at(deadline, conn.reader.next()).await {
+            Err(_) => {
+                for _ in 0..waiting.len() {
+                    part.op(label).fail(Failure::Timeout);
+                }
+                return true;
+            }
+            Ok(Err(_)) | Ok(Ok(Incoming::Close(_))) => {
+                for _ in 0..waiting.len() {
+                    part.op(label).fail(Failure::ConnectionLost);
+                }
+                return false;
+            }
+            Ok(Ok(i)) => i,
+        };
+        match incoming {
+            Incoming::Text(t) => match RelayMessage::parse(t) {
+                Ok(RelayMessage::Ok {
+                    event_id,
+                    accepted,
+                    message,
+                }) if waiting.remove(&event_id) => {
+                    if accepted {
+                        part.op(label).success(start.elapsed());
+                    } else {
+                        part.op(label)
+                            .fail(Failure::Rejected(message_prefix(&message)));
+                    }
+                }
+                Ok(other) => conn.anomalies.unsolicited(&other),
+                Err(_) => conn.anomalies.add("unparseable_message"),
+            },
+            Incoming::Ping(p) => {
+                conn.writer.queue_control(opcode::PONG, p);
+                let _ = conn.writer.flush().await;
+            }
+            _ => {}
+        }
+    }
+    true
+}
+
+async fn burst(run: &Run) -> Outcome {
+    let mut out = Outcome::new();
+    let label = "publish";
+    let conns = open_conns(run, run.params.connections, &mut out, label).await;
+    let k = conns.len();
+    let start = Instant::now();
+    let deadline = start + run.params.duration;
+    let mut handles = Vec::new();
+    for (w, mut conn) in conns.into_iter().enumerate() {
+        let run = run.clone();
+        handles.push(tokio::spawn(async move {
+            let mut part = Part::default();
+            let mine: Vec<usize> = share(run.events.len(), k, w).collect();
+            for chunk in mine.chunks(run.params.burst_size.max(1)) {
+                if Instant::now() >= deadline {
+                    break;
+                }
+                let batch: Vec<&Prepared> = chunk.iter().map(|i| &run.events[*i]).collect();
+                let alive =
+                    publish_batch(&mut conn, &batch, run.target.timeout, &mut part, label).await;
+                run.progress
+                    .fetch_add(batch.len() as u64, Ordering::Relaxed);
+                if !alive {
+                    break;
+                }
+                tokio::time::sleep(run.params.burst_gap).await;
+            }
+            part.anomalies.merge(&conn.close().await);
+            part
+        }));
+    }
+    for h in handles {
+        if let Ok(p) = h.await {
+            out.absorb(p);
+        }
+    }
+    out.elapsed = start.elapsed();
+    out.notes.push(format!(
+        "bursts of {} events per connection, {} ms apart; latency from the burst's write to each OK",
+        run.params.burst_size,
+        run.params.burst_gap.as_millis()
+    ));
+    out
+}
+
+/// What the seed phase stored, for building checked queries.
+#[derive(Debug, Default)]
+struct Seeded {
+    /// Accepted regular (non-replaceable) events: id lookups must find them.
+    regular_ids: Vec<EventId>,
+    authors: Vec<PublicKey>,
+    p_tags: Vec<String>,
+}
+
+async fn seed(run: &Run, out: &mut Outcome) -> Seeded {
+    let conns = open_conns(run, run.params.connections, out, "seed").await;
+    let deadline = Instant::now() + run.params.duration;
+    let (part, accepted) =
+        publish_closed(run, conns, run.seed_events.clone(), "seed", deadline).await;
+    out.absorb(part);
+    let accepted: HashSet<EventId> = accepted.into_iter().collect();
+    let mut s = Seeded::default();
+    let mut authors = HashSet::new();
+    for p in run
+        .seed_events
+        .iter()
+        .filter(|p| accepted.contains(&p.event.id))
+    {
+        if p.event.kind.class() == KindClass::Regular {
+            s.regular_ids.push(p.event.id);
+        }
+        if authors.insert(p.event.pubkey) {
+            s.authors.push(p.event.pubkey);
+        }
+        for t in &p.event.tags {
+            if t.name() == "p" && s.p_tags.len() < 1000 {
+                if let Some(v) = t.first_value() {
+                    if v.len() == 64 && nostrwire_event::hex::is_lower_hex(v.as_bytes()) {
+                        s.p_tags.push(v.to_string());
+                    }
+                }
+            }
+        }
+    }
+    s
+}
+
+/// The query mix: the three nostr-bench filters, then author, tag and id lookups.
+fn query_for(i: usize, seeded: &Seeded) -> Query {
+    let pick = |n: usize| i / 6 % n.max(1);
+    let kinds = |k: &[u16]| Some(k.iter().map(|k| Kind(*k)).collect());
+    match i % 6 {
+        0 => Query {
+            label: "query:kind1-limit100",
+            filter: Filter {
+                kinds: kinds(&[1]),
+                limit: Some(100),
+                ..Filter::new()
+            },
+            must_include: vec![],
+        },
+        1 => Query {
+            label: "query:kind1,6-limit50",
+            filter: Filter {
+                kinds: kinds(&[1, 6]),
+                limit: Some(50),
+                ..Filter::new()
+            },
+            must_include: vec![],
+        },
+        2 => Query {
+            label: "query:limit10",
+            filter: Filter {
+                limit: Some(10),
+                ..Filter::new()
+            },
+            must_include: vec![],
+        },
+        3 if !seeded.authors.is_empty() => Query {
+            label: "query:author",
+            filter: Filter {
+                authors: Some(vec![seeded.authors[pick(seeded.authors.len())]]),
+                limit: Some(50),
+                ..Filter::new()
+            },
+            must_include: vec![],
+        },
+        4 if !seeded.p_tags.is_empty() => Query {
+            label: "query:p-tag",
+            filter: Filter {
+                tags: vec![TagCondition {
+                    letter: b'p',
+                    values: vec![seeded.p_tags[pick(seeded.p_tags.len())].clone()],
+                }],
+                limit: Some(20),
+                ..Filter::new()
+            },
+            must_include: vec![],
+        },
+        5 if !seeded.regular_ids.is_empty() => {
+            let id = seeded.regular_ids[pick(seeded.regular_ids.len())];
+            Query {
+                label: "query:id",
+                filter: Filter {
+                    ids: Some(vec![id]),
+                    ..Filter::new()
+                },
+                must_include: vec![id],
+            }
+        }
+        _ => Query {
+            label: "query:limit10",
+            filter: Filter {
+                limit: Some(10),
+                ..Filter::new()
+            },
+            must_include: vec![],
+        },
+    }
+}
+
+async fn run_queries(
+    run: &Run,
+    conns: Vec<Conn>,
+    make: Arc<dyn Fn(usize) -> Query + Send + Sync>,
+    total: usize,
+    deadline: Instant,
+    stop: Option<watch::Receiver<bool>>,
+) -> Part {
+    let k = conns.len();
+    let mut handles = Vec::new();
+    for (w, mut conn) in conns.into_iter().enumerate() {
+        let run = run.clone();
+        let make = make.clone();
+        let stop = stop.clone();
+        handles.push(tokio::spawn(async move {
+            let mut part = Part::default();
+            for i in share(total, k, w) {
+                if Instant::now() >= deadline || stop.as_ref().is_some_and(|s| *s.borrow()) {
+                    break;
+                }
+                let q = make(i);
+                match conn.query(&q, run.target.timeout).await {
+                    QueryOutcome::Ok { latency, events } => {
+                        let op = part.op(q.label);
+                        op.success(latency);
+                        op.events_received += events;
+                    }
+                    QueryOutcome::Failed(f, events) => {
+                        let lost = f == Failure::ConnectionLost;
+                        let op = part.op(q.label);
+                        op.fail(f);
+                        op.events_received += events;
+                        if lost {
+                            break;
+                        }
+                    }
+                }
+                run.tick();
+            }
+            part.anomalies.merge(&conn.close().await);
+            part
+        }));
+    }
+    let mut total_part = Part::default();
+    for h in handles {
+        if let Ok(p) = h.await {
+            for (l, s) in p.ops {
+                total_part.op(&l).merge(&s);
+            }
+            total_part.anomalies.merge(&p.anomalies);
+        }
+    }
+    total_part
+}
+
+async fn query(run: &Run) -> Outcome {
+    let mut out = Outcome::new();
+    let seeded = Arc::new(seed(run, &mut out).await);
+    let conns = open_conns(run, run.params.connections, &mut out, "query").await;
+    let start = Instant::now();
+    let s = seeded.clone();
+    let make: Arc<dyn Fn(usize) -> Query + Send + Sync> = Arc::new(move |i| query_for(i, &s));
+    let part = run_queries(
+        run,
+        conns,
+        make,
+        run.params.queries,
+        start + run.params.duration,
+        None,
+    )
+    .await;
+    out.elapsed = start.elapsed();
+    out.absorb(part);
+    out.notes.push(format!(
+        "{} seed events stored first (not timed into the query figures); every returned event is checked against its filter, every {}th also for id and signature",
+        seeded.regular_ids.len(),
+        crate::client::VERIFY_EVERY
+    ));
+    out
+}
+
+async fn mixed(run: &Run) -> Outcome {
+    let mut out = Outcome::new();
+    let conns = open_conns(run, run.params.connections, &mut out, "publish").await;
+    let k = conns.len();
+    let start = Instant::now();
+    let deadline = start + run.params.duration;
+    let mut handles = Vec::new();
+    for (w, mut conn) in conns.into_iter().enumerate() {
+        let run = run.clone();
+        handles.push(tokio::spawn(async move {
+            let mut part = Part::default();
+            let q = Query {
+                label: "query",
+                filter: Filter {
+                    kinds: Some(vec![Kind(1)]),
+                    limit: Some(10),
+                    ..Filter::new()
+                },
+                must_include: vec![],
+            };
+            for (n, i) in share(run.events.len(), k, w).enumerate() {
+                if Instant::now() >= deadline {
+                    break;
+                }
+                if n % 3 == 2 {
+                    match conn.query(&q, run.target.timeout).await {
+                        QueryOutcome::Ok { latency, events } => {
+                            part.op("query").success(latency);
+                            part.op("query").events_received += events;
+                        }
+                        QueryOutcome::Failed(f, _) => part.op("query").fail(f),
+                    }
+                } else {
+                    let p = &run.events[i];
+                    match conn
+                        .publish(&p.message, &p.event.id, run.target.timeout)
+                        .await
+                    {
+                        Ok(l) => part.op("publish").success(l),
+                        Err(f) => part.op("publish").fail(f),
+                    }
+                }
+                run.tick();
+            }
+            part.anomalies.merge(&conn.close().await);
+            part
+        }));
+    }
+    for h in handles {
+        if let Ok(p) = h.await {
+            out.absorb(p);
+        }
+    }
+    out.elapsed = start.elapsed();
+    out.notes.push(
+        "each connection: two EVENTs (OK by id), then a REQ {kinds:[1],limit:10} to EOSE and CLOSE"
+            .into(),
+    );
+    out
+}
+
+async fn concurrent(run: &Run) -> Outcome {
+    let mut out = Outcome::new();
+    let n = run.params.connections.max(2);
+    let writers = n / 2;
+    let wconns = open_conns(run, writers, &mut out, "publish").await;
+    let rconns = open_conns(run, n - writers, &mut out, "query").await;
+    let start = Instant::now();
+    let deadline = start + run.params.duration;
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let seeded = Arc::new(Seeded {
+        authors: crate::workload::unique_authors(&run.events),
+        ..Seeded::default()
+    });
+    let s = seeded.clone();
+    let make: Arc<dyn Fn(usize) -> Query + Send + Sync> = Arc::new(move |i| query_for(i % 4, &s));
+    let r = run.clone();
+    let readers = tokio::spawn(async move {
+        run_queries(&r, rconns, make, usize::MAX, deadline, Some(stop_rx)).await
+    });
+    let (wpart, _) = publish_closed(run, wconns, run.events.clone(), "publish", deadline).await;
+    let _ = stop_tx.send(true);
+    out.absorb(wpart);
+    if let Ok(p) = readers.await {
+        out.absorb(p);
+    }
+    out.elapsed = start.elapsed();
+    out.notes.push(format!(
+        "{writers} writer and {} reader connections; readers rotate the nostr-bench filters and author lookups until the writers finish",
+        n - writers
+    ));
+    out
+}
+
+/// Publishes at a steady rate to M live subscribers and times each delivery.
+async fn fanout(run: &Run) -> Outcome {
+    let mut out = Outcome::new();
+    let marker = match run.events.first().and_then(|p| {
+        p.event
+            .tags
+            .iter()
+            .rev()
+            .find(|t| t.name() == "t")
+            .and_then(|t| t.first_value().map(str::to_string))
+    }) {
+        Some(m) => m,
+        None => {
+            out.status = Status::Unsupported("fanout events carry no marker tag".into());
+            return out;
+        }
+    };
+    let filter = Filter {
+        tags: vec![TagCondition {
+            letter: b't',
+            values: vec![marker],
+        }],
+        ..Filter::new()
+    };
+    let mut subs = open_conns(run, run.params.subscribers, &mut out, "delivery").await;
+    let mut pubs = open_conns(run, 1, &mut out, "publish").await;
+    let Some(mut publisher) = pubs.pop() else {
+        return out;
+    };
+    // Subscribe everyone and wait for every EOSE before publishing.
+    let mut ready = Vec::new();
+    for mut c in subs.drain(..) {
+        let sub = c.new_sub_id("f");
+        let mut msg = Vec::new();
+        nostrwire_event::message::write::req(&mut msg, &sub, std::slice::from_ref(&filter));
+        if c.writer.send_text(&msg).await.is_err() {
+            out.op("subscribe").fail(Failure::ConnectionLost);
+            continue;
+        }
+        ready.push((c, sub));
+    }
+    let sent: Arc<Mutex<HashMap<EventId, Instant>>> = Arc::new(Mutex::new(HashMap::new()));
+    let (done_tx, done_rx) = watch::channel(None::<Arc<HashSet<EventId>>>);
+    let timeout = run.target.timeout;
+    let (eose_tx, mut eose_rx) = tokio::sync::mpsc::channel::<bool>(ready.len().max(1));
+    let n_subs = ready.len();
+    let mut handles = Vec::new();
+    for (mut conn, sub) in ready {
+        let sent = sent.clone();
+        let mut done_rx = done_rx.clone();
+        let filter = filter.clone();
+        let eose_tx = eose_tx.clone();
+        let run = run.clone();
+        handles.push(tokio::spawn(async move {
+            let mut part = Part::default();
+            let mut got: HashSet<EventId> = HashSet::new();
+            let mut eose_seen = false;
+            let sub_deadline = tokio::time::Instant::now() + timeout;
+            let mut final_deadline: Option<tokio::time::Instant> = None;
+            loop {
+                if let Some(expected) = done_rx.borrow().clone() {
+                    if final_deadline.is_none() {
+                        final_deadline = Some(tokio::time::Instant::now() + timeout);
+                    }
+                    if expected.iter().all(|id| got.contains(id)) {
+                        break;
+                    }
+                }
+                let wake = final_deadline.unwrap_or_else(|| {
+                    if eose_seen {
+                        tokio::time::Instant::now() + Duration::from_secs(3600)
+                    } else {
+                        sub_deadline
+                    }
+                });
+                tokio::select! {
+                    r = timeout_at(wake, conn.reader.next()) => match r {
+                        Err(_) if !eose_seen => {
+                            part.op("subscribe").fail(Failure::Timeout);
+                            let _ = eose_tx.send(false).await;
+                            return (part, got, false);
+                        }
+                        Err(_) => break,
+                        Ok(Err(_)) | Ok(Ok(Incoming::Close(_))) => {
+                            if !eose_seen { let _ = eose_tx.send(false).await; }
+                            break;
+                        }
+                        Ok(Ok(Incoming::Text(t))) => {
+                            let now = Instant::now();
+                            match RelayMessage::parse(t) {
+                                Ok(RelayMessage::Event { subscription_id, event }) if subscription_id == sub => {
+                                    if !filter.matches(&event) {
+                                        part.op("delivery").fail(Failure::WrongResult);
+                                    } else if got.insert(*event.id()) {
+                                        let t0 = sent.lock().expect("sent lock").get(event.id()).copied();
+                                        match t0 {
+                                            Some(t0) => { part.op("delivery").success(now.duration_since(t0)); run.tick(); }
+                                            None => conn.anomalies.add("unexpected_delivery"),
+                                        }
+                                    }
+                                }
+                                Ok(RelayMessage::Eose(s)) if s == sub => {
+                                    eose_seen = true;
+                                    part.op("subscribe").success(Duration::from_micros(1));
+                                    let _ = eose_tx.send(true).await;
+                                }
+                                Ok(RelayMessage::Closed { subscription_id, message }) if subscription_id == sub => {
+                                    part.op("subscribe").fail(Failure::Closed(message_prefix(&message)));
+                                    if !eose_seen { let _ = eose_tx.send(false).await; }
+                                    return (part, got, false);
+                                }
+                                Ok(other) => conn.anomalies.unsolicited(&other),
+                                Err(_) => conn.anomalies.add("unparseable_message"),
+                            }
+                        }
+                        Ok(Ok(Incoming::Ping(p))) => {
+                            conn.writer.queue_control(opcode::PONG, p);
+                            let _ = conn.writer.flush().await;
+                        }
+                        Ok(Ok(_)) => {}
+                    },
+                    _ = done_rx.changed() => {}
+                }
+            }
+            part.anomalies.merge(&conn.close().await);
+            (part, got, true)
+        }));
+    }
+    drop(eose_tx);
+    let mut subscribed = 0;
+    for _ in 0..n_subs {
+        match eose_rx.recv().await {
+            Some(ok) => subscribed += usize::from(ok),
+            None => break,
+        }
+    }
+    out.metrics.insert("subscribers".into(), subscribed as f64);
+    let rate = run.params.rate.max(1.0);
+    let start = Instant::now();
+    let deadline = start + run.params.duration;
+    let mut accepted = HashSet::new();
+    let mut part = Part::default();
+    for (i, p) in run.events.iter().enumerate() {
+        let intended = start + Duration::from_secs_f64(i as f64 / rate);
+        if intended >= deadline {
+            break;
+        }
+        tokio::time::sleep_until(intended.into()).await;
+        sent.lock()
+            .expect("sent lock")
+            .insert(p.event.id, Instant::now());
+        match publisher.publish(&p.message, &p.event.id, timeout).await {
+            Ok(l) => {
+                part.op("publish").success(l);
+                accepted.insert(p.event.id);
+            }
+            Err(f) => part.op("publish").fail(f),
+        }
+        run.tick();
+    }
+    part.anomalies.merge(&publisher.close().await);
+    out.absorb(part);
+    let accepted = Arc::new(accepted);
+    let _ = done_tx.send(Some(accepted.clone()));
+    for h in handles {
+        if let Ok((p, got, subscribed)) = h.await {
+            out.absorb(p);
+            if subscribed {
+                let missed = accepted.iter().filter(|id| !got.contains(id)).count();
+                for _ in 0..missed {
+                    out.op("delivery").fail(Failure::MissedDelivery);
+                }
+            }
+        }
+    }
+    out.elapsed = start.elapsed();
+    out.notes.push(format!(
+        "{subscribed} of {n_subs} subscribers live; one publisher at {rate}/s; delivery latency from the EVENT write to receipt"
+    ));
+    out
+}
+
+async fn large(run: &Run) -> Outcome {
+    let mut out = Outcome::new();
+    let conns = open_conns(run, run.params.connections, &mut out, "publish").await;
+    let start = Instant::now();
+    let deadline = start + run.params.duration;
+    let (part, accepted) =
+        publish_closed(run, conns, run.events.clone(), "publish", deadline).await;
+    out.absorb(part);
+    out.elapsed = start.elapsed();
+    // Read back the newest accepted follow list of each author.
+    let accepted: HashSet<EventId> = accepted.into_iter().collect();
+    let mut newest: HashMap<PublicKey, &Prepared> = HashMap::new();
+    for p in run.events.iter().filter(|p| accepted.contains(&p.event.id)) {
+        let e = newest.entry(p.event.pubkey).or_insert(p);
+        if p.event.created_at >= e.event.created_at {
+            *e = p;
+        }
+    }
+    let queries: Arc<Vec<Query>> = Arc::new(
+        newest
+            .values()
+            .map(|p| Query {
+                label: "read-back",
+                filter: Filter {
+                    authors: Some(vec![p.event.pubkey]),
+                    kinds: Some(vec![Kind(3)]),
+                    ..Filter::new()
+                },
+                must_include: vec![p.event.id],
+            })
+            .collect(),
+    );
+    let n = queries.len();
+    let conns = open_conns(
+        run,
+        run.params.connections.min(n.max(1)),
+        &mut out,
+        "read-back",
+    )
+    .await;
+    let q = queries.clone();
+    let make: Arc<dyn Fn(usize) -> Query + Send + Sync> = Arc::new(move |i| q[i].clone());
+    let read_start = Instant::now();
+    let part = run_queries(run, conns, make, n, deadline, None).await;
+    out.absorb(part);
+    out.metrics
+        .insert("read_back_s".into(), read_start.elapsed().as_secs_f64());
+    out.notes
+        .push("throughput is over the publish phase; read-back latencies are per query".into());
+    let bytes: usize = run.events.iter().map(|p| p.message.len()).sum();
+    let tags: usize = run.events.iter().map(|p| p.event.tags.len()).sum();
+    if !run.events.is_empty() {
+        out.metrics.insert(
+            "mean_event_bytes".into(),
+            bytes as f64 / run.events.len() as f64,
+        );
+        out.metrics
+            .insert("mean_tags".into(), tags as f64 / run.events.len() as f64);
+    }
+    out
+}
+
+/// Finds the process listening on `port` (Linux, same user) and its resident memory in KiB.
+pub fn relay_rss_kib(port: u16) -> Option<u64> {
+    let pid = crate::host::listening_pid(port)?;
+    crate::host::rss_kib(pid)
+}
+
+async fn connections(run: &Run) -> Outcome {
+    let mut out = Outcome::new();
+    crate::host::raise_fd_limit();
+    let port = run.target.url.port;
+    let before = relay_rss_kib(port);
+    let n = run.params.idle_connections;
+    let start = Instant::now();
+    let deadline = start + run.params.duration;
+    let sem = Arc::new(Semaphore::new(64));
+    let mut handles = Vec::with_capacity(n);
+    for i in 0..n {
+        let sem = sem.clone();
+        let target = run.target.clone();
+        let seed = run.params.seed ^ i as u64;
+        let progress = run.progress.clone();
+        handles.push(tokio::spawn(async move {
+            let _permit = sem.acquire_owned().await.expect("semaphore never closed");
+            if Instant::now() >= deadline {
+                return None;
+            }
+            let t0 = Instant::now();
+            let r = Conn::open(&target, seed).await;
+            progress.fetch_add(1, Ordering::Relaxed);
+            Some(r.map(|c| (c, t0.elapsed())))
+        }));
+    }
+    let mut conns = Vec::new();
+    for h in handles {
+        match h.await {
+            Ok(Some(Ok((c, lat)))) => {
+                out.op("connect").success(lat);
+                conns.push(c);
+            }
+            Ok(Some(Err(e))) => out.op("connect").fail(match e {
+                Error::Handshake(ref m) if m == "timed out" => Failure::Timeout,
+                _ => Failure::ConnectFailed,
+            }),
+            _ => {}
+        }
+    }
+    out.elapsed = start.elapsed();
+    // Let the relay settle, then read its memory with every connection open.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let during = relay_rss_kib(port);
+    let open = conns.len();
+    for c in conns {
+        out.anomalies.merge(&c.close().await);
+    }
+    out.metrics.insert("open_connections".into(), open as f64);
+    match (before, during) {
+        (Some(b), Some(d)) => {
+            out.metrics.insert("relay_rss_before_kib".into(), b as f64);
+            out.metrics.insert("relay_rss_open_kib".into(), d as f64);
+            if open > 0 {
+                out.metrics.insert(
+                    "relay_kib_per_connection".into(),
+                    (d as f64 - b as f64) / open as f64,
+                );
+            }
+        }
+        _ => out.notes.push(
+            "relay memory not read: no process of this user listens on the relay's port".into(),
+        ),
+    }
+    out
+}
+
+/// Terms the search seed events contain, one per query in turn.
+pub const SEARCH_TERMS: [&str; 5] = ["bitcoin", "nostr", "lightning", "satoshi", "zap"];
+
+async fn search(run: &Run) -> Outcome {
+    let mut out = Outcome::new();
+    let seeded = seed(run, &mut out).await;
+    if seeded.regular_ids.is_empty() {
+        out.status = Status::Unsupported("no search seed event was accepted".into());
+        return out;
+    }
+    let mut conns = open_conns(run, run.params.connections, &mut out, "search").await;
+    let Some(probe_conn) = conns.first_mut() else {
+        return out;
+    };
+    let make_query = |i: usize| {
+        let term = SEARCH_TERMS[i % SEARCH_TERMS.len()];
+        Query {
+            label: "search",
+            filter: Filter {
+                kinds: Some(vec![Kind(1)]),
+                search: Some(term.to_string()),
+                limit: Some(50),
+                ..Filter::new()
+            },
+            must_include: vec![],
+        }
+    };
+    // Probe: a relay without NIP-50 refuses the key (CLOSED/NOTICE, no EOSE)
+    // or ignores it and answers the rest of the filter.
+    let probe = make_query(0);
+    let term = probe.filter.search.clone().unwrap_or_default();
+    let sub = probe_conn.new_sub_id("s");
+    let mut msg = Vec::new();
+    nostrwire_event::message::write::req(&mut msg, &sub, std::slice::from_ref(&probe.filter));
+    let verdict = probe_search(probe_conn, &msg, &sub, &term, run.target.timeout).await;
+    if let Err(reason) = verdict {
+        out.status = Status::Unsupported(reason);
+        for c in conns {
+            out.anomalies.merge(&c.close().await);
+        }
+        return out;
+    }
+    let start = Instant::now();
+    let make: Arc<dyn Fn(usize) -> Query + Send + Sync> = Arc::new(make_query);
+    let part = run_queries(
+        run,
+        conns,
+        make,
+        run.params.queries,
+        start + run.params.duration,
+        None,
+    )
+    .await;
+    out.elapsed = start.elapsed();
+    out.absorb(part);
+    out.notes
+        .push("every returned event must match the kind filter and contain the search term".into());
+    out
+}
+
+/// Sends one search REQ; `Err(reason)` when the relay does not do NIP-50.
+async fn probe_search(
+    conn: &mut Conn,
+    req: &[u8],
+    sub: &str,
+    term: &str,
+    timeout: Duration,
+) -> Result<(), String> {
+    conn.writer
+        .send_text(req)
+        .await
+        .map_err(|e| format!("connection failed: {e}"))?;
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut events = 0;
+    loop {
+        let incoming = match timeout_at(deadline, conn.reader.next()).await {
+            Err(_) => return Err("no EOSE for a search query within the timeout".into()),
+            Ok(Err(e)) => return Err(format!("connection failed: {e}")),
+            Ok(Ok(i)) => i,
+        };
+        let Incoming::Text(t) = incoming else {
+            continue;
+        };
+        match RelayMessage::parse(t) {
+            Ok(RelayMessage::Event {
+                subscription_id,
+                event,
+            }) if subscription_id == sub => {
+                events += 1;
+                let content = event.content().value().to_lowercase();
+                if !content.contains(term) {
+                    return Err(
+                        "relay ignores `search`: it returned events without the term".into(),
+                    );
+                }
+            }
+            Ok(RelayMessage::Eose(s)) if s == sub => break,
+            Ok(RelayMessage::Closed {
+                subscription_id,
+                message,
+            }) if subscription_id == sub => {
+                return Err(format!("relay refused: CLOSED \"{message}\""))
+            }
+            Ok(RelayMessage::Notice(m)) => return Err(format!("relay refused: NOTICE \"{m}\"")),
+            _ => {}
+        }
+    }
+    let mut close = Vec::new();
+    nostrwire_event::message::write::close(&mut close, sub);
+    let _ = conn.writer.send_text(&close).await;
+    if events == 0 {
+        return Err("search for a seeded term returned nothing".into());
+    }
+    Ok(())
+}
