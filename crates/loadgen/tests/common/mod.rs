@@ -43,6 +43,8 @@ pub enum Behavior {
     NoSearch,
     /// Sends a NOTICE before every answer.
     Noisy,
+    /// OK true to every EVENT and nothing else: no storage, no fan-out.
+    OkOnly,
 }
 
 type Sub = (u64, String, Vec<Filter>, mpsc::UnboundedSender<Vec<u8>>);
@@ -266,6 +268,14 @@ fn answer(
         text(out, &m);
     }
     let msg = ClientMessage::parse(raw).expect("the tester sends valid messages");
+    if behavior == Behavior::OkOnly {
+        if let ClientMessage::Event(ev) = msg {
+            let mut m = Vec::with_capacity(100);
+            write::ok(&mut m, ev.id(), true, "");
+            text(out, &m);
+        }
+        return;
+    }
     let mut m = Vec::new();
     match msg {
         ClientMessage::Event(ev) => {
