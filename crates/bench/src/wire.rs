@@ -88,7 +88,41 @@ pub struct Report {
     pub sizes: Sizes,
     /// Timings.
     pub cells: Vec<Cell>,
+    /// Ingest and bare verification per kind (median ns/event), with the
+    /// kind's share of real traffic used for the weighted ratio.
+    pub by_kind: Vec<KindCost>,
 }
+
+/// Per-kind validated-ingest cost.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct KindCost {
+    /// Kind.
+    pub kind: u16,
+    /// Events of this kind in the corpus.
+    pub events: usize,
+    /// Share of this kind in real traffic (weights of [`TRAFFIC_KIND_COUNTS`]).
+    pub traffic_share: f64,
+    /// Median ns/event of decode + id + signature.
+    pub ingest_ns: f64,
+    /// Median ns/event of bare verification.
+    pub bare_verify_ns: f64,
+}
+
+/// Event counts per kind in a 50,000-event relay capture (binostr's corpus
+/// audit), for the kinds of the bundled corpus: the corpus is stratified
+/// (100 events per kind), so network-like averages reweight by these.
+pub const TRAFFIC_KIND_COUNTS: [(u16, u32); 10] = [
+    (0, 2573),
+    (1, 21120),
+    (3, 2849),
+    (5, 949),
+    (6, 512),
+    (7, 5954),
+    (1059, 1751),
+    (9735, 780),
+    (10002, 2135),
+    (30023, 404),
+];
 
 /// Our format.
 pub const NWB: &str = "nwb";
@@ -521,6 +555,47 @@ pub fn run(
         }
     }
     progress(options.samples, options.samples);
+
+    // Per kind: ingest and bare verification, interleaved per sample.
+    let mut kinds: Vec<u16> = owned.iter().map(|e| e.kind.as_u16()).collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    let traffic_total: u32 = TRAFFIC_KIND_COUNTS
+        .iter()
+        .filter(|(k, _)| kinds.contains(k))
+        .map(|(_, c)| c)
+        .sum();
+    let mut by_kind = Vec::new();
+    for kind in kinds {
+        let members: Vec<usize> = (0..n).filter(|&i| owned[i].kind.as_u16() == kind).collect();
+        let (mut ingest, mut bare) = (Vec::new(), Vec::new());
+        for _ in 0..options.samples {
+            ingest.push(time_pass(members.len(), || {
+                for &i in &members {
+                    let view = EventView::decode_with(&records[i], &limits).expect("valid");
+                    assert!(view.verify().is_ok());
+                }
+            }));
+            bare.push(time_pass(members.len(), || {
+                for &i in &members {
+                    let (id, pk, sig) = &triples[i];
+                    assert!(bare_verify(id, pk, sig));
+                }
+            }));
+        }
+        let count = TRAFFIC_KIND_COUNTS
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .map_or(0, |(_, c)| *c);
+        by_kind.push(KindCost {
+            kind,
+            events: members.len(),
+            traffic_share: count as f64 / traffic_total.max(1) as f64,
+            ingest_ns: Summary::from_samples(&ingest).median_ns,
+            bare_verify_ns: Summary::from_samples(&bare).median_ns,
+        });
+    }
+
     let cells = passes
         .iter()
         .zip(&times)
@@ -538,6 +613,7 @@ pub fn run(
         zstd_level: options.level,
         sizes,
         cells,
+        by_kind,
     })
 }
 
@@ -556,6 +632,19 @@ impl Report {
     fn median(&self, stage: &str, implementation: &str) -> f64 {
         self.cell(stage, implementation)
             .map_or(f64::NAN, |c| c.summary.median_ns)
+    }
+
+    /// Ingest / bare verification with kinds weighted by their share of real
+    /// traffic (`None` if no corpus kind has a known share).
+    pub fn traffic_weighted_ingest_ratio(&self) -> Option<f64> {
+        let weighted = |f: fn(&KindCost) -> f64| {
+            self.by_kind
+                .iter()
+                .map(|k| k.traffic_share * f(k))
+                .sum::<f64>()
+        };
+        let bare = weighted(|k| k.bare_verify_ns);
+        (bare > 0.0).then(|| weighted(|k| k.ingest_ns) / bare)
     }
 
     /// The targets: (name, measured value, target, met).
@@ -667,6 +756,25 @@ impl Report {
                     c.implementation, c.summary.median_ns, c.summary.ci95_ns
                 );
             }
+        }
+        let _ = writeln!(
+            t,
+            "\ningest by kind (median ns/event; share = kind's share of real traffic)"
+        );
+        for k in &self.by_kind {
+            let _ = writeln!(
+                t,
+                "  kind {:<6} {:>4} events  share {:>5.1}%  ingest {:>9.1}  bare {:>9.1}  ratio {:.3}",
+                k.kind,
+                k.events,
+                100.0 * k.traffic_share,
+                k.ingest_ns,
+                k.bare_verify_ns,
+                k.ingest_ns / k.bare_verify_ns
+            );
+        }
+        if let Some(r) = self.traffic_weighted_ingest_ratio() {
+            let _ = writeln!(t, "  traffic-weighted ingest / bare verify: {r:.3}");
         }
         let _ = writeln!(t, "\ntargets");
         for (name, value, target, met) in self.targets() {

@@ -44,6 +44,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .into_iter()
             .map(|(name, value, target, met)| serde_json::json!({"name": name, "value": value, "target": target, "met": met}))
             .collect();
+        value["traffic_weighted_ingest_ratio"] =
+            serde_json::json!(report.traffic_weighted_ingest_ratio());
         println!("{}", serde_json::to_string_pretty(&value)?);
     } else {
         print!("{}", report.to_text());
