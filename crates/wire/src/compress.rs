@@ -96,6 +96,8 @@ impl Default for TrainOptions {
 impl DictSet {
     /// Builds a set from `(id, kind, dictionary bytes)`; ids must be unique and
     /// non-zero, kinds unique, at most one fallback (`None`).
+    ///
+    /// Spec: [§11.1](https://github.com/nostrwire/nostrwire/blob/main/spec/nwb.md#111-dictionaries).
     pub fn new(level: i32, entries: Vec<(u32, Option<Kind>, Vec<u8>)>) -> Result<DictSet> {
         let mut set = DictSet {
             level,
@@ -130,6 +132,8 @@ impl DictSet {
     /// Trains a fallback dictionary on all samples and, with
     /// [`TrainOptions::per_kind`], one per kind with enough samples. Kinds
     /// whose training fails (too little data) use the fallback.
+    ///
+    /// Spec: [§11.1](https://github.com/nostrwire/nostrwire/blob/main/spec/nwb.md#111-dictionaries).
     pub fn train(samples: &[(Kind, &[u8])], options: &TrainOptions) -> io::Result<DictSet> {
         let all: Vec<&[u8]> = samples.iter().map(|(_, s)| *s).collect();
         let fallback = train_one(&all, options.max_dict_bytes)?;

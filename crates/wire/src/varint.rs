@@ -30,6 +30,8 @@ pub fn push(out: &mut Vec<u8>, mut value: u64) {
 
 /// Writes the minimal encoding of `value` into `out`, returning the length.
 /// `out` must hold at least [`len`]`(value)` bytes.
+///
+/// Spec: [§4](https://github.com/nostrwire/nostrwire/blob/main/spec/nwb.md#4-varints).
 #[inline]
 pub fn write(out: &mut [u8], mut value: u64) -> usize {
     let mut i = 0;
