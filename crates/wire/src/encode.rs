@@ -48,33 +48,26 @@ pub fn encode_json_event_into(event: &EventRef<'_>, out: &mut Vec<u8>) {
     let reserved = varint::len(tags.raw().len() as u64);
     out.resize(block + reserved, 0);
     varint::push(out, tags.len() as u64);
-    for tag in tags.iter() {
-        let header = out.len();
-        out.push(0);
-        let mut elements = 0u64;
-        let mut short = false;
-        for element in tag.iter() {
-            let name = elements == 0;
-            elements += 1;
-            if element.is_escaped() {
-                let start = out.len();
-                unescape_into(element.raw().as_bytes(), out);
-                if name && out.len() - start == 1 && out[start] < 0x80 {
-                    short = true;
-                } else {
-                    finish_element_at(out, start);
-                }
-            } else {
-                let value = element.raw().as_bytes();
-                if name && value.len() == 1 {
-                    out.push(value[0]);
-                    short = true;
-                } else {
-                    put_element(out, value);
-                }
+    if tags.is_canonical() {
+        put_canonical_tags(tags.raw().as_bytes(), out);
+    } else {
+        for tag in tags.iter() {
+            let header = out.len();
+            out.push(0);
+            let mut elements = 0u64;
+            let mut short = false;
+            for element in tag.iter() {
+                put_json_element(
+                    out,
+                    element.raw().as_bytes(),
+                    element.is_escaped(),
+                    elements == 0,
+                    &mut short,
+                );
+                elements += 1;
             }
+            patch_length(out, header, 1, (elements << 1) | short as u64);
         }
-        patch_length(out, header, 1, (elements << 1) | short as u64);
     }
     let block_len = out.len() - block - reserved;
     patch_length(out, block, reserved, block_len as u64);
@@ -90,6 +83,99 @@ pub fn encode_json_event_into(event: &EventRef<'_>, out: &mut Vec<u8>) {
         varint::push(out, content.len() as u64);
         out.extend_from_slice(content);
     }
+}
+
+/// Writes one element given as the text between its JSON quotes; a one-byte
+/// name takes the short form (and sets `short`).
+#[inline]
+fn put_json_element(out: &mut Vec<u8>, raw: &[u8], escaped: bool, name: bool, short: &mut bool) {
+    if escaped {
+        let start = out.len();
+        unescape_into(raw, out);
+        if name && out.len() - start == 1 && out[start] < 0x80 {
+            *short = true;
+        } else {
+            finish_element_at(out, start);
+        }
+    } else if name && raw.len() == 1 {
+        out.push(raw[0]);
+        *short = true;
+    } else {
+        put_element(out, raw);
+    }
+}
+
+/// Encodes the tags from their JSON text in a single scan. Only for text the
+/// parser found canonical: no whitespace, and the only escapes are `\"`,
+/// `\\`, `\b \t \n \f \r` and `\u00xx`. Never panics on other input.
+fn put_canonical_tags(raw: &[u8], out: &mut Vec<u8>) {
+    // Shape: `[` then tags `[` `"…"` (`,"…"`)* `]` separated by `,`, then `]`.
+    let mut i = 1;
+    while raw.get(i) == Some(&b'[') {
+        i += 1;
+        let header = out.len();
+        out.push(0);
+        let mut elements = 0u64;
+        let mut short = false;
+        while raw.get(i) == Some(&b'"') {
+            i += 1;
+            let start = i;
+            let mut escaped = false;
+            loop {
+                i = find_quote_or_backslash(raw, i);
+                match raw.get(i) {
+                    Some(b'\\') => {
+                        escaped = true;
+                        i += if raw.get(i + 1) == Some(&b'u') { 6 } else { 2 };
+                    }
+                    _ => break,
+                }
+            }
+            let end = i.min(raw.len());
+            put_json_element(
+                out,
+                &raw[start.min(end)..end],
+                escaped,
+                elements == 0,
+                &mut short,
+            );
+            elements += 1;
+            // Past the closing quote: `,` before another element, or `]`.
+            i += 1;
+            if raw.get(i) == Some(&b',') {
+                i += 1;
+            }
+        }
+        patch_length(out, header, 1, (elements << 1) | short as u64);
+        // Past the tag's `]`, and the `,` before the next tag.
+        i += 1;
+        if raw.get(i) == Some(&b',') {
+            i += 1;
+        }
+    }
+}
+
+/// Position of the first `"` or `\\` at or after `from`, or `raw.len()`;
+/// eight bytes at a time.
+#[inline]
+fn find_quote_or_backslash(raw: &[u8], from: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    let mut i = from;
+    while i + 8 <= raw.len() {
+        let x = u64::from_le_bytes(raw[i..i + 8].try_into().expect("8 bytes"));
+        // The lowest flagged byte is a true match (borrows only run upward).
+        let hits = zero(x ^ (ONES * b'"' as u64)) | zero(x ^ (ONES * b'\\' as u64));
+        if hits != 0 {
+            return i + (hits.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < raw.len() && raw[i] != b'"' && raw[i] != b'\\' {
+        i += 1;
+    }
+    i
 }
 
 /// Encodes an owned event as a record.
@@ -344,6 +430,23 @@ mod tests {
                 );
                 text[at] = saved;
             }
+        }
+    }
+
+    #[test]
+    fn canonical_tag_scan_never_panics_on_other_input() {
+        let mut state = 0x2545_f491u32;
+        let alphabet = b"[],\"\\u0a";
+        for len in 0..200 {
+            let raw: Vec<u8> = (0..len)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 17;
+                    state ^= state << 5;
+                    alphabet[state as usize % alphabet.len()]
+                })
+                .collect();
+            put_canonical_tags(&raw, &mut Vec::new());
         }
     }
 
