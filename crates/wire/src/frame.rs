@@ -2,7 +2,7 @@
 //! ([spec §10](https://github.com/nostrwire/nostrwire/blob/main/spec/nwb.md#10-stream-framing)).
 
 use std::fmt;
-use std::io::{self, BufRead, Write};
+use std::io::{self, BufRead, Read, Write};
 
 use crate::error::Error;
 use crate::varint;
@@ -106,15 +106,16 @@ impl<R: BufRead> FrameReader<R> {
         if len > self.max_record_bytes as u64 {
             return Err(ReadError::Wire(Error::RecordTooLarge));
         }
+        // Grow with the data actually read: a short stream claiming a large
+        // record costs what it holds, not what it claims.
         self.buf.clear();
-        self.buf.resize(len as usize, 0);
-        self.reader.read_exact(&mut self.buf).map_err(|e| {
-            if e.kind() == io::ErrorKind::UnexpectedEof {
-                ReadError::Wire(Error::Truncated)
-            } else {
-                ReadError::Io(e)
-            }
-        })?;
+        let read = (&mut self.reader)
+            .take(len)
+            .read_to_end(&mut self.buf)
+            .map_err(ReadError::Io)?;
+        if read as u64 != len {
+            return Err(ReadError::Wire(Error::Truncated));
+        }
         Ok(Some(&self.buf))
     }
 }
