@@ -66,14 +66,22 @@ fn train(args: TrainArgs) -> anyhow::Result<ExitCode> {
         let text = match line {
             Line::Text(t) if t.iter().all(u8::is_ascii_whitespace) => continue,
             Line::Text(t) => t,
-            Line::TooLong => anyhow::bail!(
-                "record {line_no}: too_large: line longer than {} bytes",
-                limits.max_message_bytes
-            ),
+            Line::TooLong => {
+                eprintln!(
+                    "record {line_no}: too_large: line longer than {} bytes",
+                    limits.max_message_bytes
+                );
+                return Ok(ExitCode::from(1));
+            }
         };
-        let event = parse_event_line(&text, &limits)
-            .map_err(|e| anyhow::anyhow!("record {line_no}: {}: {e}", e.kind()))?;
-        samples.push((event.kind(), encode_json_event(&event)));
+        // Training data must be clean: stop at the first bad record.
+        match parse_event_line(&text, &limits) {
+            Ok(event) => samples.push((event.kind(), encode_json_event(&event))),
+            Err(e) => {
+                eprintln!("record {line_no}: {}: {e}", e.kind());
+                return Ok(ExitCode::from(1));
+            }
+        }
     }
     anyhow::ensure!(!samples.is_empty(), "{}: no events", args.corpus.display());
     let options = TrainOptions {
