@@ -294,7 +294,7 @@ impl<'a> Iterator for Tags<'a> {
         let mut rest = len;
         if short {
             self.pos += 1;
-            rest -= 1;
+            rest = rest.saturating_sub(1);
         }
         for _ in 0..rest {
             skip_element(self.block, &mut self.pos);
