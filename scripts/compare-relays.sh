@@ -120,7 +120,9 @@ func main() {
 	relay.Info.Name = "khatru-" + *backend
 	relay.StoreEvent = append(relay.StoreEvent, db.SaveEvent)
 	relay.QueryEvents = append(relay.QueryEvents, db.QueryEvents)
-	relay.CountEvents = append(relay.CountEvents, db.CountEvents)
+	if c, ok := db.(eventstore.Counter); ok {
+		relay.CountEvents = append(relay.CountEvents, c.CountEvents)
+	}
 	relay.DeleteEvent = append(relay.DeleteEvent, db.DeleteEvent)
 	relay.ReplaceEvent = append(relay.ReplaceEvent, db.ReplaceEvent)
 	log.Printf("khatru-%s on %s", *backend, *addr)

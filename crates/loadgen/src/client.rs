@@ -22,20 +22,36 @@ use crate::Error;
 /// Largest message accepted from a relay.
 pub const MAX_MESSAGE_BYTES: usize = 16 << 20;
 
-/// Things a relay sent that answer nothing we asked, by name.
+/// Things a relay sent that answer nothing we asked, by name, and the first
+/// message seen for each failure reason.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Anomalies(pub BTreeMap<String, u64>);
+pub struct Anomalies {
+    /// Unsolicited messages by type (`notice`, `unmatched_ok`, …).
+    pub counts: BTreeMap<String, u64>,
+    /// The first relay message seen for each failure key (`rejected:invalid` → its text).
+    pub samples: BTreeMap<String, String>,
+}
 
 impl Anomalies {
     /// Counts one occurrence of `name`.
     pub fn add(&mut self, name: &str) {
-        *self.0.entry(name.to_string()).or_default() += 1;
+        *self.counts.entry(name.to_string()).or_default() += 1;
+    }
+
+    /// Keeps `message` as the example of failure `key`, if it is the first.
+    pub fn sample(&mut self, key: String, message: &str) {
+        self.samples
+            .entry(key)
+            .or_insert_with(|| message.chars().take(200).collect());
     }
 
     /// Adds `other` into `self`.
     pub fn merge(&mut self, other: &Anomalies) {
-        for (k, v) in &other.0 {
-            *self.0.entry(k.clone()).or_default() += v;
+        for (k, v) in &other.counts {
+            *self.counts.entry(k.clone()).or_default() += v;
+        }
+        for (k, v) in &other.samples {
+            self.samples.entry(k.clone()).or_insert_with(|| v.clone());
         }
     }
 
@@ -185,7 +201,9 @@ impl Conn {
                         }
                         Ok(start.elapsed())
                     } else {
-                        Err(Failure::Rejected(message_prefix(&message)))
+                        let f = Failure::Rejected(message_prefix(&message));
+                        self.anomalies.sample(f.key(), &message);
+                        Err(f)
                     };
                 }
                 Ok(other) => self.anomalies.unsolicited(&other),
@@ -247,7 +265,9 @@ impl Conn {
                     subscription_id,
                     message,
                 }) if subscription_id == sub => {
-                    return QueryOutcome::Failed(Failure::Closed(message_prefix(&message)), events);
+                    let f = Failure::Closed(message_prefix(&message));
+                    self.anomalies.sample(f.key(), &message);
+                    return QueryOutcome::Failed(f, events);
                 }
                 Ok(other) => self.anomalies.unsolicited(&other),
                 Err(_) => self.anomalies.add("unparseable_message"),

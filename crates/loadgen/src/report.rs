@@ -67,6 +67,8 @@ pub struct ResultJson {
     pub relay_rss_kib: Option<u64>,
     /// Unsolicited relay messages by type.
     pub anomalies: BTreeMap<String, u64>,
+    /// The first relay message seen for each failure reason.
+    pub failure_examples: BTreeMap<String, String>,
     /// Scenario-specific figures.
     pub metrics: BTreeMap<String, f64>,
     /// Remarks.
@@ -180,7 +182,8 @@ fn result_json(r: &ScenarioResult) -> ResultJson {
         client_cpu_cores: r.client_cpu_share(),
         relay_cpu_s: r.relay_cpu_s,
         relay_rss_kib: r.relay_rss_kib,
-        anomalies: r.outcome.anomalies.0.clone(),
+        anomalies: r.outcome.anomalies.counts.clone(),
+        failure_examples: r.outcome.anomalies.samples.clone(),
         metrics: r.outcome.metrics.clone(),
         notes: r.outcome.notes.clone(),
     }
@@ -348,11 +351,14 @@ fn details(report: &RunReport) -> Vec<String> {
                 parts.push(format!("{label} failures: {}", f.join(", ")));
             }
         }
-        if !r.outcome.anomalies.0.is_empty() {
+        for (k, m) in &r.outcome.anomalies.samples {
+            parts.push(format!("{k} e.g. \"{m}\""));
+        }
+        if !r.outcome.anomalies.counts.is_empty() {
             let a: Vec<String> = r
                 .outcome
                 .anomalies
-                .0
+                .counts
                 .iter()
                 .map(|(k, v)| format!("{k} {v}"))
                 .collect();

@@ -250,6 +250,28 @@ struct Sources {
     replay: Option<Vec<Prepared>>,
     replay_cursor: usize,
     newest: Timestamp,
+    /// `created_at` of the next generated event: each scenario and round gets
+    /// a window after the previous one's, so replaceable events of a later
+    /// round always supersede those of an earlier one.
+    next_created_at: u64,
+}
+
+/// Events generated for one round of `sc`.
+fn planned(s: &Settings, sc: Scenario) -> usize {
+    match sc {
+        Scenario::Publish
+        | Scenario::PublishOpen
+        | Scenario::Burst
+        | Scenario::Mixed
+        | Scenario::Concurrent => s.count,
+        Scenario::Query | Scenario::Search => s.seed_events.min(s.count),
+        Scenario::Fanout => s
+            .count
+            .min((s.rate * s.duration.as_secs_f64()).ceil() as usize)
+            .max(1),
+        Scenario::Large => s.large_events.min(s.count),
+        Scenario::Connections => 0,
+    }
 }
 
 impl Sources {
@@ -258,22 +280,27 @@ impl Sources {
             Some(p) => Some(workload::load_replay(p, usize::MAX)?),
             None => None,
         };
+        let newest = s.newest.unwrap_or_else(Timestamp::now);
+        let total: usize = s.scenarios.iter().map(|sc| planned(s, *sc)).sum::<usize>() * s.rounds;
         Ok(Sources {
+            next_created_at: newest.as_u64().saturating_sub(total as u64) + 1,
             keys: workload::authors(s.seed, s.authors),
             mix: KindMix::load(&s.kind_mix)?,
             shapes: Shapes::load(&s.corpus)?,
             replay,
             replay_cursor: 0,
-            newest: s.newest.unwrap_or_else(Timestamp::now),
+            newest,
         })
     }
 
-    fn spec(&self, s: &Settings, stream: u64, count: usize, extra_tag: Option<Tag>) -> GenSpec {
+    fn spec(&mut self, s: &Settings, stream: u64, count: usize, extra_tag: Option<Tag>) -> GenSpec {
+        let last = self.next_created_at + count.max(1) as u64 - 1;
+        self.next_created_at = last + 1;
         GenSpec {
             seed: s.seed,
             stream,
             count,
-            newest: self.newest,
+            newest: Timestamp::new(last).unwrap_or(Timestamp::MAX),
             extra_tag,
         }
     }
@@ -286,12 +313,8 @@ impl Sources {
             self.replay_cursor = end;
             return out;
         }
-        workload::mixed_events(
-            &self.spec(s, stream, count, None),
-            &self.keys,
-            &self.mix,
-            &self.shapes,
-        )
+        let spec = self.spec(s, stream, count, None);
+        workload::mixed_events(&spec, &self.keys, &self.mix, &self.shapes)
     }
 
     /// Events for one scenario and round: `(events, seed_events)`.
@@ -302,56 +325,47 @@ impl Sources {
         round: usize,
     ) -> (Vec<Prepared>, Vec<Prepared>) {
         let stream = sc.index() * 1_000_003 + round as u64;
+        let n = planned(s, sc);
         match sc {
             Scenario::Publish
             | Scenario::PublishOpen
             | Scenario::Burst
             | Scenario::Mixed
-            | Scenario::Concurrent => (self.publishable(s, stream, s.count), Vec::new()),
-            Scenario::Query => (
-                Vec::new(),
-                self.publishable(s, stream, s.seed_events.min(s.count.max(1))),
-            ),
+            | Scenario::Concurrent => (self.publishable(s, stream, n), Vec::new()),
+            Scenario::Query => (Vec::new(), self.publishable(s, stream, n)),
             Scenario::Fanout => {
-                let n = s
-                    .count
-                    .min((s.rate * s.duration.as_secs_f64()).ceil() as usize)
-                    .max(1);
                 let marker = Tag::from_strs(&[
                     "t",
                     &format!("nostrwire-fanout-{}-{}-{round}", s.seed, self.newest),
                 ]);
+                let spec = self.spec(s, stream, n, Some(marker));
                 let shapes = &self.shapes;
-                let ev =
-                    workload::generate(&self.spec(s, stream, n, Some(marker)), &self.keys, |rng| {
-                        let sh = shapes.sample(1, rng);
-                        (1, sh.tags.clone(), sh.content.clone())
-                    });
+                let ev = workload::generate(&spec, &self.keys, |rng| {
+                    let sh = shapes.sample(1, rng);
+                    (1, sh.tags.clone(), sh.content.clone())
+                });
                 (ev, Vec::new())
             }
             Scenario::Large => {
+                let spec = self.spec(s, stream, n, None);
                 let big = self.shapes.with_min_tags(3, 1000);
                 let shapes = &self.shapes;
-                let ev = workload::generate(
-                    &self.spec(s, stream, s.large_events.min(s.count), None),
-                    &self.keys,
-                    |rng| {
-                        let sh = if big.is_empty() {
-                            shapes.sample(3, rng)
-                        } else {
-                            big[rng.below(big.len() as u64) as usize]
-                        };
-                        (3, sh.tags.clone(), sh.content.clone())
-                    },
-                );
+                let ev = workload::generate(&spec, &self.keys, |rng| {
+                    let sh = if big.is_empty() {
+                        shapes.sample(3, rng)
+                    } else {
+                        big[rng.below(big.len() as u64) as usize]
+                    };
+                    (3, sh.tags.clone(), sh.content.clone())
+                });
                 (ev, Vec::new())
             }
             Scenario::Connections => (Vec::new(), Vec::new()),
             Scenario::Search => {
+                let spec = self.spec(s, stream, n, None);
                 let shapes = &self.shapes;
-                let n = s.seed_events.min(s.count.max(1));
                 let mut i = 0usize;
-                let ev = workload::generate(&self.spec(s, stream, n, None), &self.keys, |rng| {
+                let ev = workload::generate(&spec, &self.keys, |rng| {
                     let sh = shapes.sample(1, rng);
                     let term = scenario::SEARCH_TERMS[i % scenario::SEARCH_TERMS.len()];
                     i += 1;
@@ -396,6 +410,7 @@ pub fn run(settings: &Settings) -> Result<RunReport, Error> {
         .map(|r| WsUrl::parse(r))
         .collect::<Result<_, _>>()?;
     let mut sources = Sources::load(settings)?;
+    host::raise_fd_limit();
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     builder.enable_all();
     if let Some(t) = settings.threads {
@@ -575,4 +590,77 @@ pub fn main_op(r: &ScenarioResult) -> Option<String> {
         .filter(|(l, _)| l.as_str() != "seed")
         .max_by_key(|(_, s)| s.successes)
         .map(|(l, _)| l.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings() -> Settings {
+        let mut s = Settings::new("ws://127.0.0.1:1");
+        s.kind_mix = crate::testdata("kind-mix.tsv");
+        s.corpus = crate::testdata("real-events.jsonl");
+        s.scenarios = vec![Scenario::Publish, Scenario::Query];
+        s.count = 30;
+        s.seed_events = 10;
+        s.rounds = 2;
+        s.newest = Some(Timestamp::new(1_800_000_000).unwrap());
+        s
+    }
+
+    #[test]
+    fn rounds_get_later_created_at_windows_ending_at_newest() {
+        let s = settings();
+        let mut src = Sources::load(&s).unwrap();
+        let mut windows = Vec::new();
+        for &sc in &s.scenarios {
+            for round in 0..s.rounds {
+                let (ev, seeds) = src.prepare(&s, sc, round);
+                let all: Vec<u64> = ev
+                    .iter()
+                    .chain(&seeds)
+                    .map(|p| p.event.created_at.as_u64())
+                    .collect();
+                assert_eq!(all.len(), planned(&s, sc));
+                windows.push((*all.iter().min().unwrap(), *all.iter().max().unwrap()));
+            }
+        }
+        assert!(windows.windows(2).all(|w| w[0].1 < w[1].0), "{windows:?}");
+        assert_eq!(windows.last().unwrap().1, 1_800_000_000);
+    }
+
+    #[test]
+    fn the_same_settings_give_the_same_events() {
+        let s = settings();
+        let a = Sources::load(&s)
+            .unwrap()
+            .prepare(&s, Scenario::Publish, 0)
+            .0;
+        let b = Sources::load(&s)
+            .unwrap()
+            .prepare(&s, Scenario::Publish, 0)
+            .0;
+        assert!(a.iter().zip(&b).all(|(x, y)| x.message == y.message));
+        let mut other = settings();
+        other.seed = 2;
+        let c = Sources::load(&other)
+            .unwrap()
+            .prepare(&other, Scenario::Publish, 0)
+            .0;
+        assert!(a.iter().zip(&c).any(|(x, y)| x.message != y.message));
+    }
+
+    #[test]
+    fn validation_refuses_meaningless_settings() {
+        let mut s = settings();
+        assert!(s.validate().is_ok());
+        s.count = 0;
+        assert!(matches!(s.validate(), Err(Error::Usage(_))));
+        let mut s = settings();
+        s.rate = f64::NAN;
+        assert!(s.validate().is_err());
+        let mut s = settings();
+        s.relays = vec!["wss://example".into()];
+        assert!(s.validate().is_err());
+    }
 }

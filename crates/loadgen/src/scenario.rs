@@ -272,6 +272,29 @@ fn share(n: usize, k: usize, worker: usize) -> impl Iterator<Item = usize> {
     (worker..n).step_by(k.max(1))
 }
 
+/// The worker that sends `p`: regular events round-robin by index;
+/// replaceable and addressable events by author, so that one author's
+/// versions leave one connection in `created_at` order and never race each
+/// other (a relay rightly refuses an older version that arrives second).
+fn worker_of(i: usize, p: &Prepared, k: usize) -> usize {
+    let k = k.max(1);
+    match p.event.kind.class() {
+        KindClass::Replaceable | KindClass::Addressable => {
+            let b = p.event.pubkey.as_bytes();
+            (u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]) % k as u64)
+                as usize
+        }
+        _ => i % k,
+    }
+}
+
+/// The indices of `events` that worker `w` of `k` sends, in order.
+fn share_events(events: &[Prepared], k: usize, w: usize) -> Vec<usize> {
+    (0..events.len())
+        .filter(|&i| worker_of(i, &events[i], k) == w)
+        .collect()
+}
+
 /// Closed-loop publishing of `events` over `conns`; returns accepted ids.
 async fn publish_closed(
     run: &Run,
@@ -288,7 +311,7 @@ async fn publish_closed(
         handles.push(tokio::spawn(async move {
             let mut part = Part::default();
             let mut accepted = Vec::new();
-            for i in share(events.len(), k, w) {
+            for i in share_events(&events, k, w) {
                 if Instant::now() >= deadline {
                     break;
                 }
@@ -375,7 +398,7 @@ async fn publish_open(run: &Run) -> Outcome {
             let writer_pending = pending.clone();
             let send_task = tokio::spawn(async move {
                 let mut sent = 0u64;
-                let indices: Vec<usize> = share(events.len(), k, w).collect();
+                let indices: Vec<usize> = share_events(&events, k, w);
                 let mut next = 0;
                 while next < indices.len() {
                     let intended = start + Duration::from_secs_f64(indices[next] as f64 / rate);
@@ -429,7 +452,9 @@ async fn publish_open(run: &Run) -> Outcome {
                                             if accepted {
                                                 part.op(label).success(t0.elapsed());
                                             } else {
-                                                part.op(label).fail(Failure::Rejected(message_prefix(&message)));
+                                                let f = Failure::Rejected(message_prefix(&message));
+                                                anomalies.sample(f.key(), &message);
+                                                part.op(label).fail(f);
                                             }
                                             run.tick();
                                         }
@@ -534,6 +559,8 @@ async fn publish_batch(
                     } else {
                         part.op(label)
                             .fail(Failure::Rejected(message_prefix(&message)));
+                        conn.anomalies
+                            .sample(Failure::Rejected(message_prefix(&message)).key(), &message);
                     }
                 }
                 Ok(other) => conn.anomalies.unsolicited(&other),
@@ -561,7 +588,7 @@ async fn burst(run: &Run) -> Outcome {
         let run = run.clone();
         handles.push(tokio::spawn(async move {
             let mut part = Part::default();
-            let mine: Vec<usize> = share(run.events.len(), k, w).collect();
+            let mine: Vec<usize> = share_events(&run.events, k, w);
             for chunk in mine.chunks(run.params.burst_size.max(1)) {
                 if Instant::now() >= deadline {
                     break;
@@ -811,7 +838,7 @@ async fn mixed(run: &Run) -> Outcome {
                 },
                 must_include: vec![],
             };
-            for (n, i) in share(run.events.len(), k, w).enumerate() {
+            for (n, i) in share_events(&run.events, k, w).into_iter().enumerate() {
                 if Instant::now() >= deadline {
                     break;
                 }
@@ -866,7 +893,8 @@ async fn concurrent(run: &Run) -> Outcome {
         ..Seeded::default()
     });
     let s = seeded.clone();
-    let make: Arc<dyn Fn(usize) -> Query + Send + Sync> = Arc::new(move |i| query_for(i % 4, &s));
+    let make: Arc<dyn Fn(usize) -> Query + Send + Sync> =
+        Arc::new(move |i| query_for(i / 4 * 6 + i % 4, &s));
     let r = run.clone();
     let readers = tokio::spawn(async move {
         run_queries(&r, rconns, make, usize::MAX, deadline, Some(stop_rx)).await
@@ -992,7 +1020,9 @@ async fn fanout(run: &Run) -> Outcome {
                                     let _ = eose_tx.send(true).await;
                                 }
                                 Ok(RelayMessage::Closed { subscription_id, message }) if subscription_id == sub => {
-                                    part.op("subscribe").fail(Failure::Closed(message_prefix(&message)));
+                                    let f = Failure::Closed(message_prefix(&message));
+                                    conn.anomalies.sample(f.key(), &message);
+                                    part.op("subscribe").fail(f);
                                     if !eose_seen { let _ = eose_tx.send(false).await; }
                                     return (part, got, false);
                                 }

@@ -258,9 +258,11 @@ pub fn generate(
             if let Some(t) = &spec.extra_tag {
                 tags.push(t.clone());
             }
+            let created_at = newest.saturating_sub((spec.count - 1 - i) as u64);
+            renew_expiration(&mut tags, created_at);
             Plan {
                 author: rng.below(keys.len() as u64) as usize,
-                created_at: newest.saturating_sub((spec.count - 1 - i) as u64),
+                created_at,
                 kind,
                 tags,
                 content,
@@ -268,6 +270,24 @@ pub fn generate(
         })
         .collect();
     sign_all(plans, keys)
+}
+
+/// How long after its new `created_at` a resampled event with a NIP-40
+/// `expiration` tag expires (the corpus value is long past).
+pub const EXPIRATION_AFTER_SECS: u64 = 30 * 24 * 3600;
+
+/// Moves NIP-40 `expiration` tags after `created_at`, so a resampled event is
+/// live when sent (a relay rightly refuses an expired one).
+fn renew_expiration(tags: &mut [Tag], created_at: u64) {
+    for t in tags.iter_mut() {
+        if t.name() == "expiration" && t.as_slice().len() >= 2 {
+            let mut v = t.clone().into_vec();
+            v[1] = (created_at + EXPIRATION_AFTER_SECS).to_string();
+            if let Some(new) = Tag::new(v) {
+                *t = new;
+            }
+        }
+    }
 }
 
 /// The usual generator: kind from the mix, shape from the corpus.
@@ -401,6 +421,18 @@ mod tests {
         let other = GenSpec { stream: 2, ..spec };
         let c = mixed_events(&other, &keys, &mix, &shapes);
         assert!(a.iter().zip(&c).any(|(x, y)| x.event.id != y.event.id));
+    }
+
+    #[test]
+    fn expiration_tags_are_renewed() {
+        let mut tags = vec![
+            Tag::from_strs(&["expiration", "1700000000"]),
+            Tag::from_strs(&["p", "x"]),
+        ];
+        renew_expiration(&mut tags, 1_800_000_000);
+        let want = (1_800_000_000 + EXPIRATION_AFTER_SECS).to_string();
+        assert_eq!(tags[0].as_slice(), ["expiration", want.as_str()]);
+        assert_eq!(tags[1].as_slice(), ["p", "x"]);
     }
 
     #[test]

@@ -122,7 +122,7 @@ async fn closed_is_never_an_ok() {
     let o = scenario::run(Scenario::Publish, &run).await;
     assert_eq!(o.ops["publish"].successes, 0);
     assert_eq!(only_failure(&o, "publish"), ("timeout".into(), 3));
-    assert_eq!(o.anomalies.0["unmatched_closed"], 3);
+    assert_eq!(o.anomalies.counts["unmatched_closed"], 3);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -140,7 +140,7 @@ async fn an_ok_for_another_id_does_not_count() {
     let o = scenario::run(Scenario::Publish, &run).await;
     assert_eq!(o.ops["publish"].successes, 0);
     assert_eq!(only_failure(&o, "publish"), ("timeout".into(), 3));
-    assert_eq!(o.anomalies.0["unmatched_ok"], 3);
+    assert_eq!(o.anomalies.counts["unmatched_ok"], 3);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -169,7 +169,7 @@ async fn notices_are_kept_apart() {
     );
     let o = scenario::run(Scenario::Publish, &run).await;
     assert_eq!(o.ops["publish"].successes, 12);
-    assert_eq!(o.anomalies.0["notice"], 12);
+    assert_eq!(o.anomalies.counts["notice"], 12);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -314,8 +314,11 @@ async fn mixed_and_concurrent_run_clean() {
         vec![],
     );
     let o = scenario::run(Scenario::Mixed, &run).await;
-    assert_eq!(o.ops["publish"].successes, 60);
-    assert_eq!(o.ops["query"].successes, 30);
+    // Every third operation of a connection is a query; replaceable events
+    // go by author, so connections get slightly different shares.
+    let (p, q) = (o.ops["publish"].successes, o.ops["query"].successes);
+    assert_eq!(p + q, 90);
+    assert!((27..=31).contains(&q), "{q} queries");
     assert_eq!(
         o.ops["publish"].failure_count() + o.ops["query"].failure_count(),
         0
