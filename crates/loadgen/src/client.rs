@@ -118,7 +118,13 @@ pub struct Conn {
     /// Used for masks, sampling and subscription ids.
     pub rng: Rng,
     next_sub: u64,
+    /// Subscriptions this connection has closed (recent ones), so that events
+    /// still in flight for them are told apart from unexplained ones.
+    closed_subs: std::collections::VecDeque<String>,
 }
+
+/// How many closed subscription ids a connection remembers.
+const CLOSED_SUBS_KEPT: usize = 64;
 
 /// Every Nth returned event also has its id and signature verified (all are
 /// checked against the filter).
@@ -146,6 +152,7 @@ impl Conn {
             anomalies: Anomalies::default(),
             rng,
             next_sub: 0,
+            closed_subs: std::collections::VecDeque::new(),
         })
     }
 
@@ -261,6 +268,11 @@ impl Conn {
                     }
                 }
                 Ok(RelayMessage::Eose(s)) if s == sub => break start.elapsed(),
+                Ok(RelayMessage::Event {
+                    subscription_id, ..
+                }) if self.closed_subs.iter().any(|c| *c == subscription_id) => {
+                    self.anomalies.add("event_after_close");
+                }
                 Ok(RelayMessage::Closed {
                     subscription_id,
                     message,
@@ -278,10 +290,14 @@ impl Conn {
         if self.writer.send_text(&msg).await.is_err() {
             return QueryOutcome::Failed(Failure::ConnectionLost, events);
         }
-        if let Some(limit) = query.filter.limit {
-            if events > limit && problem.is_none() {
-                problem = Some(Failure::OverLimit);
-            }
+        if self.closed_subs.len() == CLOSED_SUBS_KEPT {
+            self.closed_subs.pop_front();
+        }
+        self.closed_subs.push_back(sub);
+        // NIP-01's `limit` bounds the initial query; live events may arrive
+        // before EOSE on some relays, so more than `limit` is reported, not failed.
+        if query.filter.limit.is_some_and(|limit| events > limit) {
+            self.anomalies.add("over_limit");
         }
         if problem.is_none() && !missing.is_empty() {
             problem = Some(Failure::MissingResult);

@@ -294,11 +294,11 @@ fn fmt_bytes(b: u64) -> String {
 fn rows(report: &RunReport) -> Vec<[String; 12]> {
     let mut out = Vec::new();
     for r in &report.totals {
-        if let Status::Unsupported(why) = &r.outcome.status {
+        if let Status::Unsupported(_) = &r.outcome.status {
             let mut row: [String; 12] = Default::default();
             row[0] = r.scenario.name().into();
             row[1] = r.relay.clone();
-            row[2] = format!("unsupported: {why}");
+            row[2] = "unsupported".into();
             out.push(row);
             continue;
         }
@@ -345,6 +345,9 @@ fn details(report: &RunReport) -> Vec<String> {
     let mut out = Vec::new();
     for r in &report.totals {
         let mut parts = Vec::new();
+        if let Status::Unsupported(why) = &r.outcome.status {
+            parts.push(format!("unsupported: {why}"));
+        }
         for (label, s) in &r.outcome.ops {
             if !s.failures.is_empty() {
                 let f: Vec<String> = s.failures.iter().map(|(k, v)| format!("{k} {v}")).collect();

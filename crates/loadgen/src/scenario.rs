@@ -810,9 +810,12 @@ async fn query(run: &Run) -> Outcome {
     .await;
     out.elapsed = start.elapsed();
     out.absorb(part);
+    out.metrics.insert(
+        "seeded_regular_events".into(),
+        seeded.regular_ids.len() as f64,
+    );
     out.notes.push(format!(
-        "{} seed events stored first (not timed into the query figures); every returned event is checked against its filter, every {}th also for id and signature",
-        seeded.regular_ids.len(),
+        "seed events stored first (not timed into the query figures); every returned event is checked against its filter, every {}th also for id and signature",
         crate::client::VERIFY_EVERY
     ));
     out
@@ -948,11 +951,12 @@ async fn fanout(run: &Run) -> Outcome {
         let sub = c.new_sub_id("f");
         let mut msg = Vec::new();
         nostrwire_event::message::write::req(&mut msg, &sub, std::slice::from_ref(&filter));
+        let t_req = Instant::now();
         if c.writer.send_text(&msg).await.is_err() {
             out.op("subscribe").fail(Failure::ConnectionLost);
             continue;
         }
-        ready.push((c, sub));
+        ready.push((c, sub, t_req));
     }
     let sent: Arc<Mutex<HashMap<EventId, Instant>>> = Arc::new(Mutex::new(HashMap::new()));
     let (done_tx, done_rx) = watch::channel(None::<Arc<HashSet<EventId>>>);
@@ -960,7 +964,7 @@ async fn fanout(run: &Run) -> Outcome {
     let (eose_tx, mut eose_rx) = tokio::sync::mpsc::channel::<bool>(ready.len().max(1));
     let n_subs = ready.len();
     let mut handles = Vec::new();
-    for (mut conn, sub) in ready {
+    for (mut conn, sub, t_req) in ready {
         let sent = sent.clone();
         let mut done_rx = done_rx.clone();
         let filter = filter.clone();
@@ -1016,7 +1020,7 @@ async fn fanout(run: &Run) -> Outcome {
                                 }
                                 Ok(RelayMessage::Eose(s)) if s == sub => {
                                     eose_seen = true;
-                                    part.op("subscribe").success(Duration::from_micros(1));
+                                    part.op("subscribe").success(t_req.elapsed());
                                     let _ = eose_tx.send(true).await;
                                 }
                                 Ok(RelayMessage::Closed { subscription_id, message }) if subscription_id == sub => {
@@ -1140,7 +1144,8 @@ async fn large(run: &Run) -> Outcome {
     let q = queries.clone();
     let make: Arc<dyn Fn(usize) -> Query + Send + Sync> = Arc::new(move |i| q[i].clone());
     let read_start = Instant::now();
-    let part = run_queries(run, conns, make, n, deadline, None).await;
+    let read_deadline = read_start + run.params.duration;
+    let part = run_queries(run, conns, make, n, read_deadline, None).await;
     out.absorb(part);
     out.metrics
         .insert("read_back_s".into(), read_start.elapsed().as_secs_f64());

@@ -23,8 +23,6 @@ pub enum Failure {
     WrongResult,
     /// A returned event has a wrong id or signature (checked on a sample).
     InvalidEvent,
-    /// More events returned than the filter's `limit`.
-    OverLimit,
     /// An event known to be stored was not returned for a lookup that must find it.
     MissingResult,
     /// A subscriber did not receive a published event.
@@ -55,7 +53,6 @@ impl Failure {
             Failure::Closed(p) => format!("closed:{p}"),
             Failure::WrongResult => "wrong_result".into(),
             Failure::InvalidEvent => "invalid_event".into(),
-            Failure::OverLimit => "over_limit".into(),
             Failure::MissingResult => "missing_result".into(),
             Failure::MissedDelivery => "missed_delivery".into(),
             Failure::ConnectionLost => "connection_lost".into(),
