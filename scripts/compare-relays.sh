@@ -15,7 +15,8 @@
 #            [--duration S] [--rounds R] [--connections N] [--out DIR] [--no-ours]
 #            [--install-only]
 #   LIST is comma-separated. Peers: khatru-lmdb, khatru-badger, nostr-rs-relay, rnostr.
-#   Environment: PEERS_DIR (installed peers, default ~/.cache/nostrwire-peers).
+#   Environment: PEERS_DIR (installed peers, default ~/.cache/nostrwire-peers);
+#   NOSTRWIRE_BIN (a built nostrwire binary; default: build target/release/nostrwire).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -40,7 +41,7 @@ while [ $# -gt 0 ]; do
         --out) out=$2; shift 2 ;;
         --no-ours) ours=0; shift ;;
         --install-only) install_only=1; shift ;;
-        -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
         *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -179,7 +180,7 @@ describe=()
 port=7790
 
 start_ours() {
-    local bin="$ROOT/target/release/nostrwire"
+    local bin="$NW"
     local data="$work/ours"
     mkdir -p "$data"
     "$bin" relay --listen "127.0.0.1:$port" --data "$data" 2>"$work/ours.log" &
@@ -187,7 +188,7 @@ start_ours() {
     wait_port "$port" nostrwire || return 1
     urls+=("ws://127.0.0.1:$port")
     names+=("nostrwire")
-    describe+=("| nostrwire | this tree ($(git rev-parse --short HEAD)) | \`nostrwire relay --listen 127.0.0.1:$port --data DIR\`, default config (\`nostrwire relay --print-config\`) | see the config's \`[storage] durability\` |")
+    describe+=("| nostrwire | $("$NW" --version) (tree at $(git rev-parse --short HEAD)) | \`nostrwire relay --listen 127.0.0.1:$port --data DIR\`, default config (\`nostrwire relay --print-config\`) | $("$NW" relay --print-config | grep -m1 '^durability' || echo 'see the config') |")
     port=$((port + 1))
 }
 
@@ -275,8 +276,12 @@ if [ "$install_only" = 1 ]; then
     exit 0
 fi
 
-log "building nostrwire (release)"
-CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-1} cargo build --release --locked -q -p nostrwire
+NW=${NOSTRWIRE_BIN:-}
+if [ -z "$NW" ]; then
+    log "building nostrwire (release)"
+    CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-1} cargo build --release --locked -q -p nostrwire
+    NW="$ROOT/target/release/nostrwire"
+fi
 if [ "$ours" = 1 ]; then
     start_ours || { log "our relay did not start; see $work/ours.log"; exit 1; }
 fi
@@ -306,7 +311,7 @@ if [ "${#urls[@]}" -gt 1 ]; then
     compare=(--compare "${urls[@]:1}")
 fi
 log "running: ${names[*]}"
-"$ROOT/target/release/nostrwire" load --relay "${urls[0]}" "${compare[@]}" \
+"$NW" load --relay "${urls[0]}" "${compare[@]}" \
     --scenario "$scenarios" --count "$count" --duration "$duration" --rounds "$rounds" \
     --connections "$connections" --quiet \
     --report "$out/relays.json" --markdown "$out/relays.md" --svg "$out/relays.svg" |

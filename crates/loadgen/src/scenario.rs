@@ -815,7 +815,8 @@ async fn query(run: &Run) -> Outcome {
         seeded.regular_ids.len() as f64,
     );
     out.notes.push(format!(
-        "seed events stored first (not timed into the query figures); every returned event is checked against its filter, every {}th also for id and signature",
+        "seed events stored first (not timed into the query figures); one returned event in {} is checked against its filter (all for id lookups), one checked event in {} also for id and signature",
+        crate::client::CHECK_EVERY,
         crate::client::VERIFY_EVERY
     ));
     out
