@@ -554,10 +554,7 @@ fn plot_quantiles() -> Vec<f64> {
 /// An SVG chart of the latency percentile spectrum of every scenario's main
 /// operation on every relay (log latency against log `1/(1-q)`).
 pub fn svg(report: &RunReport) -> String {
-    let (w, h) = (900.0f64, 520.0f64);
-    let (left, right, top, bottom) = (70.0, 260.0, 40.0, 50.0);
-    let pw = w - left - right;
-    let ph = h - top - bottom;
+    let (left, right, top, bottom) = (70.0, 330.0, 40.0, 50.0);
     let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
     for r in &report.totals {
         let Some(op) = main_op(r) else { continue };
@@ -578,6 +575,11 @@ pub fn svg(report: &RunReport) -> String {
         };
         series.push((name, pts));
     }
+    // Room for the plot and for one legend line per series.
+    let w = 1000.0f64;
+    let h = (520.0f64).max(top + 24.0 + 18.0 * series.len() as f64 + bottom);
+    let pw = w - left - right;
+    let ph = h - top - bottom;
     let (mut lo, mut hi) = (f64::MAX, f64::MIN);
     for (_, pts) in &series {
         for (_, v) in pts {
