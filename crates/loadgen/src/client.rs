@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nostrwire_event::message::write;
-use nostrwire_event::{EventId, Filter, RelayMessage, SignedFields};
+use nostrwire_event::{EventId, Filter, PreimageFields, RelayMessage, SignedFields};
 use tokio::time::timeout_at;
 
 use crate::rng::Rng;
@@ -275,7 +275,17 @@ impl Conn {
                     missing.remove(event.id());
                     if problem.is_none() {
                         if !query.filter.matches(&event) || !search_matches(&query.filter, &event) {
-                            problem = Some(Failure::WrongResult);
+                            let f = Failure::WrongResult;
+                            self.anomalies.sample(
+                                f.key(),
+                                &format!(
+                                    "event {} (kind {}) returned for {}",
+                                    event.id().to_hex(),
+                                    event.kind().as_u16(),
+                                    query.filter.to_json()
+                                ),
+                            );
+                            problem = Some(f);
                         } else if self.rng.below(VERIFY_EVERY) == 0 && event.verify().is_err() {
                             problem = Some(Failure::InvalidEvent);
                         }

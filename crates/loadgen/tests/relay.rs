@@ -276,6 +276,7 @@ async fn wrong_results_are_failures() {
     let author = &o.ops["query:author"];
     assert_eq!(author.successes, 0);
     assert!(author.failures["wrong_result"] > 0);
+    assert!(o.anomalies.samples["wrong_result"].contains("returned for {"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
