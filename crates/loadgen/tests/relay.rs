@@ -545,3 +545,23 @@ fn replay_sends_the_file_once() {
     assert_eq!(r.totals[1].outcome.ops["publish"].successes, 401);
     assert_eq!(stub.stored(), 1001);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_beyond_the_limit_are_reported_not_failed() {
+    let stub = common::start(Behavior::IgnoreLimit).await;
+    let run = run_with(
+        &stub.url,
+        Duration::from_secs(5),
+        params(),
+        vec![],
+        events(19, 120, None),
+    );
+    let o = scenario::run(Scenario::Query, &run).await;
+    let s = &o.ops["query:limit10"];
+    assert_eq!(s.failure_count(), 0, "{:?}", s.failures);
+    assert!(
+        s.events_received > 10 * s.successes,
+        "every answer holds all 120 events"
+    );
+    assert!(o.anomalies.counts["over_limit"] >= s.successes);
+}

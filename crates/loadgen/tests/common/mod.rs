@@ -45,6 +45,8 @@ pub enum Behavior {
     Noisy,
     /// OK true to every EVENT and nothing else: no storage, no fan-out.
     OkOnly,
+    /// Like `Normal`, but ignores `limit` in REQs.
+    IgnoreLimit,
 }
 
 type Sub = (u64, String, Vec<Filter>, mpsc::UnboundedSender<Vec<u8>>);
@@ -319,7 +321,11 @@ fn answer(
             }
             {
                 let events = state.events.lock().unwrap();
-                let limit = filters.iter().filter_map(|f| f.limit).max();
+                let limit = filters
+                    .iter()
+                    .filter_map(|f| f.limit)
+                    .max()
+                    .filter(|_| behavior != Behavior::IgnoreLimit);
                 let mut n = 0u64;
                 for (e, _) in events.iter().rev() {
                     if limit.is_some_and(|l| n >= l) {
