@@ -1,12 +1,12 @@
 //! One module per subcommand. Each exposes `Args` (clap) and `run`.
 
 pub mod bench_codec;
-pub mod load;
 pub mod bench_wire;
 pub mod convert;
 pub mod dict;
 pub mod export;
 pub mod import;
 pub mod inspect;
+pub mod load;
 pub mod relay;
 pub mod verify;
