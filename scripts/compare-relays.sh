@@ -183,7 +183,7 @@ start_ours() {
     local bin="$NW"
     local data="$work/ours"
     mkdir -p "$data"
-    "$bin" relay --listen "127.0.0.1:$port" --data "$data" 2>"$work/ours.log" &
+    "$bin" relay --listen "127.0.0.1:$port" --data "$data" >"$work/ours.log" 2>&1 &
     pids+=($!)
     wait_port "$port" nostrwire || return 1
     urls+=("ws://127.0.0.1:$port")
@@ -200,7 +200,7 @@ start_peer() {
             install_khatru || return 1
             local backend=${peer#khatru-}
             "$PEERS_DIR/bin/khatru-bench" -addr "127.0.0.1:$port" -data "$data" -backend "$backend" \
-                2>"$work/$peer.log" &
+                >"$work/$peer.log" 2>&1 &
             pids+=($!)
             describe+=("| $peer | khatru $KHATRU_VERSION, eventstore $EVENTSTORE_VERSION ($backend), go-nostr $GO_NOSTR_VERSION | no policies (no rate limits), MaxMessageSize default 512,000 | eventstore's $backend backend with its default options |")
             ;;
@@ -224,7 +224,7 @@ nip42_auth = false
 [verified_users]
 mode = "disabled"
 EOF
-            "$PEERS_DIR/bin/nostr-rs-relay" --config "$data/config.toml" --db "$data" 2>"$work/$peer.log" &
+            "$PEERS_DIR/bin/nostr-rs-relay" --config "$data/config.toml" --db "$data" >"$work/$peer.log" 2>&1 &
             pids+=($!)
             describe+=("| nostr-rs-relay | $NOSTR_RS_RELAY_VERSION (crates.io) | limits raised to 1 MiB, messages_per_sec/subscriptions_per_min unset (unlimited), NIP-42 off, verified users off | SQLite, one transaction per event (WAL) |")
             ;;
@@ -252,13 +252,17 @@ max_event_time_newer_than_now = 900
 [rate_limiter]
 enabled = false
 EOF
-            "$PEERS_DIR/bin/rnostr" relay -c "$data/rnostr.toml" 2>"$work/$peer.log" &
+            "$PEERS_DIR/bin/rnostr" relay -c "$data/rnostr.toml" >"$work/$peer.log" 2>&1 &
             pids+=($!)
             describe+=("| rnostr | $RNOSTR_VERSION (crates.io) | rate limiter off, message limit 1 MiB, max_limit 5000 | LMDB; writer commits every 100 ms (hard-coded) |")
             ;;
         *) log "unknown peer $peer"; return 1 ;;
     esac
-    wait_port "$port" "$peer" || return 1
+    if ! wait_port "$port" "$peer"; then
+        tail -n 5 "$work/$peer.log" >&2 || true
+        unset 'describe[${#describe[@]}-1]'
+        return 1
+    fi
     urls+=("ws://127.0.0.1:$port")
     names+=("$peer")
     port=$((port + 1))
