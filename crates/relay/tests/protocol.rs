@@ -282,9 +282,12 @@ async fn expiration_and_count() {
         "soon gone",
     );
     assert!(c.publish(&soon).await.0);
+    // One base time: `now() - i` per iteration repeats a created_at (and so
+    // an id) whenever a second boundary passes between two publishes.
+    let base = now();
     for i in 0..4 {
         assert!(
-            c.publish(&event(&keys, now() - i, 7, &[&["t", "x"]], "+"))
+            c.publish(&event(&keys, base - i, 7, &[&["t", "x"]], "+"))
                 .await
                 .0
         );
@@ -386,10 +389,13 @@ async fn slow_reader_is_cut_off_others_keep_going() {
     let mut writer = Client::connect(&relay.url).await;
     let keys = Keys::derive(7, 1);
     let big = "x".repeat(100_000);
+    // One base time, so the 40 events have 40 distinct ids however slow the
+    // machine is.
+    let base = now();
     for i in 0..40 {
         assert!(
             writer
-                .publish(&event(&keys, now() - i, 1, &[], &big))
+                .publish(&event(&keys, base - i, 1, &[], &big))
                 .await
                 .0
         );
