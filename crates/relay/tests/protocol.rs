@@ -424,3 +424,82 @@ async fn slow_reader_is_cut_off_others_keep_going() {
         40
     );
 }
+
+#[tokio::test]
+async fn hostile_input_gets_answers_and_the_relay_keeps_serving() {
+    let relay = TestRelay::start();
+    let keys = Keys::derive(8, 1);
+    let mut hostile = Client::connect(&relay.url).await;
+    // Each malformed message gets exactly one answer and the connection stays.
+    let malformed = [
+        "",
+        "[",
+        "[]",
+        "{}",
+        "null",
+        r#"["EVENT"]"#,
+        r#"["EVENT",{}]"#,
+        r#"["EVENT",{"id":1}]"#,
+        r#"["REQ"]"#,
+        r#"["REQ",1,{}]"#,
+        r#"["CLOSE"]"#,
+        r#"["UNKNOWN","x"]"#,
+        "[\"REQ\",\"s\",{\"kinds\":[1e3]}]",
+        "[\"REQ\",\"s\",{\"authors\":[\"ABCD\"]}]",
+        "[\"EVENT\",{\"content\":\"\\ud800\"}]",
+        "[\"REQ\",\"s\",{}] trailing",
+    ];
+    for text in malformed {
+        hostile.send_text(text).await;
+        let got = hostile.recv().await;
+        assert!(
+            matches!(&got,
+                Got::Notice(m) | Got::Closed(_, m) | Got::Ok(_, false, m)
+                    if m.starts_with("invalid:")),
+            "{text:?} got {got:?}"
+        );
+    }
+    // Deterministic binary garbage: a NOTICE each, never a disconnect.
+    let mut x = 0x2545_f491_4f6c_dd1d_u64;
+    for len in [1usize, 7, 64, 300, 4096] {
+        let bytes = (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        hostile.send_binary(bytes).await;
+        assert!(matches!(hostile.recv().await, Got::Notice(_)));
+    }
+    // Thousands of subscriptions: the first `max_subscriptions` (200) are
+    // served, every other one is refused with CLOSED, none is lost.
+    for i in 0..3000 {
+        hostile
+            .send_text(format!(r#"["REQ","sub{i}",{{"kinds":[1],"limit":0}}]"#))
+            .await;
+    }
+    let (mut eose, mut closed) = (0, 0);
+    while eose + closed < 3000 {
+        match hostile.recv().await {
+            Got::Eose(_) => eose += 1,
+            Got::Closed(_, m) if m.starts_with("rate-limited:") => closed += 1,
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!((eose, closed), (200, 2800));
+    // Everyone else is still served, and so is the hostile connection.
+    let mut other = Client::connect(&relay.url).await;
+    let e = event(&keys, now(), 1, &[], "still here");
+    assert!(other.publish(&e).await.0);
+    assert_eq!(
+        other.query("q", &[filter(r#"{"kinds":[1]}"#)]).await,
+        vec![e.clone()]
+    );
+    hostile.close("sub0").await;
+    assert_eq!(
+        hostile.query("q", &[filter(r#"{"kinds":[1]}"#)]).await,
+        vec![e]
+    );
+}

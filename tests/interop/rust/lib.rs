@@ -1,0 +1,1 @@
+//! Interop tests live in `tests/`; this crate has no code of its own.
