@@ -92,6 +92,12 @@ settings! {
         "full: fsync every commit; meta: fsync data, not metadata (a crash may lose the last commit); none: no fsync (a machine crash may lose recent commits)."
     map_size_gib: u64 = 256; reloadable = false;
         "Largest size the database may reach, in GiB (address space, not disk)."
+    compression_level: i32 = 3; reloadable = false;
+        "zstd level for stored event records (1-22); 0 stores them raw. A record is kept raw when compression does not make it smaller."
+    compress_min_bytes: usize = 256; reloadable = false;
+        "Records smaller than this many bytes are stored raw (zstd gains little on them and costs time on every read)."
+    dictionaries: PathBuf = PathBuf::new(); reloadable = false;
+        "Dictionary set file from `nostrwire dict train --per-kind` (empty: compress without dictionaries). The first set given is copied into the database and kept there for good, because stored records name its dictionaries."
 
     [limits: LimitSettings] "Limits; each violation is answered with its NIP-01 prefix."
     max_message_bytes: usize = 1 << 20; reloadable = false;

@@ -91,6 +91,10 @@ pub fn open_store(config: &Config) -> anyhow::Result<LmdbStore> {
         map_size: (config.storage.map_size_gib as usize) << 30,
         durability: config.storage.durability,
         relay_urls: vec![config.public_url()],
+        compression_level: config.storage.compression_level,
+        compress_min_bytes: config.storage.compress_min_bytes,
+        dictionaries: (!config.storage.dictionaries.as_os_str().is_empty())
+            .then(|| config.storage.dictionaries.clone()),
     };
     LmdbStore::open(&config.relay.data, &options).with_context(|| {
         format!(

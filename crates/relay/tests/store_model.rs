@@ -5,7 +5,8 @@
 use std::collections::HashMap;
 
 use nostrwire_event::{
-    Event, EventId, Filter, Keys, Kind, PreimageFields, PublicKey, Tag, Timestamp, UnsignedEvent,
+    Event, EventId, Filter, Keys, Kind, PreimageFields, PublicKey, SignedFields, Tag, Timestamp,
+    UnsignedEvent,
 };
 use nostrwire_relay::store::lmdb::{LmdbStore, OpenOptions};
 use nostrwire_relay::store::{Durability, EventStore, QueryCursor, ScanStatus, Verdict};
@@ -241,18 +242,102 @@ fn query_store(store: &LmdbStore, filter: &Filter, budget: usize) -> Vec<EventId
     cursor.into_results().into_iter().map(|f| f.id).collect()
 }
 
+fn options(compression_level: i32) -> OpenOptions {
+    OpenOptions {
+        map_size: 1 << 30,
+        durability: Durability::None,
+        compression_level,
+        compress_min_bytes: 0,
+        ..OpenOptions::default()
+    }
+}
+
 #[test]
 fn store_agrees_with_naive_model() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = LmdbStore::open(
-        dir.path(),
-        &OpenOptions {
-            map_size: 1 << 30,
-            durability: Durability::None,
-            relay_urls: vec![],
-        },
+    let raw = agrees_with_model(&options(0));
+    let compressed = agrees_with_model(&options(3));
+    // Compression must have had an effect on the file, or it did not happen.
+    assert!(
+        compressed.disk_bytes < raw.disk_bytes,
+        "raw {raw:?}, compressed {compressed:?}"
+    );
+}
+
+#[test]
+fn store_with_dictionaries_agrees_with_naive_model() {
+    // Per-kind dictionaries trained on events like the ones stored.
+    let mut rng = Rng(7);
+    let keys: Vec<Keys> = (0..12).map(|i| Keys::derive(9, i)).collect();
+    let mut history = Vec::new();
+    for _ in 0..600 {
+        let e = gen_event(&mut rng, &keys, &history);
+        history.push(e);
+    }
+    let records: Vec<(Kind, Vec<u8>)> = history
+        .iter()
+        .map(|e| (e.kind, nostrwire_wire::encode_event(e)))
+        .collect();
+    let samples: Vec<(Kind, &[u8])> = records.iter().map(|(k, r)| (*k, &r[..])).collect();
+    let set = nostrwire_wire::compress::DictSet::train(
+        &samples,
+        &nostrwire_wire::compress::TrainOptions::default(),
     )
     .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dicts.nwbd");
+    std::fs::write(&path, set.to_bytes()).unwrap();
+    let mut opts = options(3);
+    opts.dictionaries = Some(path);
+    agrees_with_model(&opts);
+}
+
+#[test]
+fn a_database_keeps_its_dictionary_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let write_set = |name: &str, seed: u64| {
+        let mut rng = Rng(seed);
+        let keys: Vec<Keys> = (0..4).map(|i| Keys::derive(11, i)).collect();
+        let mut history = Vec::new();
+        for _ in 0..300 {
+            let e = gen_event(&mut rng, &keys, &history);
+            history.push(e);
+        }
+        let records: Vec<(Kind, Vec<u8>)> = history
+            .iter()
+            .map(|e| (e.kind, nostrwire_wire::encode_event(e)))
+            .collect();
+        let samples: Vec<(Kind, &[u8])> = records.iter().map(|(k, r)| (*k, &r[..])).collect();
+        let set = nostrwire_wire::compress::DictSet::train(
+            &samples,
+            &nostrwire_wire::compress::TrainOptions::default(),
+        )
+        .unwrap();
+        let path = dir.path().join(name);
+        std::fs::write(&path, set.to_bytes()).unwrap();
+        path
+    };
+    let first = write_set("a.nwbd", 1);
+    let second = write_set("b.nwbd", 2);
+    let db = dir.path().join("db");
+    let mut opts = options(3);
+    opts.dictionaries = Some(first.clone());
+    drop(LmdbStore::open(&db, &opts).unwrap());
+    // Reopening without naming a file uses the stored set; naming another fails.
+    opts.dictionaries = None;
+    drop(LmdbStore::open(&db, &opts).unwrap());
+    opts.dictionaries = Some(second);
+    let err = LmdbStore::open(&db, &opts).unwrap_err();
+    assert!(
+        err.to_string().contains("different dictionary set"),
+        "{err}"
+    );
+    opts.dictionaries = Some(first);
+    drop(LmdbStore::open(&db, &opts).unwrap());
+}
+
+fn agrees_with_model(options: &OpenOptions) -> nostrwire_relay::store::Stats {
+    let dir = tempfile::tempdir().unwrap();
+    let store = LmdbStore::open(dir.path(), options).unwrap();
     let mut rng = Rng(0x0123_4567_89ab_cdef);
     let keys: Vec<Keys> = (0..12).map(|i| Keys::derive(7, i)).collect();
     let mut model = Model::default();
@@ -311,12 +396,23 @@ fn store_agrees_with_naive_model() {
         );
     }
     assert_eq!(store.stats().unwrap().events as usize, model.live.len());
-    let mut exported = 0;
+    // Every stored event comes back byte for byte (through decompression).
+    let mut expected: HashMap<EventId, String> =
+        model.live.iter().map(|e| (e.id, e.to_json())).collect();
     store
-        .export(&Filter::new(), &mut |_| {
-            exported += 1;
+        .export(&Filter::new(), &mut |found| {
+            let json = expected
+                .remove(&found.id)
+                .expect("exported an unknown event");
+            assert_eq!(found.json, json);
             true
         })
         .unwrap();
-    assert_eq!(exported, model.live.len());
+    assert!(
+        expected.is_empty(),
+        "{} events not exported",
+        expected.len()
+    );
+    store.sync().unwrap();
+    store.stats().unwrap()
 }

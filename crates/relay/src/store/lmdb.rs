@@ -3,14 +3,18 @@
 //! deletion tombstones and expiration. Layout: `docs/design-store.md`.
 #![allow(clippy::big_endian_bytes)] // sort order of LMDB keys
 
+use std::borrow::Cow;
+use std::cell::RefCell;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::ops::Bound;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use heed::types::Bytes;
 use heed::{Database, Env, EnvFlags, EnvOpenOptions, RoTxn, RwTxn};
 use nostrwire_event::{EventId, Filter, Kind, PreimageFields, PublicKey, SignedFields, Timestamp};
+use nostrwire_wire::compress::{DictSet, RecordCompressor, RecordDecompressor};
 use nostrwire_wire::EventView;
 
 use super::plan::{plan, Plan, QueryCursor, ScanStatus};
@@ -21,6 +25,9 @@ type Db = Database<Bytes, Bytes>;
 
 /// Stored value header: bit 0 set = an 8-byte expiration follows.
 const FLAG_EXPIRES: u8 = 1;
+
+/// A stored event as read: its expiration and its (decompressed) record.
+type Loaded<'t> = (Option<u64>, Cow<'t, [u8]>);
 
 /// The LMDB store.
 #[derive(Debug)]
@@ -39,6 +46,14 @@ pub struct LmdbStore {
     expiration: Db,
     meta: Db,
     relay_urls: Vec<String>,
+    /// Dictionaries of the compressed records (also in `meta/dicts`); leaked
+    /// once per open store so compressors and per-thread decompressors can
+    /// hold prepared dictionaries without lifetimes.
+    dicts: &'static DictSet,
+    /// The writer's compressor; `None` when compression is off.
+    compressor: Option<Mutex<RecordCompressor<'static>>>,
+    /// Records smaller than this are stored raw.
+    compress_min_bytes: usize,
 }
 
 /// Options for opening a store.
@@ -50,6 +65,26 @@ pub struct OpenOptions {
     pub durability: Durability,
     /// URLs this relay answers to (for NIP-62 `relay` tags).
     pub relay_urls: Vec<String>,
+    /// zstd level for stored records; 0 stores every record raw.
+    pub compression_level: i32,
+    /// Records smaller than this many bytes are stored raw.
+    pub compress_min_bytes: usize,
+    /// A dictionary set file (`nostrwire dict train`); the first one given is
+    /// copied into the database and kept, since stored records name its ids.
+    pub dictionaries: Option<PathBuf>,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions {
+            map_size: 1 << 30,
+            durability: Durability::Full,
+            relay_urls: Vec::new(),
+            compression_level: 3,
+            compress_min_bytes: 256,
+            dictionaries: None,
+        }
+    }
 }
 
 /// Everything indexable about one event, derived from its record only.
@@ -123,6 +158,37 @@ fn split_value(value: &[u8]) -> StoreResult<(Option<u64>, &[u8])> {
     }
 }
 
+thread_local! {
+    /// One decompression context per thread, for the dictionary set it was
+    /// made for (identified by address: each open store leaks its own set).
+    static DECOMPRESSOR: RefCell<Option<(usize, RecordDecompressor<'static>)>> =
+        const { RefCell::new(None) };
+}
+
+/// The event record inside a stored one: borrowed when stored raw,
+/// decompressed (on this thread's context) when stored compressed.
+fn unpack<'a>(dicts: &'static DictSet, stored: &'a [u8]) -> StoreResult<Cow<'a, [u8]>> {
+    if stored.first() != Some(&nostrwire_wire::COMPRESSED_V1) {
+        return Ok(Cow::Borrowed(stored));
+    }
+    let corrupt = |e: &dyn std::fmt::Display| StoreError::Corrupt(e.to_string());
+    DECOMPRESSOR.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        let key = dicts as *const DictSet as usize;
+        if slot.as_ref().is_none_or(|(k, _)| *k != key) {
+            *slot = Some((
+                key,
+                RecordDecompressor::new(Some(dicts)).map_err(|e| corrupt(&e))?,
+            ));
+        }
+        let (_, decompressor) = slot.as_mut().expect("just set");
+        let record = decompressor
+            .record(stored, &nostrwire_wire::Limits::default())
+            .map_err(|e| corrupt(&e))?;
+        Ok(Cow::Owned(record.to_vec()))
+    })
+}
+
 fn decode(record: &[u8]) -> StoreResult<EventView<'_>> {
     EventView::decode(record).map_err(|e| StoreError::Corrupt(e.to_string()))
 }
@@ -165,7 +231,15 @@ impl LmdbStore {
             env_options.open(path)?
         };
         let mut wtxn = env.write_txn()?;
+        let meta = env.create_database::<Bytes, Bytes>(&mut wtxn, Some(table::META))?;
+        let dicts = Self::dictionaries(&mut wtxn, meta, options)?;
         let mut db = |name| env.create_database::<Bytes, Bytes>(&mut wtxn, Some(name));
+        let compressor = match options.compression_level {
+            0 => None,
+            _ => Some(Mutex::new(RecordCompressor::new(dicts).map_err(|e| {
+                StoreError::Dictionaries(format!("cannot prepare the compressor: {e}"))
+            })?)),
+        };
         let store = LmdbStore {
             events: db(table::EVENTS)?,
             ids: db(table::IDS)?,
@@ -178,8 +252,11 @@ impl LmdbStore {
             deleted_ids: db(table::DELETED_IDS)?,
             deleted_addrs: db(table::DELETED_ADDRS)?,
             expiration: db(table::EXPIRATION)?,
-            meta: db(table::META)?,
+            meta,
             relay_urls: options.relay_urls.clone(),
+            dicts,
+            compressor,
+            compress_min_bytes: options.compress_min_bytes,
             env: env.clone(),
         };
         match store.meta.get(&wtxn, b"schema")? {
@@ -195,6 +272,50 @@ impl LmdbStore {
         }
         wtxn.commit()?;
         Ok(store)
+    }
+
+    /// The dictionary set records are compressed with: the one the database
+    /// holds, else the configured file (then stored), else none. A database
+    /// keeps its set for good: its records name the set's ids.
+    fn dictionaries(
+        wtxn: &mut RwTxn<'_>,
+        meta: Db,
+        options: &OpenOptions,
+    ) -> StoreResult<&'static DictSet> {
+        let bad = |what: String| StoreError::Dictionaries(what);
+        let configured = match &options.dictionaries {
+            Some(path) => Some(
+                std::fs::read(path)
+                    .map_err(|e| bad(format!("cannot read {}: {e}", path.display())))?,
+            ),
+            None => None,
+        };
+        let stored = meta.get(wtxn, b"dicts")?.map(<[u8]>::to_vec);
+        let bytes = match (stored, configured) {
+            (Some(stored), Some(configured)) if stored != configured => {
+                return Err(bad(
+                    "the database already holds a different dictionary set; \
+                     records compressed with it need it, so it cannot be replaced"
+                        .into(),
+                ))
+            }
+            (Some(stored), _) => Some(stored),
+            (None, Some(configured)) => {
+                meta.put(wtxn, b"dicts", &configured)?;
+                Some(configured)
+            }
+            (None, None) => None,
+        };
+        let level = options.compression_level.max(1);
+        let set = match bytes {
+            Some(bytes) => {
+                DictSet::from_bytes(&bytes).map_err(|e| bad(format!("bad dictionary set: {e}")))?
+            }
+            None => DictSet::new(level, Vec::new())
+                .map_err(|e| bad(format!("cannot prepare zstd: {e}")))?,
+        };
+        // One small, bounded leak per opened store (normally once per process).
+        Ok(Box::leak(Box::new(set)))
     }
 
     fn table(&self, name: &str) -> Db {
@@ -219,15 +340,32 @@ impl LmdbStore {
         Ok(next)
     }
 
-    fn load<'t>(
-        &self,
-        txn: &'t RoTxn<'_>,
-        serial: u64,
-    ) -> StoreResult<Option<(Option<u64>, &'t [u8])>> {
+    /// The expiration and the event record of a stored event.
+    fn load<'t>(&self, txn: &'t RoTxn<'_>, serial: u64) -> StoreResult<Option<Loaded<'t>>> {
         match self.events.get(txn, &schema::serial_bytes(serial))? {
-            Some(value) => split_value(value).map(Some),
+            Some(value) => {
+                let (expires, stored) = split_value(value)?;
+                Ok(Some((expires, unpack(self.dicts, stored)?)))
+            }
             None => Ok(None),
         }
+    }
+
+    /// The stored form of `record`: compressed when that is on and pays.
+    fn pack<'r>(&self, record: &'r [u8]) -> StoreResult<Cow<'r, [u8]>> {
+        let Some(compressor) = &self.compressor else {
+            return Ok(Cow::Borrowed(record));
+        };
+        if record.len() < self.compress_min_bytes {
+            return Ok(Cow::Borrowed(record));
+        }
+        let mut out = Vec::with_capacity(record.len());
+        compressor
+            .lock()
+            .expect("compressor lock")
+            .compress_into(record, &mut out)
+            .map_err(|e| StoreError::Corrupt(format!("compression failed: {e}")))?;
+        Ok(Cow::Owned(out))
     }
 
     fn insert(&self, wtxn: &mut RwTxn<'_>, d: &Derived, record: &[u8]) -> StoreResult<u64> {
@@ -244,7 +382,7 @@ impl LmdbStore {
             }
             None => value.push(0),
         }
-        value.extend_from_slice(record);
+        value.extend_from_slice(&self.pack(record)?);
         self.events.put(wtxn, &sb, &value)?;
         self.ids.put(wtxn, schema::id_key(&d.id), &sb)?;
         self.created.put(wtxn, &suffix, &[])?;
@@ -272,8 +410,8 @@ impl LmdbStore {
         let Some(value) = self.events.get(wtxn, &sb)? else {
             return Ok(false);
         };
-        let (expires, record) = split_value(value)?;
-        let record = record.to_vec();
+        let (expires, stored) = split_value(value)?;
+        let record = unpack(self.dicts, stored)?.into_owned();
         let view = decode(&record)?;
         let d = derive(&view);
         let suffix = schema::time_suffix(d.created_at, serial);
@@ -333,7 +471,7 @@ impl LmdbStore {
                 .and_then(schema::serial_from)
             {
                 if let Some((_, old_record)) = self.load(wtxn, old)? {
-                    let old_view = decode(old_record)?;
+                    let old_view = decode(&old_record)?;
                     let old_key = (Reverse(old_view.created_at()), *old_view.id());
                     let new_key = (Reverse(d.created_at), d.id);
                     // Keep the newest; on equal time the lowest id.
@@ -407,7 +545,7 @@ impl LmdbStore {
                     let Some((_, record)) = self.load(wtxn, serial)? else {
                         continue;
                     };
-                    let target = decode(record)?;
+                    let target = decode(&record)?;
                     let kind = target.kind().as_u16();
                     if *target.pubkey() != author || kind == 5 || kind == 62 {
                         continue;
@@ -435,7 +573,7 @@ impl LmdbStore {
                     .and_then(schema::serial_from)
                 {
                     if let Some((_, record)) = self.load(wtxn, serial)? {
-                        if decode(record)?.created_at().as_u64() <= until {
+                        if decode(&record)?.created_at().as_u64() <= until {
                             self.remove(wtxn, serial)?;
                         }
                     }
@@ -487,7 +625,7 @@ impl LmdbStore {
                 let (k, _) = item?;
                 let serial = schema::split_time_suffix(k).1;
                 if let Some((_, record)) = self.load(wtxn, serial)? {
-                    if decode(record)?.kind().as_u16() == 1059 {
+                    if decode(&record)?.kind().as_u16() == 1059 {
                         doomed.push(serial);
                     }
                 }
@@ -528,7 +666,7 @@ impl LmdbStore {
         if expires.is_some_and(|t| t <= now) {
             return Ok(());
         }
-        let view = decode(record)?;
+        let view = decode(&record)?;
         if !filter.matches(&view) {
             return Ok(());
         }
@@ -732,8 +870,8 @@ impl EventStore for LmdbStore {
             let Some((_, record)) = self.load(&txn, serial)? else {
                 continue;
             };
-            let view = decode(record)?;
-            if filter.matches(&view) && !emit(&self.render(serial, record)?) {
+            let view = decode(&record)?;
+            if filter.matches(&view) && !emit(&self.render(serial, &record)?) {
                 break;
             }
         }

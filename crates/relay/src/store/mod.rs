@@ -79,6 +79,9 @@ pub enum StoreError {
     Corrupt(String),
     /// The database was written by a newer, incompatible schema.
     Schema(u32),
+    /// The compression dictionaries could not be used: an unreadable set
+    /// file, or a set that differs from the one the database already holds.
+    Dictionaries(String),
 }
 
 impl std::fmt::Display for StoreError {
@@ -87,6 +90,7 @@ impl std::fmt::Display for StoreError {
             StoreError::Lmdb(e) => write!(f, "storage error: {e}"),
             StoreError::Corrupt(what) => write!(f, "corrupt record: {what}"),
             StoreError::Schema(v) => write!(f, "database schema version {v} is not supported"),
+            StoreError::Dictionaries(what) => write!(f, "compression dictionaries: {what}"),
         }
     }
 }
