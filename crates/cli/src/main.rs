@@ -66,6 +66,13 @@ enum BenchCommand {
     /// The nwb binary format against notepack and JSON: sizes (raw and zstd
     /// with per-kind dictionaries on a held-out split) and ns/event.
     Wire(cmd::bench_wire::Args),
+    /// nwb against JSON, CBOR, MessagePack, Protobuf, FlatBuffers, Cap'n Proto,
+    /// notepack, bincode, postcard, Avro and BSON: sizes (raw, zstd, held-out
+    /// dictionaries), ns/event, allocations, per kind; writes results.json,
+    /// report.md and SVG charts.
+    ///
+    /// Needs a build with `--features bench-formats`; without it, exits 2.
+    Formats(cmd::bench_formats::Args),
 }
 
 /// Default corpus path used by commands that take `--corpus`.
@@ -86,6 +93,7 @@ fn main() -> ExitCode {
         Command::Inspect(args) => cmd::inspect::run(args),
         Command::Bench(BenchCommand::Codec(args)) => cmd::bench_codec::run(args),
         Command::Bench(BenchCommand::Wire(args)) => cmd::bench_wire::run(args),
+        Command::Bench(BenchCommand::Formats(args)) => cmd::bench_formats::run(args),
     };
     match result {
         Ok(code) => code,

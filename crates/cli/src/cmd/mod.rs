@@ -1,6 +1,7 @@
 //! One module per subcommand. Each exposes `Args` (clap) and `run`.
 
 pub mod bench_codec;
+pub mod bench_formats;
 pub mod bench_wire;
 pub mod convert;
 pub mod dict;
