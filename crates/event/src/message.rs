@@ -39,6 +39,25 @@ pub enum ClientMessage<'a> {
     Close(Cow<'a, str>),
     /// `["AUTH", <event>]`: NIP-42 authentication.
     Auth(EventRef<'a>),
+    /// `["NEG-OPEN", <subscription id>, <filter>, <hex message>]`: NIP-77
+    /// negentropy sync over the events matching one filter.
+    NegOpen {
+        /// Sync session id, in the subscription id namespace.
+        subscription_id: Cow<'a, str>,
+        /// The events to reconcile.
+        filter: Box<Filter>,
+        /// The initial negentropy message, hex-decoded.
+        message: Vec<u8>,
+    },
+    /// `["NEG-MSG", <subscription id>, <hex message>]`: the next round.
+    NegMsg {
+        /// Sync session id.
+        subscription_id: Cow<'a, str>,
+        /// The negentropy message, hex-decoded.
+        message: Vec<u8>,
+    },
+    /// `["NEG-CLOSE", <subscription id>]`: end a sync session.
+    NegClose(Cow<'a, str>),
 }
 
 /// A message from a relay to a client.
@@ -80,6 +99,20 @@ pub enum RelayMessage<'a> {
         subscription_id: Cow<'a, str>,
         /// The count.
         count: u64,
+    },
+    /// `["NEG-MSG", <subscription id>, <hex message>]`: NIP-77, relay side.
+    NegMsg {
+        /// Sync session id.
+        subscription_id: Cow<'a, str>,
+        /// The negentropy message, hex-decoded.
+        message: Vec<u8>,
+    },
+    /// `["NEG-ERR", <subscription id>, <reason>]`: the relay ended a sync session.
+    NegErr {
+        /// Sync session id.
+        subscription_id: Cow<'a, str>,
+        /// Reason, with a machine-readable prefix.
+        message: Cow<'a, str>,
     },
 }
 
@@ -137,6 +170,15 @@ fn filters(r: &mut Reader<'_>) -> Result<Vec<Filter>, Error> {
     Ok(out)
 }
 
+/// A NIP-77 message: lowercase hex of even length, decoded.
+fn hex_message(r: &mut Reader<'_>) -> Result<Vec<u8>, Error> {
+    let at = r.pos();
+    let text = r.string()?.value();
+    let mut out = Vec::new();
+    crate::hex::decode_into(text.as_bytes(), &mut out).map_err(|k| Error::at(k, at))?;
+    Ok(out)
+}
+
 impl<'a> ClientMessage<'a> {
     /// Parses a client message with the default limits.
     pub fn parse(input: &'a [u8]) -> Result<ClientMessage<'a>, Error> {
@@ -177,6 +219,31 @@ impl<'a> ClientMessage<'a> {
                 next_element(&mut r)?;
                 ClientMessage::Close(subscription_id(&mut r)?)
             }
+            "NEG-OPEN" => {
+                next_element(&mut r)?;
+                let subscription_id = subscription_id(&mut r)?;
+                next_element(&mut r)?;
+                let filter = read_filter(&mut r).map_err(|e| e.with_field("filter"))?;
+                next_element(&mut r)?;
+                ClientMessage::NegOpen {
+                    subscription_id,
+                    filter: Box::new(filter),
+                    message: hex_message(&mut r)?,
+                }
+            }
+            "NEG-MSG" => {
+                next_element(&mut r)?;
+                let subscription_id = subscription_id(&mut r)?;
+                next_element(&mut r)?;
+                ClientMessage::NegMsg {
+                    subscription_id,
+                    message: hex_message(&mut r)?,
+                }
+            }
+            "NEG-CLOSE" => {
+                next_element(&mut r)?;
+                ClientMessage::NegClose(subscription_id(&mut r)?)
+            }
             _ => return Err(Error::at(ErrorKind::UnknownMessage, 1)),
         };
         end_message(&mut r)?;
@@ -191,6 +258,9 @@ impl<'a> ClientMessage<'a> {
             ClientMessage::Count { .. } => "COUNT",
             ClientMessage::Close(_) => "CLOSE",
             ClientMessage::Auth(_) => "AUTH",
+            ClientMessage::NegOpen { .. } => "NEG-OPEN",
+            ClientMessage::NegMsg { .. } => "NEG-MSG",
+            ClientMessage::NegClose(_) => "NEG-CLOSE",
         }
     }
 
@@ -208,6 +278,16 @@ impl<'a> ClientMessage<'a> {
             } => write::count_request(out, subscription_id, filters),
             ClientMessage::Close(id) => write::close(out, id),
             ClientMessage::Auth(e) => write::client_auth(out, e),
+            ClientMessage::NegOpen {
+                subscription_id,
+                filter,
+                message,
+            } => write::neg_open(out, subscription_id, filter, message),
+            ClientMessage::NegMsg {
+                subscription_id,
+                message,
+            } => write::neg_msg(out, subscription_id, message),
+            ClientMessage::NegClose(id) => write::neg_close(out, id),
         }
     }
 }
@@ -256,6 +336,22 @@ impl<'a> RelayMessage<'a> {
                 }
             }
             "NOTICE" => RelayMessage::Notice(r.string()?.value()),
+            "NEG-MSG" => {
+                let subscription_id = subscription_id(&mut r)?;
+                next_element(&mut r)?;
+                RelayMessage::NegMsg {
+                    subscription_id,
+                    message: hex_message(&mut r)?,
+                }
+            }
+            "NEG-ERR" => {
+                let subscription_id = subscription_id(&mut r)?;
+                next_element(&mut r)?;
+                RelayMessage::NegErr {
+                    subscription_id,
+                    message: r.string()?.value(),
+                }
+            }
             "AUTH" => RelayMessage::Auth(r.string()?.value()),
             "COUNT" => {
                 let subscription_id = subscription_id(&mut r)?;
@@ -390,6 +486,47 @@ pub mod write {
         out.put(b"]");
     }
 
+    /// `["NEG-OPEN",<id>,<filter>,<hex message>]`
+    pub fn neg_open<S: Sink + ?Sized>(
+        out: &mut S,
+        subscription_id: &str,
+        filter: &Filter,
+        message: &[u8],
+    ) {
+        out.put(b"[\"NEG-OPEN\",");
+        write_quoted(out, subscription_id);
+        out.put(b",");
+        filter.write_json(out);
+        out.put(b",\"");
+        out.put(crate::hex::encode(message).as_bytes());
+        out.put(b"\"]");
+    }
+
+    /// `["NEG-MSG",<id>,<hex message>]` (either side)
+    pub fn neg_msg<S: Sink + ?Sized>(out: &mut S, subscription_id: &str, message: &[u8]) {
+        out.put(b"[\"NEG-MSG\",");
+        write_quoted(out, subscription_id);
+        out.put(b",\"");
+        out.put(crate::hex::encode(message).as_bytes());
+        out.put(b"\"]");
+    }
+
+    /// `["NEG-CLOSE",<id>]`
+    pub fn neg_close<S: Sink + ?Sized>(out: &mut S, subscription_id: &str) {
+        out.put(b"[\"NEG-CLOSE\",");
+        write_quoted(out, subscription_id);
+        out.put(b"]");
+    }
+
+    /// `["NEG-ERR",<id>,<reason>]`
+    pub fn neg_err<S: Sink + ?Sized>(out: &mut S, subscription_id: &str, message: &str) {
+        out.put(b"[\"NEG-ERR\",");
+        write_quoted(out, subscription_id);
+        out.put(b",");
+        write_quoted(out, message);
+        out.put(b"]");
+    }
+
     /// `["COUNT",<id>,{"count":<n>}]` (relay side)
     pub fn count_result<S: Sink + ?Sized>(out: &mut S, subscription_id: &str, count: u64) {
         out.put(b"[\"COUNT\",");
@@ -424,6 +561,14 @@ impl RelayMessage<'_> {
                 subscription_id,
                 count,
             } => write::count_result(out, subscription_id, *count),
+            RelayMessage::NegMsg {
+                subscription_id,
+                message,
+            } => write::neg_msg(out, subscription_id, message),
+            RelayMessage::NegErr {
+                subscription_id,
+                message,
+            } => write::neg_err(out, subscription_id, message),
         }
     }
 }

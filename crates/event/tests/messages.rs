@@ -46,6 +46,22 @@ fn client_messages() {
         round_trip_client(r#"["CLOSE","sub"]"#),
         r#"["CLOSE","sub"]"#
     );
+    assert_eq!(
+        round_trip_client(r#"["NEG-OPEN","n",{"kinds":[1]},"6100000200"]"#),
+        r#"["NEG-OPEN","n",{"kinds":[1]},"6100000200"]"#
+    );
+    assert_eq!(
+        round_trip_client(r#"["NEG-MSG","n","61"]"#),
+        r#"["NEG-MSG","n","61"]"#
+    );
+    assert_eq!(
+        round_trip_client(r#"["NEG-CLOSE","n"]"#),
+        r#"["NEG-CLOSE","n"]"#
+    );
+    match ClientMessage::parse(br#"["NEG-OPEN","n",{},"61ff00"]"#).unwrap() {
+        ClientMessage::NegOpen { message, .. } => assert_eq!(message, vec![0x61, 0xff, 0x00]),
+        other => panic!("{other:?}"),
+    }
     match ClientMessage::parse(br#"["REQ","s",{"ids":[]}]"#).unwrap() {
         ClientMessage::Req {
             subscription_id,
@@ -98,6 +114,22 @@ fn client_message_errors() {
             .kind(),
         ErrorKind::TooLarge
     );
+    // NIP-77 messages carry even-length lowercase hex and nothing more.
+    assert_eq!(client_err(r#"["NEG-MSG","n","6"]"#), ErrorKind::HexLength);
+    assert_eq!(client_err(r#"["NEG-MSG","n","6G"]"#), ErrorKind::InvalidHex);
+    assert_eq!(client_err(r#"["NEG-MSG","n","6A"]"#), ErrorKind::InvalidHex);
+    assert_eq!(
+        client_err(r#"["NEG-OPEN","n",{}]"#),
+        ErrorKind::InvalidMessage
+    );
+    assert_eq!(
+        client_err(r#"["NEG-OPEN","n",{},{},"61"]"#),
+        ErrorKind::WrongType
+    );
+    assert_eq!(
+        client_err(r#"["NEG-CLOSE","n","x"]"#),
+        ErrorKind::InvalidMessage
+    );
     // Errors inside the event keep their own kind.
     let bad = first_event().replace("\"kind\":0", "\"kind\":-1");
     assert_eq!(
@@ -125,6 +157,10 @@ fn relay_messages_round_trip() {
     push(&|o| write::auth_challenge(o, "challenge"));
     push(&|o| write::count_result(o, "c", 42));
     push(&|o| write::req(o, "s", std::slice::from_ref(&filter)));
+    push(&|o| write::neg_msg(o, "n", &[0x61, 0x00, 0xab]));
+    push(&|o| write::neg_err(o, "n", "blocked: too many records"));
+    push(&|o| write::neg_open(o, "n", &filter, &[0x61]));
+    push(&|o| write::neg_close(o, "n"));
     for bytes in cases {
         let text = String::from_utf8(bytes.clone()).unwrap();
         let parsed_relay = RelayMessage::parse(&bytes);

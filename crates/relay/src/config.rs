@@ -108,6 +108,12 @@ settings! {
         "Most open subscriptions per connection."
     max_filters: usize = 32; reloadable = false;
         "Most filters in one REQ or COUNT."
+    max_sync_sessions: usize = 8; reloadable = false;
+        "Open NIP-77 negentropy sync sessions per connection."
+    max_sync_items: usize = 500_000; reloadable = false;
+        "Most events one NIP-77 sync session may cover (about 40 bytes of memory each); larger sets get NEG-ERR `blocked:`."
+    sync_frame_bytes: u64 = 60_000; reloadable = false;
+        "Largest negentropy message the relay sends, in bytes (0: unlimited); bigger rounds are split into more round trips."
     max_limit: usize = 5_000; reloadable = false;
         "Largest `limit` honoured; larger ones are clamped."
     default_limit: usize = 500; reloadable = false;

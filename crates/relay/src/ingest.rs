@@ -35,6 +35,8 @@ fn ok_false(shared: &Shared, conn: &Conn, id: &EventId, reason: &str, message: &
 #[derive(Default)]
 struct Subs {
     by_conn: HashMap<ConnId, HashMap<String, Arc<Sub>>>,
+    /// NIP-77 sync sessions.
+    sync: crate::sync::Sessions,
 }
 
 /// Runs one ingest worker until its inbox closes.
@@ -49,8 +51,10 @@ pub fn run(shared: Arc<Shared>, inbox: Receiver<IngestMsg>) {
                         sub.cancelled.store(true, Ordering::Relaxed);
                     }
                 }
+                subs.sync.close_conn(conn);
                 let _ = shared.fanout_tx.send(FanoutMsg::RemoveConn(conn));
             }
+            IngestMsg::SyncReady(ready) => subs.sync.ready(&shared, ready),
             IngestMsg::Shutdown => return,
         }
     }
@@ -62,20 +66,22 @@ pub fn run(shared: Arc<Shared>, inbox: Receiver<IngestMsg>) {
 fn sniff(bytes: &[u8]) -> (Option<&'static str>, Option<String>) {
     let text = String::from_utf8_lossy(&bytes[..bytes.len().min(4096)]);
     let t = text.trim_start();
-    let kind = ["EVENT", "REQ", "COUNT", "CLOSE", "AUTH"]
-        .into_iter()
-        .find(|k| {
-            t.strip_prefix('[')
-                .map(str::trim_start)
-                .is_some_and(|r| r.starts_with(&format!("\"{k}\"")))
-        });
+    let kind = [
+        "EVENT", "REQ", "COUNT", "CLOSE", "AUTH", "NEG-OPEN", "NEG-MSG",
+    ]
+    .into_iter()
+    .find(|k| {
+        t.strip_prefix('[')
+            .map(str::trim_start)
+            .is_some_and(|r| r.starts_with(&format!("\"{k}\"")))
+    });
     let detail = match kind {
         Some("EVENT") => text
             .find("\"id\":\"")
             .and_then(|i| text.get(i + 6..i + 70))
             .filter(|h| EventId::from_hex(h).is_ok())
             .map(str::to_string),
-        Some("REQ" | "COUNT") => {
+        Some("REQ" | "COUNT" | "NEG-OPEN" | "NEG-MSG") => {
             let rest = t.split_once(',').map_or("", |x| x.1).trim_start();
             rest.strip_prefix('"')
                 .and_then(|r| r.split('"').next())
@@ -95,6 +101,9 @@ fn parse_error(shared: &Shared, conn: &Conn, bytes: &[u8], err: &Error) {
             ok_false(shared, conn, &id, err.kind().as_str(), &message);
         }
         (Some("REQ" | "COUNT"), Some(sub)) => send(conn, |o| write::closed(o, &sub, &message)),
+        (Some("NEG-OPEN" | "NEG-MSG"), Some(sub)) => {
+            send(conn, |o| write::neg_err(o, &sub, &message))
+        }
         _ => send(conn, |o| write::notice(o, &message)),
     }
 }
@@ -191,6 +200,41 @@ fn handle(shared: &Arc<Shared>, subs: &mut Subs, conn: &Arc<Conn>, bytes: &[u8])
                 "error: AUTH (NIP-42) is not supported by this relay",
             );
         }
+        ClientMessage::NegOpen {
+            subscription_id,
+            filter,
+            message,
+        } => {
+            let id = subscription_id.into_owned();
+            let sessions = &mut subs.sync;
+            if sessions.count(conn.id) >= shared.config.limits.max_sync_sessions {
+                return send(conn, |o| {
+                    write::neg_err(o, &id, "blocked: too many sync sessions on this connection")
+                });
+            }
+            if filter.search.is_some() {
+                return send(conn, |o| {
+                    write::neg_err(o, &id, "blocked: search filters cannot be synced")
+                });
+            }
+            let sub = Arc::new(Sub {
+                conn: conn.id,
+                id,
+                filters: vec![*filter],
+                outbox: conn.outbox.clone(),
+                cancelled: Default::default(),
+                phase: Mutex::new(Phase::Live),
+            });
+            sessions.opening(conn.id, sub.clone());
+            let _ = shared
+                .query_tx
+                .send(Job::sync(shared, sub, conn.clone(), message));
+        }
+        ClientMessage::NegMsg {
+            subscription_id,
+            message,
+        } => subs.sync.message(shared, conn, &subscription_id, &message),
+        ClientMessage::NegClose(id) => subs.sync.close(conn.id, &id),
         _ => send(conn, |o| write::notice(o, "invalid: unsupported message")),
     }
 }

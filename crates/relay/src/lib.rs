@@ -18,6 +18,7 @@ pub mod nip11;
 pub mod query;
 pub mod server;
 pub mod store;
+pub mod sync;
 pub mod writer;
 
 use std::net::SocketAddr;

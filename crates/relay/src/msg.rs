@@ -112,8 +112,24 @@ pub enum IngestMsg {
     Frame(Arc<Conn>, Vec<u8>),
     /// The connection closed.
     Closed(ConnId),
+    /// A NIP-77 sync session's items were collected by the query pool.
+    SyncReady(SyncItems),
     /// Finish and exit.
     Shutdown,
+}
+
+/// The (created_at, id) items of a NEG-OPEN's filter, on their way back to
+/// the connection's ingest worker, which owns the session.
+#[derive(Debug)]
+pub struct SyncItems {
+    /// The connection.
+    pub conn: Arc<Conn>,
+    /// The NEG-OPEN's job (its id is the session id).
+    pub sub: Arc<Sub>,
+    /// The client's initial negentropy message.
+    pub message: Vec<u8>,
+    /// Matching events (at most `max_sync_items`), or the NEG-ERR reason.
+    pub items: Result<Vec<(u64, EventId)>, String>,
 }
 
 /// An event accepted for storage, as the writer receives it.
@@ -206,4 +222,11 @@ pub enum QueryKind {
     Req,
     /// COUNT (NIP-45).
     Count,
+    /// NEG-OPEN (NIP-77): collect (created_at, id) of every match.
+    Sync {
+        /// The client's initial negentropy message.
+        message: Vec<u8>,
+        /// The connection, for handing the items back to its ingest worker.
+        conn: Arc<Conn>,
+    },
 }

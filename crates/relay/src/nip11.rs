@@ -6,7 +6,7 @@ use serde_json::json;
 use crate::config::Config;
 
 /// NIPs this relay implements.
-pub const SUPPORTED_NIPS: &[u32] = &[1, 9, 11, 40, 45, 62];
+pub const SUPPORTED_NIPS: &[u32] = &[1, 9, 11, 40, 45, 62, 77];
 
 /// The document as JSON text.
 pub fn document(config: &Config) -> String {

@@ -73,6 +73,34 @@ impl Job {
         }
     }
 
+    /// A NEG-OPEN job: every match's (created_at, id).
+    pub fn sync(
+        shared: &Shared,
+        sub: Arc<Sub>,
+        conn: Arc<crate::msg::Conn>,
+        message: Vec<u8>,
+    ) -> Job {
+        // One more than the maximum, so an oversized set is detected, not cut;
+        // a smaller `limit` (the newest N) is honoured.
+        let cap = shared.config.limits.max_sync_items.saturating_add(1);
+        let cursors = sub
+            .filters
+            .iter()
+            .map(|f| {
+                let limit = f.limit.map_or(cap, |l| (l.min(cap as u64)) as usize);
+                QueryCursor::ids(limit)
+            })
+            .collect();
+        Job {
+            sub,
+            kind: QueryKind::Sync { message, conn },
+            cursors,
+            current: 0,
+            started: Instant::now(),
+            delivery: None,
+        }
+    }
+
     /// A COUNT job.
     pub fn count(shared: &Shared, sub: Arc<Sub>) -> Job {
         let cap = shared.config.limits.count_cap;
@@ -120,6 +148,10 @@ pub fn run(shared: Arc<Shared>, queue: Receiver<Job>, requeue: Sender<Job>) {
                 let _ = requeue.send(job);
             }
             Ok(Progress::Done) => {}
+            Err(e) if matches!(job.kind, QueryKind::Sync { .. }) => {
+                tracing::error!("sync query failed: {e}");
+                finish_sync(&shared, &mut job, Some("error: query failed".into()));
+            }
             Err(e) => {
                 tracing::error!("query failed: {e}");
                 let mut out = Vec::new();
@@ -141,6 +173,10 @@ fn step(
         }
         if matches!(job.kind, QueryKind::Count) {
             finish_count(shared, job);
+            return Ok(Progress::Done);
+        }
+        if matches!(job.kind, QueryKind::Sync { .. }) {
+            finish_sync(shared, job, None);
             return Ok(Progress::Done);
         }
         let mut results = Vec::new();
@@ -200,6 +236,41 @@ fn finish_count(shared: &Shared, job: &Job) {
         out.extend_from_slice(b",\"approximate\":true}]");
     }
     sub.outbox.send(String::from_utf8(out).expect("UTF-8"));
+}
+
+/// Hands a NEG-OPEN's items (or why there are none) to the connection's
+/// ingest worker, which owns the session.
+fn finish_sync(shared: &Shared, job: &mut Job, failure: Option<String>) {
+    let QueryKind::Sync { message, conn } = std::mem::replace(&mut job.kind, QueryKind::Req) else {
+        unreachable!("sync job");
+    };
+    let max = shared.config.limits.max_sync_items;
+    let items = match failure {
+        Some(reason) => Err(reason),
+        None => {
+            let items: Vec<(u64, nostrwire_event::EventId)> = std::mem::take(&mut job.cursors)
+                .into_iter()
+                .flat_map(|c| c.into_results())
+                .map(|f| (f.created_at, f.id))
+                .collect();
+            if items.len() > max {
+                Err(format!(
+                    "blocked: this filter matches more than {max} events; narrow it (since/until, limit)"
+                ))
+            } else {
+                Ok(items)
+            }
+        }
+    };
+    let ready = crate::msg::SyncItems {
+        conn: conn.clone(),
+        sub: job.sub.clone(),
+        message,
+        items,
+    };
+    let _ = shared
+        .ingest_for(conn.id)
+        .send(crate::msg::IngestMsg::SyncReady(ready));
 }
 
 fn event_frame(sub_id: &str, json: &str) -> String {

@@ -679,7 +679,11 @@ impl LmdbStore {
             serial,
             id: *view.id(),
             created_at: view.created_at().as_u64(),
-            json: view.to_json(),
+            json: if cursor.ids_only {
+                String::new()
+            } else {
+                view.to_json()
+            },
         });
         if cursor.found.len() == cursor.limit {
             cursor.boundary = Some(view.created_at().as_u64());

@@ -48,6 +48,8 @@ pub struct QueryCursor {
     pub limit: usize,
     /// Count only: do not render JSON or keep results.
     pub count_only: bool,
+    /// Keep id and created_at of each match, without rendering JSON (NIP-77).
+    pub ids_only: bool,
     /// Matches counted (count mode).
     pub counted: u64,
 }
@@ -75,6 +77,15 @@ impl QueryCursor {
         QueryCursor {
             limit: cap,
             count_only: true,
+            ..QueryCursor::default()
+        }
+    }
+
+    /// A cursor keeping the id and created_at of at most `limit` matches.
+    pub fn ids(limit: usize) -> QueryCursor {
+        QueryCursor {
+            limit,
+            ids_only: true,
             ..QueryCursor::default()
         }
     }

@@ -70,6 +70,8 @@ pub enum Got {
     Closed(String, String),
     Notice(String),
     Count(String, u64),
+    NegMsg(String, Vec<u8>),
+    NegErr(String, String),
     Other(String),
 }
 
@@ -171,6 +173,14 @@ impl Client {
                     subscription_id,
                     count,
                 } => Got::Count(subscription_id.into_owned(), count),
+                RelayMessage::NegMsg {
+                    subscription_id,
+                    message,
+                } => Got::NegMsg(subscription_id.into_owned(), message),
+                RelayMessage::NegErr {
+                    subscription_id,
+                    message,
+                } => Got::NegErr(subscription_id.into_owned(), message.into_owned()),
                 _ => Got::Other(text),
             });
         }
