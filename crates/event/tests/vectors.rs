@@ -98,7 +98,7 @@ fn vectors_are_up_to_date() {
         ("invalid.json", support::vectors_gen::invalid_vectors()),
     ];
     for (file, cases) in generated {
-        let text = serde_json::to_string_pretty(&Value::Array(cases)).unwrap() + "\n";
+        let text = serde_json::to_string_pretty(&sorted_keys(Value::Array(cases))).unwrap() + "\n";
         let path = vectors_dir().join(file);
         if std::env::var_os("NOSTRWIRE_BLESS").is_some() {
             std::fs::create_dir_all(vectors_dir()).unwrap();
@@ -110,6 +110,26 @@ fn vectors_are_up_to_date() {
             "{} is stale; rerun with NOSTRWIRE_BLESS=1",
             path.display()
         );
+    }
+}
+
+/// Rebuilds every object with its keys in sorted order, so the blessed text is
+/// the same whether or not another crate in the build turns on serde_json's
+/// `preserve_order`.
+fn sorted_keys(value: Value) -> Value {
+    match value {
+        Value::Array(items) => Value::Array(items.into_iter().map(sorted_keys).collect()),
+        Value::Object(map) => {
+            let mut entries: Vec<_> = map.into_iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            Value::Object(
+                entries
+                    .into_iter()
+                    .map(|(k, v)| (k, sorted_keys(v)))
+                    .collect(),
+            )
+        }
+        other => other,
     }
 }
 
