@@ -31,6 +31,7 @@ pub mod rng;
 pub mod runner;
 pub mod scenario;
 pub mod stats;
+pub mod sync;
 pub mod workload;
 pub mod ws;
 

@@ -265,6 +265,10 @@ fn planned(s: &Settings, sc: Scenario) -> usize {
         | Scenario::Mixed
         | Scenario::Concurrent => s.count,
         Scenario::Query | Scenario::Search => s.seed_events.min(s.count),
+        Scenario::Sync => {
+            let n = s.seed_events.min(s.count);
+            n + n / scenario::SYNC_DIFF_EVERY
+        }
         Scenario::Fanout => s
             .count
             .min((s.rate * s.duration.as_secs_f64()).ceil() as usize)
@@ -361,6 +365,12 @@ impl Sources {
                 (ev, Vec::new())
             }
             Scenario::Connections => (Vec::new(), Vec::new()),
+            Scenario::Sync => {
+                let seeds = s.seed_events.min(s.count);
+                let relay = self.publishable(s, stream, seeds);
+                let own = self.publishable(s, stream + 500_001, seeds / scenario::SYNC_DIFF_EVERY);
+                (own, relay)
+            }
             Scenario::Search => {
                 let spec = self.spec(s, stream, n, None);
                 let shapes = &self.shapes;
@@ -380,6 +390,7 @@ impl Sources {
 fn expected_ops(s: &Settings, sc: Scenario, events: usize) -> u64 {
     match sc {
         Scenario::Query | Scenario::Search => s.count as u64,
+        Scenario::Sync => s.count as u64,
         Scenario::Connections => s.idle_connections as u64,
         Scenario::Fanout => (events * (s.subscribers + 1)) as u64,
         Scenario::Concurrent => 0,
@@ -579,6 +590,7 @@ pub fn main_op(r: &ScenarioResult) -> Option<String> {
         Scenario::Connections => "connect",
         Scenario::Large => "publish",
         Scenario::Search => "search",
+        Scenario::Sync => "sync:negentropy",
         _ => "publish",
     };
     if r.outcome.ops.contains_key(preferred) {

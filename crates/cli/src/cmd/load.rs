@@ -15,7 +15,7 @@ pub struct Args {
     #[arg(long)]
     pub relay: String,
     /// Scenario, repeatable or comma-separated: publish, publish-open, burst,
-    /// query, mixed, concurrent, fanout, large, connections, search, or all.
+    /// query, mixed, concurrent, fanout, large, connections, search, sync, or all.
     #[arg(long, default_value = "publish", value_delimiter = ',')]
     pub scenario: Vec<String>,
     /// Events (or queries) per scenario and round.
