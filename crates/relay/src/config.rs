@@ -131,6 +131,44 @@ settings! {
     count_cap: usize = 1_000_000; reloadable = false;
         "Largest exact COUNT; above it the answer is the cap with `approximate: true`."
 
+    [auth: AuthSettings] "NIP-42 authentication and read restrictions."
+    enabled: bool = true; reloadable = false;
+        "Send an AUTH challenge on connect and accept AUTH (NIP-42). Off: AUTH is refused, protected events (NIP-70) cannot be published and restricted kinds are never served."
+    window_seconds: u64 = 600; reloadable = false;
+        "How far an AUTH event's created_at may be from the relay's clock, in seconds."
+    write_requires_auth: bool = false; reloadable = false;
+        "Refuse EVENT with `auth-required:` until the connection has authenticated."
+    restricted_kinds: Vec<u16> = vec![4, 1059]; reloadable = false;
+        "Kinds served only to an authenticated author or `p`-tagged recipient (direct messages, gift wraps). Empty: no read restriction."
+
+    [policy: PolicySettings] "Who and what may be published."
+    kinds_allow: Vec<u16> = Vec::new(); reloadable = false;
+        "If non-empty, only these kinds are accepted."
+    kinds_deny: Vec<u16> = Vec::new(); reloadable = false;
+        "Kinds always refused with `blocked:`."
+    pubkeys_allow: Vec<String> = Vec::new(); reloadable = false;
+        "If non-empty, only events by these authors (hex public keys) are accepted."
+    plugin: PathBuf = PathBuf::new(); reloadable = false;
+        "Write-policy plugin: a program speaking strfry's plugin protocol (JSON lines on stdin/stdout; accept, reject, shadowReject). Empty: none."
+    plugin_timeout_ms: u64 = 2_000; reloadable = false;
+        "How long the plugin may take to answer one event before the event is refused (and the plugin restarted)."
+
+    [rate: RateSettings] "Rate limits (token buckets). Unauthenticated connections share one bucket per IP address; an authenticated connection uses its pubkey's bucket when the pubkey rates are set. 0 turns a limit off."
+    events_per_second: f64 = 0.0; reloadable = false;
+        "EVENT messages per second per IP address, sustained."
+    events_burst: f64 = 100.0; reloadable = false;
+        "EVENT messages one IP address may send at once before the rate applies."
+    reqs_per_second: f64 = 0.0; reloadable = false;
+        "REQ, COUNT and NEG-OPEN messages per second per IP address, sustained."
+    reqs_burst: f64 = 100.0; reloadable = false;
+        "REQ, COUNT and NEG-OPEN messages one IP address may send at once."
+    pubkey_events_per_second: f64 = 0.0; reloadable = false;
+        "EVENT messages per second per authenticated pubkey (0: authenticated connections stay on their IP's bucket)."
+    pubkey_reqs_per_second: f64 = 0.0; reloadable = false;
+        "REQ, COUNT and NEG-OPEN messages per second per authenticated pubkey (0: the IP's bucket)."
+    connections_per_ip: usize = 0; reloadable = false;
+        "Simultaneous WebSocket connections per IP address."
+
     [performance: PerformanceSettings] "Threads and batching."
     ingest_threads: usize = 0; reloadable = false;
         "Parse-and-verify workers (0: one per core)."
@@ -167,6 +205,32 @@ impl Config {
             }
         }
         out
+    }
+
+    /// Checks what the types cannot: rates are finite and not negative, the
+    /// plugin exists.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        let r = &self.rate;
+        for (name, v) in [
+            ("events_per_second", r.events_per_second),
+            ("events_burst", r.events_burst),
+            ("reqs_per_second", r.reqs_per_second),
+            ("reqs_burst", r.reqs_burst),
+            ("pubkey_events_per_second", r.pubkey_events_per_second),
+            ("pubkey_reqs_per_second", r.pubkey_reqs_per_second),
+        ] {
+            anyhow::ensure!(
+                v.is_finite() && v >= 0.0,
+                "rate.{name} must be a number >= 0, not {v}"
+            );
+        }
+        let plugin = &self.policy.plugin;
+        anyhow::ensure!(
+            plugin.as_os_str().is_empty() || plugin.is_file(),
+            "policy.plugin: {} is not a file",
+            plugin.display()
+        );
+        Ok(())
     }
 
     /// The listen address as a WebSocket URL, unless `relay.url` is set.

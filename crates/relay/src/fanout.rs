@@ -119,7 +119,10 @@ impl Index {
             };
             for (sub, i) in list {
                 let ptr = Arc::as_ptr(sub);
-                if done.contains(&ptr) || !sub.filters[*i].matches(&view) {
+                if done.contains(&ptr)
+                    || !sub.filters[*i].matches(&view)
+                    || sub.gate.as_ref().is_some_and(|g| !g.allows(&view))
+                {
                     continue;
                 }
                 done.insert(ptr);

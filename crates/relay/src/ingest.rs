@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use crossbeam_channel::Receiver;
 use nostrwire_event::message::write;
@@ -16,7 +17,10 @@ use nostrwire_event::{
 };
 
 use crate::msg::{Accepted, Conn, ConnId, FanoutMsg, IngestMsg, LiveEvent, Phase, Sub, WriterMsg};
+use crate::plugin::{Decision, Plugin};
+use crate::policy::{check_auth, ReadGate, AUTH_KIND};
 use crate::query::Job;
+use crate::ratelimit::Budget;
 use crate::store::Presence;
 use crate::Shared;
 
@@ -31,17 +35,29 @@ fn ok_false(shared: &Shared, conn: &Conn, id: &EventId, reason: &str, message: &
     send(conn, |o| write::ok(o, id, false, message));
 }
 
-/// Subscriptions of the connections this worker owns.
+/// What this worker owns: the subscriptions and sync sessions of its
+/// connections, and its own write-policy plugin process.
 #[derive(Default)]
 struct Subs {
     by_conn: HashMap<ConnId, HashMap<String, Arc<Sub>>>,
     /// NIP-77 sync sessions.
     sync: crate::sync::Sessions,
+    /// The `[policy] plugin`, if one is configured.
+    plugin: Option<Plugin>,
 }
 
 /// Runs one ingest worker until its inbox closes.
 pub fn run(shared: Arc<Shared>, inbox: Receiver<IngestMsg>) {
-    let mut subs = Subs::default();
+    let policy = &shared.config.policy;
+    let mut subs = Subs {
+        plugin: (!policy.plugin.as_os_str().is_empty()).then(|| {
+            Plugin::new(
+                policy.plugin.clone(),
+                Duration::from_millis(policy.plugin_timeout_ms.max(1)),
+            )
+        }),
+        ..Subs::default()
+    };
     while let Ok(msg) = inbox.recv() {
         match msg {
             IngestMsg::Frame(conn, bytes) => handle(&shared, &mut subs, &conn, &bytes),
@@ -118,8 +134,11 @@ fn handle(shared: &Arc<Shared>, subs: &mut Subs, conn: &Arc<Conn>, bytes: &[u8])
         }
     };
     shared.metrics.message(message.type_name());
+    if let Some(refusal) = rate_limited(shared, conn, &message) {
+        return refusal;
+    }
     match message {
-        ClientMessage::Event(event) => event_message(shared, conn, &event),
+        ClientMessage::Event(event) => event_message(shared, conn, subs.plugin.as_mut(), &event),
         ClientMessage::Req {
             subscription_id,
             filters,
@@ -142,12 +161,17 @@ fn handle(shared: &Arc<Shared>, subs: &mut Subs, conn: &Arc<Conn>, bytes: &[u8])
                 });
                 return;
             }
+            let gate = match read_gate(shared, conn, &filters) {
+                Ok(gate) => gate,
+                Err(reason) => return send(conn, |o| write::closed(o, &sub_id, &reason)),
+            };
             let sub = Arc::new(Sub {
                 conn: conn.id,
                 id: sub_id.clone(),
                 filters,
                 outbox: conn.outbox.clone(),
                 cancelled: Default::default(),
+                gate,
                 phase: Mutex::new(Phase::Pending(Vec::new())),
             });
             if let Some(old) = list.insert(sub_id, sub.clone()) {
@@ -171,12 +195,17 @@ fn handle(shared: &Arc<Shared>, subs: &mut Subs, conn: &Arc<Conn>, bytes: &[u8])
                 });
                 return;
             }
+            let gate = match read_gate(shared, conn, &filters) {
+                Ok(gate) => gate,
+                Err(reason) => return send(conn, |o| write::closed(o, &subscription_id, &reason)),
+            };
             let sub = Arc::new(Sub {
                 conn: conn.id,
                 id: subscription_id.into_owned(),
                 filters,
                 outbox: conn.outbox.clone(),
                 cancelled: Default::default(),
+                gate,
                 phase: Mutex::new(Phase::Live),
             });
             let _ = shared.query_tx.send(Job::count(shared, sub));
@@ -191,15 +220,7 @@ fn handle(shared: &Arc<Shared>, subs: &mut Subs, conn: &Arc<Conn>, bytes: &[u8])
                 }
             }
         }
-        ClientMessage::Auth(event) => {
-            ok_false(
-                shared,
-                conn,
-                event.id(),
-                "auth_unsupported",
-                "error: AUTH (NIP-42) is not supported by this relay",
-            );
-        }
+        ClientMessage::Auth(event) => auth_message(shared, conn, &event),
         ClientMessage::NegOpen {
             subscription_id,
             filter,
@@ -217,12 +238,18 @@ fn handle(shared: &Arc<Shared>, subs: &mut Subs, conn: &Arc<Conn>, bytes: &[u8])
                     write::neg_err(o, &id, "blocked: search filters cannot be synced")
                 });
             }
+            let filters = vec![*filter];
+            let gate = match read_gate(shared, conn, &filters) {
+                Ok(gate) => gate,
+                Err(reason) => return send(conn, |o| write::neg_err(o, &id, &reason)),
+            };
             let sub = Arc::new(Sub {
                 conn: conn.id,
                 id,
-                filters: vec![*filter],
+                filters,
                 outbox: conn.outbox.clone(),
                 cancelled: Default::default(),
+                gate,
                 phase: Mutex::new(Phase::Live),
             });
             sessions.opening(conn.id, sub.clone());
@@ -239,6 +266,148 @@ fn handle(shared: &Arc<Shared>, subs: &mut Subs, conn: &Arc<Conn>, bytes: &[u8])
     }
 }
 
+/// Charges the message to its sender's bucket; the refusal was already
+/// sent when it returns `Some`.
+fn rate_limited(shared: &Shared, conn: &Conn, message: &ClientMessage<'_>) -> Option<()> {
+    let budget = match message {
+        ClientMessage::Event(_) => Budget::Events,
+        ClientMessage::Req { .. } | ClientMessage::Count { .. } | ClientMessage::NegOpen { .. } => {
+            Budget::Reqs
+        }
+        _ => return None,
+    };
+    let pubkey = conn.authed.read().expect("auth lock").first().copied();
+    if shared.rate.allow(budget, conn.ip, pubkey) {
+        return None;
+    }
+    let reason = "rate-limited: slow down, too many messages";
+    match message {
+        ClientMessage::Event(event) => ok_false(shared, conn, event.id(), "rate_limited", reason),
+        ClientMessage::Req {
+            subscription_id, ..
+        }
+        | ClientMessage::Count {
+            subscription_id, ..
+        } => {
+            shared.metrics.rejected("rate_limited");
+            send(conn, |o| write::closed(o, subscription_id, reason))
+        }
+        ClientMessage::NegOpen {
+            subscription_id, ..
+        } => {
+            shared.metrics.rejected("rate_limited");
+            send(conn, |o| write::neg_err(o, subscription_id, reason))
+        }
+        _ => {}
+    }
+    Some(())
+}
+
+/// The read gate of a new subscription, or the `CLOSED` reason when it names
+/// restricted kinds the connection may not read yet.
+fn read_gate(
+    shared: &Shared,
+    conn: &Conn,
+    filters: &[nostrwire_event::Filter],
+) -> Result<Option<Arc<ReadGate>>, String> {
+    let config = &shared.config;
+    let viewers = conn.authed();
+    if viewers.is_empty() {
+        let named = ReadGate::named_kinds(config, filters);
+        if !named.is_empty() {
+            let kinds = named
+                .iter()
+                .map(u16::to_string)
+                .collect::<Vec<_>>()
+                .join(", ");
+            shared.metrics.rejected("auth_required");
+            return Err(if config.auth.enabled {
+                format!("auth-required: kind {kinds} is only served to its author and recipients; authenticate first")
+            } else {
+                format!("restricted: kind {kinds} is not served by this relay")
+            });
+        }
+    }
+    Ok(ReadGate::for_filters(config, filters, &viewers))
+}
+
+/// NIP-42: checks the AUTH event against this connection's challenge, then
+/// its id and signature, and remembers the pubkey.
+fn auth_message(shared: &Shared, conn: &Conn, event: &EventRef<'_>) {
+    let id = event.id();
+    if !shared.config.auth.enabled {
+        return ok_false(
+            shared,
+            conn,
+            id,
+            "auth_disabled",
+            "restricted: AUTH (NIP-42) is turned off on this relay",
+        );
+    }
+    if let Err(reason) = check_auth(&shared.config, event, &conn.challenge, crate::now()) {
+        return ok_false(shared, conn, id, "auth_invalid", reason);
+    }
+    if let Err(e) = event.verify() {
+        return ok_false(
+            shared,
+            conn,
+            id,
+            e.kind().as_str(),
+            &format!("invalid: {e}"),
+        );
+    }
+    {
+        let mut authed = conn.authed.write().expect("auth lock");
+        if !authed.contains(event.pubkey()) {
+            authed.push(*event.pubkey());
+        }
+    }
+    shared.metrics.message("auth_ok");
+    send(conn, |o| write::ok(o, id, true, ""));
+}
+
+/// Authentication and list rules for publishing; the refusal (reason key,
+/// message) if any.
+fn write_refusal(
+    shared: &Shared,
+    conn: &Conn,
+    event: &EventRef<'_>,
+) -> Option<(&'static str, &'static str)> {
+    let auth = &shared.config.auth;
+    if event.kind().as_u16() == AUTH_KIND {
+        return Some(("auth_event", "invalid: kind 22242 is only used for AUTH"));
+    }
+    let authed_any = !conn.authed.read().expect("auth lock").is_empty();
+    if auth.write_requires_auth && !authed_any {
+        return Some((
+            "auth_required",
+            "auth-required: this relay accepts events only from authenticated clients",
+        ));
+    }
+    if event.tags().iter().any(|t| t.name().eq_str("-")) && !conn.is_authed_as(event.pubkey()) {
+        return Some(if !auth.enabled {
+            (
+                "protected",
+                "restricted: this event is protected (NIP-70) and AUTH is turned off on this relay",
+            )
+        } else if authed_any {
+            (
+                "protected",
+                "restricted: a protected event (NIP-70) may only be published by its author",
+            )
+        } else {
+            (
+                "protected",
+                "auth-required: this event is protected (NIP-70); authenticate as its author",
+            )
+        });
+    }
+    shared
+        .write_policy
+        .refuses(event.pubkey(), event.kind())
+        .map(|m| ("policy", m))
+}
+
 fn first_value_of<'a>(event: &EventRef<'a>, name: &str) -> Option<JsonStr<'a>> {
     event
         .tags()
@@ -247,7 +416,12 @@ fn first_value_of<'a>(event: &EventRef<'a>, name: &str) -> Option<JsonStr<'a>> {
         .and_then(|t| t.first_value())
 }
 
-fn event_message(shared: &Arc<Shared>, conn: &Arc<Conn>, event: &EventRef<'_>) {
+fn event_message(
+    shared: &Arc<Shared>,
+    conn: &Arc<Conn>,
+    plugin: Option<&mut Plugin>,
+    event: &EventRef<'_>,
+) {
     let id = event.id();
     let limits = &shared.config.limits;
     let now = crate::now();
@@ -265,23 +439,8 @@ fn event_message(shared: &Arc<Shared>, conn: &Arc<Conn>, event: &EventRef<'_>) {
     if limits.past_seconds > 0 && created + limits.past_seconds < now {
         return ok_false(shared, conn, id, "past", "invalid: created_at is too old");
     }
-    if event.kind().as_u16() == 22242 {
-        return ok_false(
-            shared,
-            conn,
-            id,
-            "auth_event",
-            "invalid: kind 22242 is only used for AUTH",
-        );
-    }
-    if event.tags().iter().any(|t| t.name().eq_str("-")) {
-        return ok_false(
-            shared,
-            conn,
-            id,
-            "protected",
-            "auth-required: this event is protected (NIP-70) and this relay does not support AUTH",
-        );
+    if let Some((reason, message)) = write_refusal(shared, conn, event) {
+        return ok_false(shared, conn, id, reason, message);
     }
     if let Some(value) = first_value_of(event, "expiration") {
         match value.value().parse::<u64>() {
@@ -328,6 +487,16 @@ fn event_message(shared: &Arc<Shared>, conn: &Arc<Conn>, event: &EventRef<'_>) {
         return ok_false(shared, conn, id, e.kind().as_str(), &message);
     }
     let json = event.to_json();
+    if let Some(plugin) = plugin {
+        match plugin.decide(id, &json, conn.ip, now) {
+            Decision::Accept => {}
+            Decision::Reject(message) => return ok_false(shared, conn, id, "plugin", &message),
+            Decision::ShadowReject => {
+                shared.metrics.rejected("plugin_shadow");
+                return send(conn, |o| write::ok(o, id, true, ""));
+            }
+        }
+    }
     if event.kind().is_ephemeral() {
         send(conn, |o| write::ok(o, id, true, ""));
         let live = Arc::new(LiveEvent {

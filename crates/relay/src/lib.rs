@@ -15,7 +15,10 @@ pub mod ingest;
 pub mod metrics;
 pub mod msg;
 pub mod nip11;
+pub mod plugin;
+pub mod policy;
 pub mod query;
+pub mod ratelimit;
 pub mod server;
 pub mod store;
 pub mod sync;
@@ -60,6 +63,10 @@ pub struct Shared {
     pub fanout_tx: Sender<FanoutMsg>,
     /// The query queue.
     pub query_tx: Sender<query::Job>,
+    /// Publishing rules (`[policy]` lists).
+    pub write_policy: policy::WritePolicy,
+    /// Token buckets and connection counts (`[rate]`).
+    pub rate: ratelimit::RateLimiter,
     /// Set when the relay is stopping.
     pub stopping: AtomicBool,
     ingest_tx: Vec<Sender<IngestMsg>>,
@@ -143,6 +150,8 @@ impl Relay {
 
 /// Starts a relay with `config`; returns once it is listening.
 pub fn start(config: Config) -> anyhow::Result<Relay> {
+    config.validate()?;
+    let write_policy = policy::WritePolicy::from_config(&config)?;
     let store: Arc<dyn EventStore> = Arc::new(open_store(&config)?);
     let listener = std::net::TcpListener::bind(&config.relay.listen)
         .with_context(|| format!("cannot listen on {}", config.relay.listen))?;
@@ -169,6 +178,7 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
         ingest_tx.push(tx);
         ingest_rx.push(rx);
     }
+    let rate = ratelimit::RateLimiter::new(config.rate.clone());
     let shared = Arc::new(Shared {
         config,
         event_limits,
@@ -177,6 +187,8 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
         writer_tx,
         fanout_tx,
         query_tx: query_tx.clone(),
+        write_policy,
+        rate,
         stopping: AtomicBool::new(false),
         ingest_tx,
     });

@@ -1,10 +1,13 @@
 //! The typed inboxes between thread roles, and the per-connection outbox.
 
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 
-use nostrwire_event::{EventId, Filter};
+use nostrwire_event::{EventId, Filter, PublicKey};
 use tokio::sync::mpsc::UnboundedSender;
+
+use crate::policy::ReadGate;
 
 /// Connection number, unique for the life of the process.
 pub type ConnId = u64;
@@ -102,6 +105,36 @@ pub struct Conn {
     pub id: ConnId,
     /// Where its replies go.
     pub outbox: Outbox,
+    /// The peer's address (rate limits, plugin `sourceInfo`).
+    pub ip: IpAddr,
+    /// The NIP-42 challenge sent on connect (empty when AUTH is off).
+    pub challenge: String,
+    /// Pubkeys this connection authenticated as. Written only by the
+    /// connection's ingest worker; read when a subscription is opened.
+    pub authed: RwLock<Vec<PublicKey>>,
+}
+
+impl Conn {
+    /// A connection with nothing authenticated yet.
+    pub fn new(id: ConnId, outbox: Outbox, ip: IpAddr, challenge: String) -> Conn {
+        Conn {
+            id,
+            outbox,
+            ip,
+            challenge,
+            authed: RwLock::default(),
+        }
+    }
+
+    /// The authenticated pubkeys, oldest first.
+    pub fn authed(&self) -> Vec<PublicKey> {
+        self.authed.read().expect("auth lock").clone()
+    }
+
+    /// Whether the connection authenticated as `pubkey`.
+    pub fn is_authed_as(&self, pubkey: &PublicKey) -> bool {
+        self.authed.read().expect("auth lock").contains(pubkey)
+    }
 }
 
 /// Inbox of an ingest worker. All messages of one connection go to the same
@@ -189,6 +222,9 @@ pub struct Sub {
     pub outbox: Outbox,
     /// Set by CLOSE, replacement or disconnect.
     pub cancelled: AtomicBool,
+    /// Who may see restricted kinds through it (`None`: its filters cannot
+    /// match one).
+    pub gate: Option<Arc<ReadGate>>,
     /// Pending or live.
     pub phase: Mutex<Phase>,
 }

@@ -5,8 +5,18 @@ use serde_json::json;
 
 use crate::config::Config;
 
-/// NIPs this relay implements.
+/// NIPs this relay always implements.
 pub const SUPPORTED_NIPS: &[u32] = &[1, 9, 11, 40, 45, 62, 77];
+
+/// NIPs enabled by `config`, ascending.
+pub fn supported_nips(config: &Config) -> Vec<u32> {
+    let mut nips = SUPPORTED_NIPS.to_vec();
+    if config.auth.enabled {
+        nips.extend([42, 70]);
+    }
+    nips.sort_unstable();
+    nips
+}
 
 /// The document as JSON text.
 pub fn document(config: &Config) -> String {
@@ -14,7 +24,7 @@ pub fn document(config: &Config) -> String {
     let mut doc = json!({
         "name": config.info.name,
         "description": config.info.description,
-        "supported_nips": SUPPORTED_NIPS,
+        "supported_nips": supported_nips(config),
         "software": "https://github.com/nostrwire/nostrwire",
         "version": env!("CARGO_PKG_VERSION"),
         "limitation": {
@@ -25,9 +35,13 @@ pub fn document(config: &Config) -> String {
             "max_subid_length": nostrwire_event::message::MAX_SUBSCRIPTION_ID_CHARS,
             "max_event_tags": limits.max_event_tags,
             "max_content_length": limits.max_message_bytes,
-            "auth_required": false,
+            "auth_required": config.auth.write_requires_auth,
             "payment_required": false,
-            "restricted_writes": false,
+            "restricted_writes": config.auth.write_requires_auth
+                || !config.policy.kinds_allow.is_empty()
+                || !config.policy.kinds_deny.is_empty()
+                || !config.policy.pubkeys_allow.is_empty()
+                || !config.policy.plugin.as_os_str().is_empty(),
         },
     });
     if limits.future_seconds > 0 {

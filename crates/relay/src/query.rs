@@ -60,7 +60,7 @@ impl Job {
                         (l.min(usize::MAX as u64)) as usize
                     })
                     .min(limits.max_limit);
-                QueryCursor::new(limit)
+                QueryCursor::new(limit).gated(sub.gate.clone())
             })
             .collect();
         Job {
@@ -88,7 +88,7 @@ impl Job {
             .iter()
             .map(|f| {
                 let limit = f.limit.map_or(cap, |l| (l.min(cap as u64)) as usize);
-                QueryCursor::ids(limit)
+                QueryCursor::ids(limit).gated(sub.gate.clone())
             })
             .collect();
         Job {
@@ -107,7 +107,7 @@ impl Job {
         let cursors = sub
             .filters
             .iter()
-            .map(|_| QueryCursor::counting(cap))
+            .map(|_| QueryCursor::counting(cap).gated(sub.gate.clone()))
             .collect();
         Job {
             sub,

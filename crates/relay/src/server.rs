@@ -4,6 +4,7 @@
 //! writes everything queued for it in as few socket writes as possible.
 
 use std::io;
+use std::net::IpAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -75,7 +76,7 @@ pub async fn serve(
             r = listener.accept() => r,
             _ = shutdown.changed() => break,
         };
-        let (stream, _peer) = match accepted {
+        let (stream, peer) = match accepted {
             Ok(s) => s,
             Err(e) => {
                 tracing::warn!("accept failed: {e}");
@@ -88,11 +89,19 @@ pub async fn serve(
         let id = next_id.fetch_add(1, Ordering::Relaxed);
         let shutdown = shutdown.clone();
         tokio::spawn(async move {
-            if let Err(e) = connection(shared, stream, id, shutdown).await {
+            let ip = peer.ip().to_canonical();
+            if let Err(e) = connection(shared, stream, ip, id, shutdown).await {
                 tracing::debug!(conn = id, "connection ended: {e}");
             }
         });
     }
+}
+
+/// A NIP-42 challenge: 128 random bits as hex, fresh for every connection.
+fn new_challenge() -> String {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).expect("operating system randomness");
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 async fn read_head(stream: &mut TcpStream) -> io::Result<Vec<u8>> {
@@ -160,6 +169,7 @@ async fn http_reply(
 async fn connection(
     shared: Arc<Shared>,
     mut stream: TcpStream,
+    ip: IpAddr,
     id: u64,
     mut shutdown: watch::Receiver<bool>,
 ) -> io::Result<()> {
@@ -206,6 +216,16 @@ async fn connection(
         )
         .await;
     }
+    let Some(_slot) = shared.rate.connect(ip) else {
+        shared.metrics.rejected("connections_per_ip");
+        return http_reply(
+            &mut stream,
+            "429 Too Many Requests",
+            "text/plain",
+            "rate-limited: too many connections from this address\n",
+        )
+        .await;
+    };
     let max = shared.config.limits.max_message_bytes;
     let mut ws_config = WebSocketConfig::default();
     ws_config.max_message_size = Some(max);
@@ -226,7 +246,7 @@ async fn connection(
         .metrics
         .connections_total
         .fetch_add(1, Ordering::Relaxed);
-    let result = websocket(&shared, ws, id, &mut shutdown).await;
+    let result = websocket(&shared, ws, ip, id, &mut shutdown).await;
     shared
         .metrics
         .connections_open
@@ -239,16 +259,24 @@ async fn connection(
 async fn websocket(
     shared: &Arc<Shared>,
     ws: tokio_tungstenite::WebSocketStream<Prefixed>,
+    ip: IpAddr,
     id: u64,
     shutdown: &mut watch::Receiver<bool>,
 ) -> io::Result<()> {
     let (mut sink, mut frames) = ws.split();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let outbox = Outbox::new(tx, shared.config.limits.max_outbound_bytes);
-    let conn = Arc::new(Conn {
-        id,
-        outbox: outbox.clone(),
-    });
+    let challenge = if shared.config.auth.enabled {
+        new_challenge()
+    } else {
+        String::new()
+    };
+    let conn = Arc::new(Conn::new(id, outbox.clone(), ip, challenge));
+    if shared.config.auth.enabled {
+        let mut out = Vec::new();
+        nostrwire_event::message::write::auth_challenge(&mut out, &conn.challenge);
+        outbox.send(String::from_utf8(out).expect("UTF-8"));
+    }
     let ingest = shared.ingest_for(id);
     let writer_outbox = outbox.clone();
     // Socket writer: coalesce everything queued into one flush.

@@ -372,7 +372,7 @@ async fn nip11_and_metrics_over_http() {
     let doc: serde_json::Value = serde_json::from_str(body).unwrap();
     assert_eq!(
         doc["supported_nips"],
-        serde_json::json!([1, 9, 11, 40, 45, 62, 77])
+        serde_json::json!([1, 9, 11, 40, 42, 45, 62, 70, 77])
     );
     assert_eq!(doc["limitation"]["max_subid_length"], 64);
     let metrics = get("/metrics", "*/*").await;

@@ -667,7 +667,7 @@ impl LmdbStore {
             return Ok(());
         }
         let view = decode(&record)?;
-        if !filter.matches(&view) {
+        if !filter.matches(&view) || cursor.gate.as_ref().is_some_and(|g| !g.allows(&view)) {
             return Ok(());
         }
         cursor.seen.insert(serial);

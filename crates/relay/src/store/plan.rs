@@ -2,11 +2,13 @@
 //! a walk (so long scans can be time-sliced).
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use nostrwire_event::{EventId, Filter};
 
 use super::schema::{self, table};
 use super::Found;
+use crate::policy::ReadGate;
 
 /// Largest authors × kinds product walked on the pubkey+kind index; above it
 /// the author index alone is used.
@@ -52,6 +54,8 @@ pub struct QueryCursor {
     pub ids_only: bool,
     /// Matches counted (count mode).
     pub counted: u64,
+    /// Hides restricted kinds from those not entitled to them (NIP-42).
+    pub gate: Option<Arc<ReadGate>>,
 }
 
 /// Outcome of one slice of a query.
@@ -96,6 +100,12 @@ impl QueryCursor {
             .sort_by(|a, b| b.created_at.cmp(&a.created_at).then(a.id.cmp(&b.id)));
         self.found.truncate(self.limit);
         self.found
+    }
+
+    /// The same cursor, showing restricted kinds only as `gate` allows.
+    pub fn gated(mut self, gate: Option<Arc<ReadGate>>) -> QueryCursor {
+        self.gate = gate;
+        self
     }
 
     /// Matches counted so far (count mode).

@@ -59,6 +59,9 @@ impl Drop for TestRelay {
 
 pub struct Client {
     ws: WebSocketStream<MaybeTlsStream<TcpStream>>,
+    /// The last NIP-42 challenge the relay sent (AUTH messages are taken
+    /// here, never returned by `recv`).
+    pub challenge: Option<String>,
 }
 
 /// A relay message, owned, for assertions.
@@ -78,7 +81,10 @@ pub enum Got {
 impl Client {
     pub async fn connect(url: &str) -> Client {
         let (ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
-        Client { ws }
+        Client {
+            ws,
+            challenge: None,
+        }
     }
 
     pub async fn send_text(&mut self, text: impl Into<String>) {
@@ -103,6 +109,67 @@ impl Client {
                 other => panic!("expected OK, got {other:?}"),
             }
         }
+    }
+
+    /// Connects from a chosen loopback source address (e.g. 127.0.0.2), so
+    /// tests can be several clients by IP.
+    pub async fn connect_from(url: &str, relay: std::net::SocketAddr, source: &str) -> Client {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind(format!("{source}:0").parse().unwrap()).unwrap();
+        let stream = socket.connect(relay).await.unwrap();
+        let (ws, _) = tokio_tungstenite::client_async(url, MaybeTlsStream::Plain(stream))
+            .await
+            .unwrap();
+        Client {
+            ws,
+            challenge: None,
+        }
+    }
+
+    /// The connection's NIP-42 challenge (the first thing the relay sends).
+    pub async fn wait_challenge(&mut self) -> String {
+        while self.challenge.is_none() {
+            let frame = tokio::time::timeout(Duration::from_secs(10), self.ws.next())
+                .await
+                .expect("no AUTH challenge within 10 s")
+                .expect("connection closed")
+                .unwrap();
+            if let Message::Text(text) = frame {
+                match RelayMessage::parse(text.as_bytes()).unwrap() {
+                    RelayMessage::Auth(c) => self.challenge = Some(c.into_owned()),
+                    _ => panic!("expected the AUTH challenge first, got {text}"),
+                }
+            }
+        }
+        self.challenge.clone().unwrap()
+    }
+
+    /// Sends an AUTH event with these tags and returns the relay's `OK`.
+    pub async fn auth_with(
+        &mut self,
+        keys: &Keys,
+        created_at: u64,
+        tags: &[&[&str]],
+    ) -> (bool, String) {
+        let auth = event(keys, created_at, 22242, tags, "");
+        let mut out = Vec::new();
+        write::client_auth(&mut out, &auth);
+        self.send_text(String::from_utf8(out).unwrap()).await;
+        match self.recv().await {
+            Got::Ok(id, accepted, message) if id == auth.id.to_hex() => (accepted, message),
+            other => panic!("expected OK for AUTH, got {other:?}"),
+        }
+    }
+
+    /// Authenticates as `keys` with a valid AUTH event (NIP-42).
+    pub async fn auth(&mut self, keys: &Keys, relay_url: &str) -> (bool, String) {
+        let challenge = self.wait_challenge().await;
+        self.auth_with(
+            keys,
+            now(),
+            &[&["relay", relay_url], &["challenge", &challenge]],
+        )
+        .await
     }
 
     pub async fn req(&mut self, sub: &str, filters: &[Filter]) {
@@ -150,6 +217,10 @@ impl Client {
             };
             let parsed = RelayMessage::parse(text.as_bytes())
                 .unwrap_or_else(|e| panic!("relay sent unparseable {text}: {e}"));
+            if let RelayMessage::Auth(challenge) = &parsed {
+                self.challenge = Some(challenge.to_string());
+                continue;
+            }
             return Some(match parsed {
                 RelayMessage::Event {
                     subscription_id,

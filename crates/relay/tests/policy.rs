@@ -1,0 +1,206 @@
+//! Write policy (kind and author lists, `write_requires_auth`, the strfry
+//! compatible plugin) and rate limits, over a real socket.
+
+mod support;
+
+use std::time::Duration;
+
+use nostrwire_event::Keys;
+use support::{event, filter, now, Client, Got, TestRelay};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kind_and_author_lists_refuse_with_blocked() {
+    let member = Keys::derive(50, 1);
+    let stranger = Keys::derive(50, 2);
+    let member_hex = member.public_key().to_hex();
+    let relay = TestRelay::start_with(|c| {
+        c.policy.kinds_allow = vec![0, 1, 7];
+        c.policy.kinds_deny = vec![7];
+        c.policy.pubkeys_allow = vec![member_hex.clone()];
+    });
+    let base = now();
+    let mut c = Client::connect(&relay.url).await;
+    assert!(c.publish(&event(&member, base, 1, &[], "hi")).await.0);
+    for (keys, kind, what) in [
+        (&member, 7, "denied kind"),
+        (&member, 30023, "kind not in the allow list"),
+        (&stranger, 1, "author not in the allow list"),
+    ] {
+        let (ok, msg) = c.publish(&event(keys, base - 1, kind, &[], what)).await;
+        assert!(!ok && msg.starts_with("blocked:"), "{what}: {msg}");
+    }
+    assert_eq!(c.query("q", &[filter("{}")]).await.len(), 1);
+
+    let doc = support_nip11(&relay).await;
+    assert_eq!(doc["limitation"]["restricted_writes"], true);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn write_requires_auth_refuses_anonymous_events() {
+    let relay = TestRelay::start_with(|c| c.auth.write_requires_auth = true);
+    let keys = Keys::derive(51, 1);
+    let mut c = Client::connect(&relay.url).await;
+    let (ok, msg) = c.publish(&event(&keys, now(), 1, &[], "anon")).await;
+    assert!(!ok && msg.starts_with("auth-required:"), "{msg}");
+    assert!(c.auth(&keys, &relay.url).await.0);
+    let (ok, msg) = c
+        .publish(&event(&keys, now() - 1, 1, &[], "signed in"))
+        .await;
+    assert!(ok, "{msg}");
+    let doc = support_nip11(&relay).await;
+    assert_eq!(doc["limitation"]["auth_required"], true);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn event_rate_is_limited_per_address_and_per_pubkey() {
+    let relay = TestRelay::start_with(|c| {
+        c.rate.events_per_second = 0.5;
+        c.rate.events_burst = 3.0;
+        c.rate.pubkey_events_per_second = 0.5;
+    });
+    let keys = Keys::derive(52, 1);
+    let base = now();
+    let mut n = 0;
+    let mut next = || {
+        n += 1;
+        event(&keys, base - n, 1, &[], &format!("note {n}"))
+    };
+    let mut a = Client::connect_from(&relay.url, relay.addr(), "127.0.0.1").await;
+    let mut results = Vec::new();
+    for _ in 0..6 {
+        results.push(a.publish(&next()).await);
+    }
+    let accepted = results.iter().filter(|r| r.0).count();
+    assert_eq!(accepted, 3, "{results:?}");
+    assert!(results[3..]
+        .iter()
+        .all(|(ok, m)| !ok && m.starts_with("rate-limited:")));
+    // A second connection from the same address shares the bucket...
+    let mut same = Client::connect_from(&relay.url, relay.addr(), "127.0.0.1").await;
+    let (ok, msg) = same.publish(&next()).await;
+    assert!(!ok && msg.starts_with("rate-limited:"), "{msg}");
+    // ...another address has its own...
+    let mut b = Client::connect_from(&relay.url, relay.addr(), "127.0.0.2").await;
+    assert!(b.publish(&next()).await.0);
+    // ...and so does an authenticated pubkey, wherever it connects from.
+    assert!(same.auth(&keys, &relay.url).await.0);
+    let (ok, msg) = same.publish(&next()).await;
+    assert!(ok, "{msg}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn req_rate_and_connections_per_address_are_limited() {
+    let relay = TestRelay::start_with(|c| {
+        c.rate.reqs_per_second = 0.5;
+        c.rate.reqs_burst = 2.0;
+        c.rate.connections_per_ip = 2;
+    });
+    let mut a = Client::connect(&relay.url).await;
+    for sub in ["a", "b"] {
+        a.req(sub, &[filter("{}")]).await;
+        assert!(matches!(a.recv().await, Got::Eose(s) if s == sub));
+    }
+    a.req("c", &[filter("{}")]).await;
+    assert!(
+        matches!(a.recv().await, Got::Closed(s, m) if s == "c" && m.starts_with("rate-limited:"))
+    );
+    a.send_text(r#"["COUNT","d",{}]"#).await;
+    assert!(
+        matches!(a.recv().await, Got::Closed(s, m) if s == "d" && m.starts_with("rate-limited:"))
+    );
+
+    let second = Client::connect(&relay.url).await;
+    let third = tokio_tungstenite::connect_async(relay.url.as_str()).await;
+    let err = third.expect_err("a third connection from one address is refused");
+    assert!(err.to_string().contains("429"), "{err}");
+    drop(second);
+    // The slot comes back when a connection ends.
+    let mut again = None;
+    for _ in 0..50 {
+        if let Ok(c) = tokio_tungstenite::connect_async(relay.url.as_str()).await {
+            again = Some(c);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(again.is_some(), "slot not returned after disconnect");
+}
+
+/// A strfry-protocol plugin in POSIX sh: rejects "spam", shadow-rejects
+/// "shadow", exits on "crash-now", stalls on "slow-down", accepts the rest.
+const PLUGIN: &str = r#"#!/bin/sh
+while IFS= read -r line; do
+  id=$(printf '%s\n' "$line" | grep -o '"id":"[0-9a-f]*"' | head -n 1 | cut -d'"' -f4)
+  case "$line" in
+    *'"type":"new"'*) ;;
+    *) echo "unexpected request: $line" >&2; exit 2 ;;
+  esac
+  case "$line" in
+    *crash-now*) exit 1 ;;
+    *slow-down*) sleep 5 ;;
+  esac
+  case "$line" in
+    *spam*) printf '{"id":"%s","action":"reject","msg":"no spam here"}\n' "$id" ;;
+    *shadow*) printf '{"id":"%s","action":"shadowReject"}\n' "$id" ;;
+    *) printf '{"id":"%s","action":"accept"}\n' "$id" ;;
+  esac
+done
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plugin_decides_and_is_restarted_when_it_dies_or_stalls() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("policy.sh");
+    std::fs::write(&path, PLUGIN).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let relay = TestRelay::start_with(|c| {
+        c.policy.plugin = path.clone();
+        c.policy.plugin_timeout_ms = 500;
+    });
+    let keys = Keys::derive(53, 1);
+    let base = now();
+    let note = |i: u64, text: &str| event(&keys, base - i, 1, &[], text);
+    let mut c = Client::connect(&relay.url).await;
+
+    let (ok, msg) = c.publish(&note(1, "hello")).await;
+    assert!(ok, "{msg}");
+    let (ok, msg) = c.publish(&note(2, "buy spam")).await;
+    assert!(!ok && msg == "blocked: no spam here", "{msg}");
+    let shadow = note(3, "a shadow of a note");
+    let (ok, msg) = c.publish(&shadow).await;
+    assert!(ok, "shadowReject looks accepted: {msg}");
+
+    // Dies before answering: refused, never stored; the next event restarts it.
+    let (ok, msg) = c.publish(&note(4, "crash-now")).await;
+    assert!(!ok && msg.starts_with("error:"), "{msg}");
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    let (ok, msg) = c.publish(&note(5, "after the crash")).await;
+    assert!(ok, "{msg}");
+
+    // Stalls: refused after the timeout, killed, restarted.
+    let (ok, msg) = c.publish(&note(6, "slow-down")).await;
+    assert!(!ok && msg.contains("timed out"), "{msg}");
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    let (ok, msg) = c.publish(&note(7, "after the stall")).await;
+    assert!(ok, "{msg}");
+
+    let stored: Vec<String> = c
+        .query("q", &[filter("{}")])
+        .await
+        .into_iter()
+        .map(|e| e.content)
+        .collect();
+    assert_eq!(stored, vec!["hello", "after the crash", "after the stall"]);
+}
+
+async fn support_nip11(relay: &TestRelay) -> serde_json::Value {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(relay.addr()).await.unwrap();
+    s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nAccept: application/nostr+json\r\n\r\n")
+        .await
+        .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.unwrap();
+    serde_json::from_str(out.split("\r\n\r\n").nth(1).unwrap()).unwrap()
+}
