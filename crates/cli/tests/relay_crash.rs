@@ -132,6 +132,7 @@ async fn acknowledged_events_survive_kill_9() {
                 found.push(*event.id());
             }
             RelayMessage::Eose(_) => break,
+            RelayMessage::Auth(_) => {} // the NIP-42 challenge sent on connect
             other => panic!("{other:?}"),
         }
     }
