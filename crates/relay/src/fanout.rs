@@ -6,7 +6,6 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use crossbeam_channel::Receiver;
-use nostrwire_event::message::write;
 use nostrwire_event::{EventId, Kind, PreimageFields, PublicKey, SignedFields};
 use nostrwire_wire::EventView;
 
@@ -134,11 +133,7 @@ impl Index {
                 match &mut *phase {
                     Phase::Pending(waiting) => waiting.push(event.clone()),
                     Phase::Live => {
-                        let mut out = Vec::with_capacity(event.json.len() + sub.id.len() + 16);
-                        write::relay_event_json(&mut out, &sub.id, |o| {
-                            o.extend_from_slice(event.json.as_bytes())
-                        });
-                        sub.outbox.send(String::from_utf8(out).expect("UTF-8"));
+                        sub.outbox.send_event(&sub.id, &event.json, &event.record);
                     }
                 }
             }

@@ -12,17 +12,16 @@ use std::time::Duration;
 
 use crossbeam_channel::Receiver;
 use nostrwire_event::message::write;
-use nostrwire_event::{
-    ClientMessage, Error, ErrorKind, EventId, EventRef, JsonStr, PreimageFields, SignedFields,
-};
+use nostrwire_event::{ClientMessage, Error, ErrorKind, EventId, SignedFields};
 
 use crate::msg::{Accepted, Conn, ConnId, FanoutMsg, IngestMsg, LiveEvent, Phase, Sub, WriterMsg};
 use crate::plugin::{Decision, Plugin};
-use crate::policy::{check_auth, ReadGate, AUTH_KIND};
+use crate::policy::{check_auth, first_tag_value, ReadGate, AUTH_KIND};
 use crate::query::Job;
 use crate::ratelimit::Budget;
 use crate::store::Presence;
 use crate::Shared;
+use nostrwire_wire::transport::{self, ClientFrame};
 
 fn send(conn: &Conn, build: impl FnOnce(&mut Vec<u8>)) {
     let mut out = Vec::with_capacity(128);
@@ -32,7 +31,7 @@ fn send(conn: &Conn, build: impl FnOnce(&mut Vec<u8>)) {
 
 fn ok_false(shared: &Shared, conn: &Conn, id: &EventId, reason: &str, message: &str) {
     shared.metrics.rejected(reason);
-    send(conn, |o| write::ok(o, id, false, message));
+    conn.outbox.send_ok(id, false, message);
 }
 
 /// What this worker owns: the subscriptions and sync sessions of its
@@ -125,6 +124,44 @@ fn parse_error(shared: &Shared, conn: &Conn, bytes: &[u8], err: &Error) {
 }
 
 fn handle(shared: &Arc<Shared>, subs: &mut Subs, conn: &Arc<Conn>, bytes: &[u8]) {
+    if !conn.outbox.is_binary() {
+        return handle_json(shared, subs, conn, bytes);
+    }
+    // nostrwire.v1 (spec/transport.md): events arrive as nwb records.
+    match transport::decode_client(bytes, &shared.wire_limits) {
+        Ok(ClientFrame::Json(json)) => handle_json(shared, subs, conn, json),
+        Ok(ClientFrame::Event(event)) => {
+            shared.metrics.message("EVENT");
+            if over_budget(shared, conn, Budget::Events) {
+                return ok_false(shared, conn, event.id(), "rate_limited", RATE_LIMITED);
+            }
+            event_message(shared, conn, subs.plugin.as_mut(), &event, |e| {
+                e.record().to_vec()
+            });
+        }
+        Ok(ClientFrame::Auth(event)) => {
+            shared.metrics.message("AUTH");
+            auth_message(shared, conn, &event);
+        }
+        Err(e) => {
+            shared.metrics.message("invalid");
+            let message = format!("invalid: {e}");
+            // An EVENT whose record prefix is complete is answered by its id.
+            let id = match bytes.split_first() {
+                Some((&(transport::EVENT | transport::AUTH), record)) => {
+                    nostrwire_wire::peek_id(record).ok()
+                }
+                _ => None,
+            };
+            match id {
+                Some(id) => ok_false(shared, conn, &id, e.as_str(), &message),
+                None => send(conn, |o| write::notice(o, &message)),
+            }
+        }
+    }
+}
+
+fn handle_json(shared: &Arc<Shared>, subs: &mut Subs, conn: &Arc<Conn>, bytes: &[u8]) {
     let message = match ClientMessage::parse_with(bytes, &shared.event_limits) {
         Ok(m) => m,
         Err(e) => {
@@ -138,7 +175,11 @@ fn handle(shared: &Arc<Shared>, subs: &mut Subs, conn: &Arc<Conn>, bytes: &[u8])
         return refusal;
     }
     match message {
-        ClientMessage::Event(event) => event_message(shared, conn, subs.plugin.as_mut(), &event),
+        ClientMessage::Event(event) => {
+            event_message(shared, conn, subs.plugin.as_mut(), &event, |e| {
+                nostrwire_wire::encode_json_event(e)
+            })
+        }
         ClientMessage::Req {
             subscription_id,
             filters,
@@ -266,6 +307,14 @@ fn handle(shared: &Arc<Shared>, subs: &mut Subs, conn: &Arc<Conn>, bytes: &[u8])
     }
 }
 
+const RATE_LIMITED: &str = "rate-limited: slow down, too many messages";
+
+/// Takes a token from the sender's bucket; true when it was empty.
+fn over_budget(shared: &Shared, conn: &Conn, budget: Budget) -> bool {
+    let pubkey = conn.authed.read().expect("auth lock").first().copied();
+    !shared.rate.allow(budget, conn.ip, pubkey)
+}
+
 /// Charges the message to its sender's bucket; the refusal was already
 /// sent when it returns `Some`.
 fn rate_limited(shared: &Shared, conn: &Conn, message: &ClientMessage<'_>) -> Option<()> {
@@ -276,11 +325,10 @@ fn rate_limited(shared: &Shared, conn: &Conn, message: &ClientMessage<'_>) -> Op
         }
         _ => return None,
     };
-    let pubkey = conn.authed.read().expect("auth lock").first().copied();
-    if shared.rate.allow(budget, conn.ip, pubkey) {
+    if !over_budget(shared, conn, budget) {
         return None;
     }
-    let reason = "rate-limited: slow down, too many messages";
+    let reason = RATE_LIMITED;
     match message {
         ClientMessage::Event(event) => ok_false(shared, conn, event.id(), "rate_limited", reason),
         ClientMessage::Req {
@@ -333,7 +381,7 @@ fn read_gate(
 
 /// NIP-42: checks the AUTH event against this connection's challenge, then
 /// its id and signature, and remembers the pubkey.
-fn auth_message(shared: &Shared, conn: &Conn, event: &EventRef<'_>) {
+fn auth_message<E: SignedFields>(shared: &Shared, conn: &Conn, event: &E) {
     let id = event.id();
     if !shared.config.auth.enabled {
         return ok_false(
@@ -363,15 +411,15 @@ fn auth_message(shared: &Shared, conn: &Conn, event: &EventRef<'_>) {
         }
     }
     shared.metrics.message("auth_ok");
-    send(conn, |o| write::ok(o, id, true, ""));
+    conn.outbox.send_ok(id, true, "");
 }
 
 /// Authentication and list rules for publishing; the refusal (reason key,
 /// message) if any.
-fn write_refusal(
+fn write_refusal<E: SignedFields>(
     shared: &Shared,
     conn: &Conn,
-    event: &EventRef<'_>,
+    event: &E,
 ) -> Option<(&'static str, &'static str)> {
     let auth = &shared.config.auth;
     if event.kind().as_u16() == AUTH_KIND {
@@ -384,7 +432,7 @@ fn write_refusal(
             "auth-required: this relay accepts events only from authenticated clients",
         ));
     }
-    if event.tags().iter().any(|t| t.name().eq_str("-")) && !conn.is_authed_as(event.pubkey()) {
+    if event.any_tag(&mut |name, _| name == "-") && !conn.is_authed_as(event.pubkey()) {
         return Some(if !auth.enabled {
             (
                 "protected",
@@ -408,19 +456,13 @@ fn write_refusal(
         .map(|m| ("policy", m))
 }
 
-fn first_value_of<'a>(event: &EventRef<'a>, name: &str) -> Option<JsonStr<'a>> {
-    event
-        .tags()
-        .iter()
-        .find(|t| t.name().eq_str(name))
-        .and_then(|t| t.first_value())
-}
-
-fn event_message(
+/// EVENT, from either transport: `record` gives the nwb record to store.
+fn event_message<E: SignedFields>(
     shared: &Arc<Shared>,
     conn: &Arc<Conn>,
     plugin: Option<&mut Plugin>,
-    event: &EventRef<'_>,
+    event: &E,
+    record: impl FnOnce(&E) -> Vec<u8>,
 ) {
     let id = event.id();
     let limits = &shared.config.limits;
@@ -442,8 +484,8 @@ fn event_message(
     if let Some((reason, message)) = write_refusal(shared, conn, event) {
         return ok_false(shared, conn, id, reason, message);
     }
-    if let Some(value) = first_value_of(event, "expiration") {
-        match value.value().parse::<u64>() {
+    if let Some(value) = first_tag_value(event, "expiration") {
+        match value.parse::<u64>() {
             Ok(t) if t <= now => {
                 return ok_false(shared, conn, id, "expired", "invalid: event has expired")
             }
@@ -462,9 +504,9 @@ fn event_message(
     // Duplicates by id before any hashing or signature work.
     match shared.store.presence(id) {
         Ok(Presence::Stored) => {
-            return send(conn, |o| {
-                write::ok(o, id, true, "duplicate: already have this event")
-            });
+            conn.outbox
+                .send_ok(id, true, "duplicate: already have this event");
+            return;
         }
         Ok(_) => {}
         Err(e) => {
@@ -493,15 +535,17 @@ fn event_message(
             Decision::Reject(message) => return ok_false(shared, conn, id, "plugin", &message),
             Decision::ShadowReject => {
                 shared.metrics.rejected("plugin_shadow");
-                return send(conn, |o| write::ok(o, id, true, ""));
+                conn.outbox.send_ok(id, true, "");
+                return;
             }
         }
     }
+    let record = record(event);
     if event.kind().is_ephemeral() {
-        send(conn, |o| write::ok(o, id, true, ""));
+        conn.outbox.send_ok(id, true, "");
         let live = Arc::new(LiveEvent {
             serial: 0,
-            record: nostrwire_wire::encode_json_event(event),
+            record,
             json,
         });
         let _ = shared.fanout_tx.send(FanoutMsg::Events(vec![live]));
@@ -509,7 +553,7 @@ fn event_message(
     }
     let accepted = Accepted {
         id: *id,
-        record: nostrwire_wire::encode_json_event(event),
+        record,
         json,
         reply: conn.outbox.clone(),
     };

@@ -53,6 +53,8 @@ pub struct Shared {
     pub config: Config,
     /// Parser limits derived from the configuration.
     pub event_limits: nostrwire_event::Limits,
+    /// The same limits for nwb records on the binary transport.
+    pub wire_limits: nostrwire_wire::Limits,
     /// Storage.
     pub store: Arc<dyn EventStore>,
     /// Metrics.
@@ -166,6 +168,12 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
         max_filters: config.limits.max_filters,
         ..nostrwire_event::Limits::DEFAULT
     };
+    let wire_limits = nostrwire_wire::Limits {
+        max_record_bytes: config.limits.max_message_bytes,
+        max_tags: config.limits.max_event_tags,
+        max_string_bytes: config.limits.max_message_bytes,
+        ..nostrwire_wire::Limits::DEFAULT
+    };
     let (writer_tx, writer_rx) = unbounded();
     let (fanout_tx, fanout_rx) = unbounded();
     let (query_tx, query_rx) = unbounded();
@@ -182,6 +190,7 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
     let shared = Arc::new(Shared {
         config,
         event_limits,
+        wire_limits,
         store,
         metrics: Metrics::default(),
         writer_tx,

@@ -4,7 +4,9 @@ use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
+use nostrwire_event::message::write;
 use nostrwire_event::{EventId, Filter, PublicKey};
+use nostrwire_wire::transport;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::policy::ReadGate;
@@ -17,42 +19,105 @@ pub type ConnId = u64;
 pub enum Outgoing {
     /// A text frame.
     Text(String),
+    /// A binary frame (`nostrwire.v1` connections).
+    Binary(Vec<u8>),
     /// Close the connection after sending what is queued.
     Close,
 }
 
 /// Sends frames to one connection, with a cap on queued bytes: a client that
 /// does not read is cut off instead of growing the relay's memory.
+///
+/// It also knows the connection's transport: NIP-01 JSON in text frames, or
+/// `nostrwire.v1` binary frames (`spec/transport.md`), so every stage sends
+/// the same calls and the outbox picks the encoding.
 #[derive(Clone, Debug)]
 pub struct Outbox {
     tx: UnboundedSender<Outgoing>,
     queued: Arc<AtomicUsize>,
     dead: Arc<AtomicBool>,
     cap: usize,
+    binary: bool,
 }
 
 impl Outbox {
-    /// An outbox feeding `tx`, holding at most `cap` bytes in flight.
-    pub fn new(tx: UnboundedSender<Outgoing>, cap: usize) -> Outbox {
+    /// An outbox feeding `tx`, holding at most `cap` bytes in flight;
+    /// `binary` for a `nostrwire.v1` connection.
+    pub fn new(tx: UnboundedSender<Outgoing>, cap: usize, binary: bool) -> Outbox {
         Outbox {
             tx,
             queued: Arc::new(AtomicUsize::new(0)),
             dead: Arc::new(AtomicBool::new(false)),
             cap,
+            binary,
         }
     }
 
-    /// Queues a frame; false if the connection is gone or was cut off.
-    pub fn send(&self, text: String) -> bool {
+    /// Whether the connection speaks the binary transport.
+    pub fn is_binary(&self) -> bool {
+        self.binary
+    }
+
+    fn queue(&self, n: usize, frame: Outgoing) -> bool {
         if self.dead.load(Ordering::Relaxed) {
             return false;
         }
-        let n = text.len();
         if self.queued.fetch_add(n, Ordering::Relaxed) + n > self.cap {
             self.cut_off();
             return false;
         }
-        self.tx.send(Outgoing::Text(text)).is_ok()
+        self.tx.send(frame).is_ok()
+    }
+
+    /// Queues a NIP-01 message given as JSON text (a `0x00` frame on binary
+    /// connections); false if the connection is gone or was cut off.
+    pub fn send(&self, json: String) -> bool {
+        if self.binary {
+            let mut frame = Vec::with_capacity(json.len() + 1);
+            transport::write_json(&mut frame, json.as_bytes());
+            return self.queue(frame.len(), Outgoing::Binary(frame));
+        }
+        self.queue(json.len(), Outgoing::Text(json))
+    }
+
+    /// Queues an event for a subscription: `json` on text connections,
+    /// `record` (nwb, as stored) on binary ones. Only the one the transport
+    /// needs has to be filled in.
+    pub fn send_event(&self, subscription_id: &str, json: &str, record: &[u8]) -> bool {
+        if self.binary {
+            let mut frame = Vec::new();
+            transport::write_relay_event(&mut frame, subscription_id, record);
+            return self.queue(frame.len(), Outgoing::Binary(frame));
+        }
+        let mut out = Vec::with_capacity(json.len() + subscription_id.len() + 16);
+        write::relay_event_json(&mut out, subscription_id, |o| {
+            o.extend_from_slice(json.as_bytes())
+        });
+        self.send(String::from_utf8(out).expect("UTF-8"))
+    }
+
+    /// Queues an `OK`.
+    pub fn send_ok(&self, id: &EventId, accepted: bool, message: &str) -> bool {
+        if self.binary {
+            let mut frame = Vec::with_capacity(34 + message.len());
+            transport::write_ok(&mut frame, id, accepted, message);
+            return self.queue(frame.len(), Outgoing::Binary(frame));
+        }
+        let mut out = Vec::with_capacity(100 + message.len());
+        write::ok(&mut out, id, accepted, message);
+        self.send(String::from_utf8(out).expect("UTF-8"))
+    }
+
+    /// Queues an `EOSE`.
+    pub fn send_eose(&self, subscription_id: &str) -> bool {
+        if self.binary {
+            let mut frame = Vec::with_capacity(1 + subscription_id.len());
+            transport::write_eose(&mut frame, subscription_id);
+            return self.queue(frame.len(), Outgoing::Binary(frame));
+        }
+        let mut out = Vec::new();
+        write::eose(&mut out, subscription_id);
+        self.send(String::from_utf8(out).expect("UTF-8"))
     }
 
     /// Closes a connection that does not read what it asked for, telling it why.
@@ -61,13 +126,18 @@ impl Outbox {
             return;
         }
         let mut notice = Vec::new();
-        nostrwire_event::message::write::notice(
+        write::notice(
             &mut notice,
             "error: connection closed: too much unread data (slow reader)",
         );
-        let _ = self
-            .tx
-            .send(Outgoing::Text(String::from_utf8(notice).expect("UTF-8")));
+        let frame = if self.binary {
+            let mut frame = Vec::new();
+            transport::write_json(&mut frame, &notice);
+            Outgoing::Binary(frame)
+        } else {
+            Outgoing::Text(String::from_utf8(notice).expect("UTF-8"))
+        };
+        let _ = self.tx.send(frame);
         let _ = self.tx.send(Outgoing::Close);
     }
 

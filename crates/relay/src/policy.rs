@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use nostrwire_event::{EventRef, Filter, Kind, PreimageFields, PublicKey};
+use nostrwire_event::{Filter, Kind, PreimageFields, PublicKey, SignedFields};
 use nostrwire_wire::EventView;
 
 use crate::config::Config;
@@ -56,9 +56,9 @@ impl WritePolicy {
 
 /// Checks a NIP-42 AUTH event against the connection's challenge. The id
 /// and signature are checked by the caller afterwards (the costly part).
-pub fn check_auth(
+pub fn check_auth<E: SignedFields>(
     config: &Config,
-    event: &EventRef<'_>,
+    event: &E,
     challenge: &str,
     now: u64,
 ) -> Result<(), &'static str> {
@@ -69,14 +69,7 @@ pub fn check_auth(
     if created.abs_diff(now) > config.auth.window_seconds {
         return Err("invalid: AUTH event created_at is too far from the relay's clock");
     }
-    let tag = |name: &str| {
-        event
-            .tags()
-            .iter()
-            .find(|t| t.name().eq_str(name))
-            .and_then(|t| t.first_value())
-            .map(|v| v.value().into_owned())
-    };
+    let tag = |name: &str| first_tag_value(event, name);
     if tag("challenge").as_deref() != Some(challenge) {
         return Err("invalid: AUTH challenge does not match this connection's");
     }
@@ -89,6 +82,19 @@ pub fn check_auth(
         return Err("invalid: AUTH relay tag names another relay");
     }
     Ok(())
+}
+
+/// The first value of the first tag called `name`, from either event form.
+pub fn first_tag_value<E: PreimageFields>(event: &E, name: &str) -> Option<String> {
+    let mut found = None;
+    event.any_tag(&mut |n, value| {
+        if n == name {
+            found = value.map(str::to_string);
+            return true;
+        }
+        false
+    });
+    found
 }
 
 /// `wss://Relay.Example/` and `wss://relay.example` name the same relay.

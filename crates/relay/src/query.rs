@@ -60,7 +60,9 @@ impl Job {
                         (l.min(usize::MAX as u64)) as usize
                     })
                     .min(limits.max_limit);
-                QueryCursor::new(limit).gated(sub.gate.clone())
+                QueryCursor::new(limit)
+                    .gated(sub.gate.clone())
+                    .with_records(sub.outbox.is_binary())
             })
             .collect();
         Job {
@@ -273,12 +275,6 @@ fn finish_sync(shared: &Shared, job: &mut Job, failure: Option<String>) {
         .send(crate::msg::IngestMsg::SyncReady(ready));
 }
 
-fn event_frame(sub_id: &str, json: &str) -> String {
-    let mut out = Vec::with_capacity(json.len() + sub_id.len() + 16);
-    write::relay_event_json(&mut out, sub_id, |o| o.extend_from_slice(json.as_bytes()));
-    String::from_utf8(out).expect("UTF-8")
-}
-
 /// Sends stored results while the connection keeps up; EOSE and go live at the end.
 fn deliver(shared: &Shared, job: &mut Job) -> Progress {
     let sub = job.sub.clone();
@@ -300,13 +296,11 @@ fn deliver(shared: &Shared, job: &mut Job) -> Progress {
         }
         let f = &d.results[d.next];
         d.next += 1;
-        if !sub.outbox.send(event_frame(&sub.id, &f.json)) {
+        if !sub.outbox.send_event(&sub.id, &f.json, &f.record) {
             return Progress::Done;
         }
     }
-    let mut out = Vec::new();
-    write::eose(&mut out, &sub.id);
-    sub.outbox.send(String::from_utf8(out).expect("UTF-8"));
+    sub.outbox.send_eose(&sub.id);
     shared
         .metrics
         .query_seconds
@@ -323,7 +317,7 @@ fn deliver(shared: &Shared, job: &mut Job) -> Progress {
         if e.serial != 0 && d.serials.contains(&e.serial) {
             continue;
         }
-        sub.outbox.send(event_frame(&sub.id, &e.json));
+        sub.outbox.send_event(&sub.id, &e.json, &e.record);
     }
     Progress::Done
 }

@@ -15,6 +15,10 @@ use futures_util::{SinkExt, StreamExt};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
+use tokio_tungstenite::tungstenite::handshake::server::{
+    Request as Handshake, Response as HandshakeResponse,
+};
+use tokio_tungstenite::tungstenite::http::HeaderValue;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Message;
 
@@ -128,6 +132,8 @@ async fn read_head(stream: &mut TcpStream) -> io::Result<Vec<u8>> {
 struct Request {
     path: String,
     upgrade: bool,
+    /// The client offered `nostrwire.v1` in `Sec-WebSocket-Protocol`.
+    binary: bool,
     accept_nostr: bool,
     method: String,
 }
@@ -146,6 +152,10 @@ fn parse_head(head: &[u8]) -> Option<Request> {
         path: req.path?.to_string(),
         method: req.method?.to_string(),
         upgrade: header("upgrade").is_some_and(|v| v.contains("websocket")),
+        binary: header("sec-websocket-protocol").is_some_and(|v| {
+            v.split(',')
+                .any(|p| p.trim() == nostrwire_wire::transport::SUBPROTOCOL)
+        }),
         accept_nostr: header("accept").is_some_and(|v| v.contains("application/nostr+json")),
     })
 }
@@ -235,9 +245,23 @@ async fn connection(
         pos: 0,
         stream,
     };
-    let ws = tokio_tungstenite::accept_async_with_config(prefixed, Some(ws_config))
-        .await
-        .map_err(|e| io::Error::other(e.to_string()))?;
+    let binary = request.binary;
+    // Echoing the subprotocol is what switches the client to binary frames.
+    // (The error type is tungstenite's, large by its design.)
+    #[allow(clippy::result_large_err)]
+    let choose_protocol = move |_: &Handshake, mut response: HandshakeResponse| {
+        if binary {
+            response.headers_mut().insert(
+                "Sec-WebSocket-Protocol",
+                HeaderValue::from_static(nostrwire_wire::transport::SUBPROTOCOL),
+            );
+        }
+        Ok(response)
+    };
+    let ws =
+        tokio_tungstenite::accept_hdr_async_with_config(prefixed, choose_protocol, Some(ws_config))
+            .await
+            .map_err(|e| io::Error::other(e.to_string()))?;
     shared
         .metrics
         .connections_open
@@ -246,7 +270,7 @@ async fn connection(
         .metrics
         .connections_total
         .fetch_add(1, Ordering::Relaxed);
-    let result = websocket(&shared, ws, ip, id, &mut shutdown).await;
+    let result = websocket(&shared, ws, ip, binary, id, &mut shutdown).await;
     shared
         .metrics
         .connections_open
@@ -260,12 +284,13 @@ async fn websocket(
     shared: &Arc<Shared>,
     ws: tokio_tungstenite::WebSocketStream<Prefixed>,
     ip: IpAddr,
+    binary: bool,
     id: u64,
     shutdown: &mut watch::Receiver<bool>,
 ) -> io::Result<()> {
     let (mut sink, mut frames) = ws.split();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let outbox = Outbox::new(tx, shared.config.limits.max_outbound_bytes);
+    let outbox = Outbox::new(tx, shared.config.limits.max_outbound_bytes, binary);
     let challenge = if shared.config.auth.enabled {
         new_challenge()
     } else {
@@ -290,6 +315,12 @@ async fn websocket(
                     Outgoing::Text(text) => {
                         written += text.len();
                         if sink.feed(Message::text(text)).await.is_err() {
+                            return;
+                        }
+                    }
+                    Outgoing::Binary(frame) => {
+                        written += frame.len();
+                        if sink.feed(Message::binary(frame)).await.is_err() {
                             return;
                         }
                     }
@@ -320,17 +351,29 @@ async fn websocket(
             }
         };
         match frame {
-            Some(Ok(Message::Text(text))) => {
+            Some(Ok(Message::Text(text))) if !binary => {
                 let bytes = text.as_bytes().to_vec();
                 if ingest.send(IngestMsg::Frame(conn.clone(), bytes)).is_err() {
                     break;
                 }
             }
-            Some(Ok(Message::Binary(_))) => {
+            Some(Ok(Message::Binary(frame))) if binary => {
+                if ingest
+                    .send(IngestMsg::Frame(conn.clone(), frame.to_vec()))
+                    .is_err()
+                {
+                    break;
+                }
+            }
+            Some(Ok(Message::Text(_) | Message::Binary(_))) => {
                 let mut out = Vec::new();
                 nostrwire_event::message::write::notice(
                     &mut out,
-                    "invalid: binary frames are not supported; send JSON text frames",
+                    if binary {
+                        "invalid: this connection negotiated nostrwire.v1; send binary frames"
+                    } else {
+                        "invalid: binary frames need the nostrwire.v1 subprotocol; send JSON text frames"
+                    },
                 );
                 outbox.send(String::from_utf8(out).expect("UTF-8"));
             }

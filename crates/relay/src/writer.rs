@@ -6,16 +6,13 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crossbeam_channel::Receiver;
-use nostrwire_event::message::write;
 
 use crate::msg::{Accepted, FanoutMsg, LiveEvent, WriterMsg};
 use crate::store::Verdict;
 use crate::Shared;
 
 fn ok(reply: &crate::msg::Outbox, id: &nostrwire_event::EventId, accepted: bool, message: &str) {
-    let mut out = Vec::with_capacity(96 + message.len());
-    write::ok(&mut out, id, accepted, message);
-    reply.send(String::from_utf8(out).expect("UTF-8"));
+    reply.send_ok(id, accepted, message);
 }
 
 /// Runs until [`WriterMsg::Shutdown`] (everything queued before it is

@@ -49,6 +49,12 @@ pub enum Error {
     Decompress,
     /// A dictionary set file is malformed.
     BadDictionarySet,
+    /// A transport frame is empty or starts with an unknown message type.
+    UnknownMessage,
+    /// A transport frame's subscription id is empty or longer than 64 bytes.
+    BadSubscriptionId,
+    /// A transport flag byte is neither 0 nor 1.
+    NonCanonicalFlag,
 }
 
 impl Error {
@@ -72,6 +78,9 @@ impl Error {
         Error::UnknownDictionary,
         Error::Decompress,
         Error::BadDictionarySet,
+        Error::UnknownMessage,
+        Error::BadSubscriptionId,
+        Error::NonCanonicalFlag,
     ];
 
     /// The stable snake_case name.
@@ -95,6 +104,9 @@ impl Error {
             Error::UnknownDictionary => "unknown_dictionary",
             Error::Decompress => "decompress",
             Error::BadDictionarySet => "bad_dictionary_set",
+            Error::UnknownMessage => "unknown_message",
+            Error::BadSubscriptionId => "bad_subscription_id",
+            Error::NonCanonicalFlag => "non_canonical_flag",
         }
     }
 
@@ -124,6 +136,9 @@ impl Error {
             Error::UnknownDictionary => "dictionary id not in the set",
             Error::Decompress => "compressed payload is invalid",
             Error::BadDictionarySet => "malformed dictionary set",
+            Error::UnknownMessage => "unknown transport message type",
+            Error::BadSubscriptionId => "subscription id empty or longer than 64 bytes",
+            Error::NonCanonicalFlag => "flag byte is neither 0 nor 1",
         }
     }
 }

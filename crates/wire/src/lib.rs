@@ -13,6 +13,8 @@
 //! - [`peek_kind_and_pubkey`] and friends: selective reads without decoding.
 //! - [`frame`]: length-prefixed streams; [`compress`]: zstd records with
 //!   trained per-kind dictionaries.
+//! - [`transport`]: the binary client–relay WebSocket transport
+//!   (`nostrwire.v1`), events as nwb records.
 //!
 //! ```
 //! use nostrwire_event::{EventRef, SignedFields};
@@ -34,6 +36,7 @@ mod error;
 pub mod frame;
 mod layout;
 mod limits;
+pub mod transport;
 mod unescape;
 pub mod varint;
 mod view;

@@ -644,6 +644,7 @@ impl LmdbStore {
             id: *view.id(),
             created_at: view.created_at().as_u64(),
             json: view.to_json(),
+            record: Vec::new(),
         })
     }
 
@@ -679,10 +680,15 @@ impl LmdbStore {
             serial,
             id: *view.id(),
             created_at: view.created_at().as_u64(),
-            json: if cursor.ids_only {
+            json: if cursor.ids_only || cursor.records {
                 String::new()
             } else {
                 view.to_json()
+            },
+            record: if cursor.records && !cursor.ids_only {
+                view.record().to_vec()
+            } else {
+                Vec::new()
             },
         });
         if cursor.found.len() == cursor.limit {

@@ -56,8 +56,11 @@ pub struct Found {
     pub id: EventId,
     /// Creation time (for ordering).
     pub created_at: u64,
-    /// Canonical JSON of the event.
+    /// Canonical JSON of the event (empty when the query asked for records).
     pub json: String,
+    /// The uncompressed nwb record (only when the query asked for records,
+    /// for binary-transport connections).
+    pub record: Vec<u8>,
 }
 
 /// Store-wide figures for metrics.

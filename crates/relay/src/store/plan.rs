@@ -56,6 +56,8 @@ pub struct QueryCursor {
     pub counted: u64,
     /// Hides restricted kinds from those not entitled to them (NIP-42).
     pub gate: Option<Arc<ReadGate>>,
+    /// Keep each match's nwb record instead of rendering JSON.
+    pub records: bool,
 }
 
 /// Outcome of one slice of a query.
@@ -105,6 +107,13 @@ impl QueryCursor {
     /// The same cursor, showing restricted kinds only as `gate` allows.
     pub fn gated(mut self, gate: Option<Arc<ReadGate>>) -> QueryCursor {
         self.gate = gate;
+        self
+    }
+
+    /// The same cursor, keeping nwb records (for binary connections)
+    /// instead of JSON when `records` is true.
+    pub fn with_records(mut self, records: bool) -> QueryCursor {
+        self.records = records;
         self
     }
 

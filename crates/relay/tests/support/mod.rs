@@ -10,6 +10,7 @@ use nostrwire_event::{
     UnsignedEvent,
 };
 use nostrwire_relay::{Config, Relay};
+use nostrwire_wire::transport::{self, RelayFrame};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
@@ -62,6 +63,8 @@ pub struct Client {
     /// The last NIP-42 challenge the relay sent (AUTH messages are taken
     /// here, never returned by `recv`).
     pub challenge: Option<String>,
+    /// Speaks `nostrwire.v1` binary frames (spec/transport.md).
+    pub binary: bool,
 }
 
 /// A relay message, owned, for assertions.
@@ -84,6 +87,40 @@ impl Client {
         Client {
             ws,
             challenge: None,
+            binary: false,
+        }
+    }
+
+    /// Connects asking for the binary transport; panics unless the relay
+    /// agrees.
+    pub async fn connect_binary(url: &str) -> Client {
+        use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+        let mut request = url.into_client_request().unwrap();
+        request.headers_mut().insert(
+            "Sec-WebSocket-Protocol",
+            transport::SUBPROTOCOL.parse().unwrap(),
+        );
+        let (ws, response) = tokio_tungstenite::connect_async(request).await.unwrap();
+        assert_eq!(
+            response.headers()["Sec-WebSocket-Protocol"],
+            transport::SUBPROTOCOL
+        );
+        Client {
+            ws,
+            challenge: None,
+            binary: true,
+        }
+    }
+
+    /// Sends a NIP-01 message given as JSON: a text frame, or a `0x00`
+    /// frame on the binary transport.
+    pub async fn send_json(&mut self, json: Vec<u8>) {
+        if self.binary {
+            let mut frame = Vec::new();
+            transport::write_json(&mut frame, &json);
+            self.send_binary(frame).await;
+        } else {
+            self.send_text(String::from_utf8(json).unwrap()).await;
         }
     }
 
@@ -96,9 +133,7 @@ impl Client {
     }
 
     pub async fn publish(&mut self, event: &Event) -> (bool, String) {
-        let mut out = Vec::new();
-        write::client_event(&mut out, event);
-        self.send_text(String::from_utf8(out).unwrap()).await;
+        self.send_event(event).await;
         loop {
             match self.recv().await {
                 Got::Ok(id, accepted, message) => {
@@ -123,6 +158,7 @@ impl Client {
         Client {
             ws,
             challenge: None,
+            binary: false,
         }
     }
 
@@ -134,7 +170,16 @@ impl Client {
                 .expect("no AUTH challenge within 10 s")
                 .expect("connection closed")
                 .unwrap();
-            if let Message::Text(text) = frame {
+            let text = match frame {
+                Message::Text(text) => text.as_bytes().to_vec(),
+                Message::Binary(b) => match transport::decode_relay(&b, &Default::default()) {
+                    Ok(RelayFrame::Json(json)) => json.to_vec(),
+                    other => panic!("expected the AUTH challenge first, got {other:?}"),
+                },
+                _ => continue,
+            };
+            {
+                let text = String::from_utf8(text).unwrap();
                 match RelayMessage::parse(text.as_bytes()).unwrap() {
                     RelayMessage::Auth(c) => self.challenge = Some(c.into_owned()),
                     _ => panic!("expected the AUTH challenge first, got {text}"),
@@ -152,9 +197,15 @@ impl Client {
         tags: &[&[&str]],
     ) -> (bool, String) {
         let auth = event(keys, created_at, 22242, tags, "");
-        let mut out = Vec::new();
-        write::client_auth(&mut out, &auth);
-        self.send_text(String::from_utf8(out).unwrap()).await;
+        if self.binary {
+            let mut frame = Vec::new();
+            transport::write_auth(&mut frame, &nostrwire_wire::encode_event(&auth));
+            self.send_binary(frame).await;
+        } else {
+            let mut out = Vec::new();
+            write::client_auth(&mut out, &auth);
+            self.send_text(String::from_utf8(out).unwrap()).await;
+        }
         match self.recv().await {
             Got::Ok(id, accepted, message) if id == auth.id.to_hex() => (accepted, message),
             other => panic!("expected OK for AUTH, got {other:?}"),
@@ -172,10 +223,24 @@ impl Client {
         .await
     }
 
+    /// Sends an EVENT without waiting for the OK (an nwb record on the
+    /// binary transport).
+    pub async fn send_event(&mut self, event: &Event) {
+        if self.binary {
+            let mut frame = Vec::new();
+            transport::write_event(&mut frame, &nostrwire_wire::encode_event(event));
+            self.send_binary(frame).await;
+        } else {
+            let mut out = Vec::new();
+            write::client_event(&mut out, event);
+            self.send_text(String::from_utf8(out).unwrap()).await;
+        }
+    }
+
     pub async fn req(&mut self, sub: &str, filters: &[Filter]) {
         let mut out = Vec::new();
         write::req(&mut out, sub, filters);
-        self.send_text(String::from_utf8(out).unwrap()).await;
+        self.send_json(out).await;
     }
 
     /// Sends a REQ, collects events until EOSE, then CLOSEs it. Live events
@@ -198,7 +263,7 @@ impl Client {
     pub async fn close(&mut self, sub: &str) {
         let mut out = Vec::new();
         write::close(&mut out, sub);
-        self.send_text(String::from_utf8(out).unwrap()).await;
+        self.send_json(out).await;
     }
 
     pub async fn recv(&mut self) -> Got {
@@ -211,7 +276,31 @@ impl Client {
         loop {
             let frame = tokio::time::timeout(timeout, self.ws.next()).await.ok()??;
             let text = match frame.unwrap() {
-                Message::Text(t) => t.to_string(),
+                Message::Text(t) => {
+                    assert!(!self.binary, "text frame on a nostrwire.v1 connection: {t}");
+                    t.to_string()
+                }
+                Message::Binary(b) => {
+                    assert!(self.binary, "binary frame on a JSON connection");
+                    match transport::decode_relay(&b, &Default::default())
+                        .unwrap_or_else(|e| panic!("relay sent a bad frame {b:?}: {e}"))
+                    {
+                        RelayFrame::Json(json) => String::from_utf8(json.to_vec()).unwrap(),
+                        RelayFrame::Event {
+                            subscription_id,
+                            event,
+                        } => {
+                            event.verify().expect("relay served an invalid event");
+                            return Some(Got::Event(subscription_id.into(), event.to_event()));
+                        }
+                        RelayFrame::Ok {
+                            id,
+                            accepted,
+                            message,
+                        } => return Some(Got::Ok(id.to_hex(), accepted, message.into())),
+                        RelayFrame::Eose(s) => return Some(Got::Eose(s.into())),
+                    }
+                }
                 Message::Close(_) => return None,
                 _ => continue,
             };
