@@ -131,6 +131,12 @@ settings! {
     count_cap: usize = 1_000_000; reloadable = false;
         "Largest exact COUNT; above it the answer is the cap with `approximate: true`."
 
+    [search: SearchSettings] "NIP-50 full-text search."
+    enabled: bool = true; reloadable = false;
+        "Keep an inverted index of event text and answer `search` filters. Turning it off drops the index (no write cost); turning it on again rebuilds it when the database opens."
+    max_reads: usize = 100_000; reloadable = false;
+        "Most search-index entries one search filter reads; past it, results come from the newest events examined."
+
     [performance: PerformanceSettings] "Threads and batching."
     ingest_threads: usize = 0; reloadable = false;
         "Parse-and-verify workers (0: one per core)."

@@ -136,7 +136,7 @@ fn handle(shared: &Arc<Shared>, subs: &mut Subs, conn: &Arc<Conn>, bytes: &[u8])
                 });
                 return;
             }
-            if filters.iter().any(|f| f.search.is_some()) {
+            if !shared.config.search.enabled && filters.iter().any(|f| f.search.is_some()) {
                 send(conn, |o| {
                     write::closed(o, &sub_id, "invalid: search (NIP-50) is not supported")
                 });
@@ -161,7 +161,7 @@ fn handle(shared: &Arc<Shared>, subs: &mut Subs, conn: &Arc<Conn>, bytes: &[u8])
             subscription_id,
             filters,
         } => {
-            if filters.iter().any(|f| f.search.is_some()) {
+            if !shared.config.search.enabled && filters.iter().any(|f| f.search.is_some()) {
                 send(conn, |o| {
                     write::closed(
                         o,

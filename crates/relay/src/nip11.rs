@@ -5,8 +5,18 @@ use serde_json::json;
 
 use crate::config::Config;
 
-/// NIPs this relay implements.
+/// NIPs this relay implements, apart from those that can be turned off.
 pub const SUPPORTED_NIPS: &[u32] = &[1, 9, 11, 40, 45, 62, 77];
+
+/// NIPs this relay implements with `config`, in order.
+pub fn supported_nips(config: &Config) -> Vec<u32> {
+    let mut nips = SUPPORTED_NIPS.to_vec();
+    if config.search.enabled {
+        nips.push(50);
+    }
+    nips.sort_unstable();
+    nips
+}
 
 /// The document as JSON text.
 pub fn document(config: &Config) -> String {
@@ -14,7 +24,7 @@ pub fn document(config: &Config) -> String {
     let mut doc = json!({
         "name": config.info.name,
         "description": config.info.description,
-        "supported_nips": SUPPORTED_NIPS,
+        "supported_nips": supported_nips(config),
         "software": "https://github.com/nostrwire/nostrwire",
         "version": env!("CARGO_PKG_VERSION"),
         "limitation": {
