@@ -355,6 +355,77 @@ fn a_database_keeps_its_dictionary_set() {
     drop(LmdbStore::open(&db, &opts).unwrap());
 }
 
+#[test]
+fn a_schema_1_database_gets_its_search_index_on_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = Keys::derive(8, 1);
+    let note = |content: &str| {
+        let unsigned = UnsignedEvent::new(
+            &keys,
+            Timestamp::new(1000).unwrap(),
+            Kind(1),
+            Vec::new(),
+            content,
+        );
+        nostrwire_wire::encode_event(&Event {
+            id: unsigned.compute_id(),
+            pubkey: unsigned.pubkey,
+            created_at: unsigned.created_at,
+            kind: unsigned.kind,
+            tags: unsigned.tags,
+            content: unsigned.content,
+            sig: nostrwire_event::Signature::from_bytes([0; 64]),
+        })
+    };
+    let search = |q: &str| {
+        let mut f = Filter::new();
+        f.search = Some(q.to_string());
+        f
+    };
+    let store = LmdbStore::open(dir.path(), &options(0)).unwrap();
+    store
+        .write_batch(&[note("lighthouse keeper"), note("keeper of bees")], 0)
+        .unwrap();
+    assert_eq!(query_store(&store, &search("keeper"), 100).len(), 2);
+    drop(store);
+    // Turn it into what schema 1 left: no search tables, no totals, version 1.
+    {
+        // SAFETY: the store above is closed; nothing else opens this path.
+        let env = unsafe {
+            heed::EnvOpenOptions::new()
+                .max_dbs(16)
+                .open(dir.path())
+                .unwrap()
+        };
+        let mut wtxn = env.write_txn().unwrap();
+        for name in ["search", "search_terms"] {
+            let db: heed::Database<heed::types::Bytes, heed::types::Bytes> =
+                env.open_database(&wtxn, Some(name)).unwrap().unwrap();
+            db.clear(&mut wtxn).unwrap();
+        }
+        let meta: heed::Database<heed::types::Bytes, heed::types::Bytes> =
+            env.open_database(&wtxn, Some("meta")).unwrap().unwrap();
+        meta.delete(&mut wtxn, b"search").unwrap();
+        meta.put(&mut wtxn, b"schema", &1u32.to_le_bytes()).unwrap();
+        wtxn.commit().unwrap();
+    }
+    let store = LmdbStore::open(dir.path(), &options(0)).unwrap();
+    assert_eq!(query_store(&store, &search("keeper"), 100).len(), 2);
+    assert_eq!(query_store(&store, &search("bees keeper"), 1).len(), 1);
+    drop(store);
+    // Search off drops the index; a later open with it on rebuilds it.
+    let off = OpenOptions {
+        search: false,
+        ..options(0)
+    };
+    let store = LmdbStore::open(dir.path(), &off).unwrap();
+    assert!(query_store(&store, &search("keeper"), 100).is_empty());
+    store.write_batch(&[note("keeper three")], 0).unwrap();
+    drop(store);
+    let store = LmdbStore::open(dir.path(), &options(0)).unwrap();
+    assert_eq!(query_store(&store, &search("keeper"), 100).len(), 3);
+}
+
 fn agrees_with_model(options: &OpenOptions) -> nostrwire_relay::store::Stats {
     let dir = tempfile::tempdir().unwrap();
     let store = LmdbStore::open(dir.path(), options).unwrap();
