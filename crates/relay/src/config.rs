@@ -135,7 +135,7 @@ settings! {
     enabled: bool = true; reloadable = false;
         "Keep an inverted index of event text and answer `search` filters. Turning it off drops the index (no write cost); turning it on again rebuilds it when the database opens."
     max_reads: usize = 100_000; reloadable = false;
-        "Most search-index entries one search filter reads; past it, results come from the newest events examined."
+        "Most search-index entries one search filter reads; past it, results are ranked among the newest events examined and COUNT answers `approximate: true`."
 
     [performance: PerformanceSettings] "Threads and batching."
     ingest_threads: usize = 0; reloadable = false;

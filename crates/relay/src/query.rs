@@ -230,7 +230,7 @@ fn finish_count(shared: &Shared, job: &Job) {
     let mut seen = HashSet::new();
     let mut capped = false;
     for c in &job.cursors {
-        capped |= c.count() >= shared.config.limits.count_cap as u64;
+        capped |= c.count() >= shared.config.limits.count_cap as u64 || c.is_capped();
         seen.extend(c.seen_serials());
     }
     let mut out = Vec::new();

@@ -424,6 +424,16 @@ fn a_schema_1_database_gets_its_search_index_on_open() {
     drop(store);
     let store = LmdbStore::open(dir.path(), &options(0)).unwrap();
     assert_eq!(query_store(&store, &search("keeper"), 100).len(), 3);
+    drop(store);
+    // The read cap bounds a search, and a count says it was cut short.
+    let capped = OpenOptions {
+        search_max_reads: 2,
+        ..options(0)
+    };
+    let store = LmdbStore::open(dir.path(), &capped).unwrap();
+    let mut cursor = QueryCursor::counting(1000);
+    while store.scan(&search("keeper"), &mut cursor, 1, 0).unwrap() == ScanStatus::More {}
+    assert_eq!((cursor.count(), cursor.is_capped()), (2, true));
 }
 
 fn agrees_with_model(options: &OpenOptions) -> nostrwire_relay::store::Stats {

@@ -974,6 +974,7 @@ impl LmdbStore {
             {
                 if reads >= self.search_max_reads {
                     tracing::debug!(reads, "search stopped at its read cap");
+                    cursor.capped = true;
                     break;
                 }
                 if spent >= budget {

@@ -78,6 +78,8 @@ pub struct QueryCursor {
     pub(crate) ranked: Vec<Ranked>,
     /// `found` is in relevance order (a search), not newest first.
     pub(crate) by_rank: bool,
+    /// A search stopped at its read cap: results and counts may be short.
+    pub(crate) capped: bool,
 }
 
 /// Outcome of one slice of a query.
@@ -130,6 +132,11 @@ impl QueryCursor {
     /// Are the results ordered by relevance (a search filter)?
     pub fn is_ranked(&self) -> bool {
         self.by_rank
+    }
+
+    /// Did a search stop at its read cap (so a count is a lower bound)?
+    pub fn is_capped(&self) -> bool {
+        self.capped
     }
 
     /// Matches counted so far (count mode).
