@@ -169,6 +169,12 @@ settings! {
     connections_per_ip: usize = 0; reloadable = false;
         "Simultaneous WebSocket connections per IP address."
 
+    [search: SearchSettings] "NIP-50 full-text search."
+    enabled: bool = true; reloadable = false;
+        "Keep an inverted index of event text and answer `search` filters. Turning it off drops the index (no write cost); turning it on again rebuilds it when the database opens."
+    max_reads: usize = 100_000; reloadable = false;
+        "Most search-index entries one search filter reads; past it, results are ranked among the newest events examined and COUNT answers `approximate: true`."
+
     [performance: PerformanceSettings] "Threads and batching."
     ingest_threads: usize = 0; reloadable = false;
         "Parse-and-verify workers (0: one per core)."

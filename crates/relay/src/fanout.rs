@@ -1,6 +1,8 @@
 //! Stage 6b: live subscriptions. Each filter is indexed under its most
 //! selective field (ids, then authors, tags, kinds; else "match all"), so a
 //! new event is tested only against filters that can possibly match it.
+//! A search filter (NIP-50) also needs every query term among the event's
+//! indexed terms (`search.rs`), the rule the stored index follows.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -10,6 +12,7 @@ use nostrwire_event::{EventId, Kind, PreimageFields, PublicKey, SignedFields};
 use nostrwire_wire::EventView;
 
 use crate::msg::{ConnId, FanoutMsg, LiveEvent, Phase, Sub};
+use crate::search::{EventTerms, Query};
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum Key {
@@ -110,6 +113,8 @@ impl Index {
                 }
             }
         }
+        // Indexed terms of the event, computed once if a search filter asks.
+        let mut terms: Option<Option<EventTerms>> = None;
         let mut done: HashSet<*const Sub> = HashSet::new();
         let mut dead = Vec::new();
         for key in keys {
@@ -118,11 +123,21 @@ impl Index {
             };
             for (sub, i) in list {
                 let ptr = Arc::as_ptr(sub);
+                let filter = &sub.filters[*i];
                 if done.contains(&ptr)
-                    || !sub.filters[*i].matches(&view)
+                    || !filter.matches(&view)
                     || sub.gate.as_ref().is_some_and(|g| !g.allows(&view))
                 {
                     continue;
+                }
+                if let Some(text) = &filter.search {
+                    let terms = terms.get_or_insert_with(|| EventTerms::of(&view));
+                    if !terms
+                        .as_ref()
+                        .is_some_and(|t| t.contains_all(&Query::parse(text)))
+                    {
+                        continue;
+                    }
                 }
                 done.insert(ptr);
                 if sub.is_cancelled() {

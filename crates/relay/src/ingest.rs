@@ -196,7 +196,7 @@ fn handle_json(shared: &Arc<Shared>, subs: &mut Subs, conn: &Arc<Conn>, bytes: &
                 });
                 return;
             }
-            if filters.iter().any(|f| f.search.is_some()) {
+            if !shared.config.search.enabled && filters.iter().any(|f| f.search.is_some()) {
                 send(conn, |o| {
                     write::closed(o, &sub_id, "invalid: search (NIP-50) is not supported")
                 });
@@ -226,7 +226,7 @@ fn handle_json(shared: &Arc<Shared>, subs: &mut Subs, conn: &Arc<Conn>, bytes: &
             subscription_id,
             filters,
         } => {
-            if filters.iter().any(|f| f.search.is_some()) {
+            if !shared.config.search.enabled && filters.iter().any(|f| f.search.is_some()) {
                 send(conn, |o| {
                     write::closed(
                         o,

@@ -19,6 +19,7 @@ pub mod plugin;
 pub mod policy;
 pub mod query;
 pub mod ratelimit;
+pub mod search;
 pub mod server;
 pub mod store;
 pub mod sync;
@@ -105,6 +106,8 @@ pub fn open_store(config: &Config) -> anyhow::Result<LmdbStore> {
         compress_min_bytes: config.storage.compress_min_bytes,
         dictionaries: (!config.storage.dictionaries.as_os_str().is_empty())
             .then(|| config.storage.dictionaries.clone()),
+        search: config.search.enabled,
+        search_max_reads: config.search.max_reads,
     };
     LmdbStore::open(&config.relay.data, &options).with_context(|| {
         format!(

@@ -5,12 +5,15 @@ use serde_json::json;
 
 use crate::config::Config;
 
-/// NIPs this relay always implements.
+/// NIPs this relay implements, apart from those that can be turned off.
 pub const SUPPORTED_NIPS: &[u32] = &[1, 9, 11, 40, 45, 62, 77];
 
-/// NIPs enabled by `config`, ascending.
+/// NIPs this relay implements with `config`, in order.
 pub fn supported_nips(config: &Config) -> Vec<u32> {
     let mut nips = SUPPORTED_NIPS.to_vec();
+    if config.search.enabled {
+        nips.push(50);
+    }
     if config.auth.enabled {
         nips.extend([42, 70]);
     }

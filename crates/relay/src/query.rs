@@ -183,6 +183,9 @@ fn step(
         }
         let mut results = Vec::new();
         let mut serials = HashSet::new();
+        // With a search filter, results keep each filter's order (relevance
+        // for a search), filter after filter; otherwise newest first overall.
+        let ranked = job.cursors.iter().any(|c| c.is_ranked());
         for c in std::mem::take(&mut job.cursors) {
             for f in c.into_results() {
                 if serials.insert(f.serial) {
@@ -190,7 +193,9 @@ fn step(
                 }
             }
         }
-        results.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(a.id.cmp(&b.id)));
+        if !ranked {
+            results.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(a.id.cmp(&b.id)));
+        }
         job.delivery = Some(Delivery {
             results,
             next: 0,
@@ -227,7 +232,7 @@ fn finish_count(shared: &Shared, job: &Job) {
     let mut seen = HashSet::new();
     let mut capped = false;
     for c in &job.cursors {
-        capped |= c.count() >= shared.config.limits.count_cap as u64;
+        capped |= c.count() >= shared.config.limits.count_cap as u64 || c.is_capped();
         seen.extend(c.seen_serials());
     }
     let mut out = Vec::new();

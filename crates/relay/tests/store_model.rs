@@ -1,6 +1,7 @@
 //! The LMDB store against a deliberately naive in-memory model: thousands of
 //! generated events (many authors, kinds, tags, replaceables, deletions),
-//! hundreds of random filters, same results in the same order.
+//! hundreds of random filters, same results in the same order; search
+//! filters return the same set as a literal scan.
 
 use std::collections::HashMap;
 
@@ -120,6 +121,25 @@ impl Model {
         }
         self.live.push(e.clone());
         Verdict::Stored(0)
+    }
+
+    /// Ids matching `filter` whose indexed text holds `term`, sorted: content
+    /// here is one word, `t` tags the only text tags, and kinds 3 and 1059 are
+    /// not indexed.
+    fn search(&self, filter: &Filter, term: &str) -> Vec<EventId> {
+        sorted(
+            self.live
+                .iter()
+                .filter(|e| filter.matches(*e) && ![3, 1059].contains(&e.kind.as_u16()))
+                .filter(|e| {
+                    e.content == term
+                        || e.tags
+                            .iter()
+                            .any(|t| t.name() == "t" && t.first_value() == Some(term))
+                })
+                .map(|e| e.id)
+                .collect(),
+        )
     }
 
     fn query(&self, filter: &Filter) -> Vec<EventId> {
@@ -335,6 +355,87 @@ fn a_database_keeps_its_dictionary_set() {
     drop(LmdbStore::open(&db, &opts).unwrap());
 }
 
+#[test]
+fn a_schema_1_database_gets_its_search_index_on_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = Keys::derive(8, 1);
+    let note = |content: &str| {
+        let unsigned = UnsignedEvent::new(
+            &keys,
+            Timestamp::new(1000).unwrap(),
+            Kind(1),
+            Vec::new(),
+            content,
+        );
+        nostrwire_wire::encode_event(&Event {
+            id: unsigned.compute_id(),
+            pubkey: unsigned.pubkey,
+            created_at: unsigned.created_at,
+            kind: unsigned.kind,
+            tags: unsigned.tags,
+            content: unsigned.content,
+            sig: nostrwire_event::Signature::from_bytes([0; 64]),
+        })
+    };
+    let search = |q: &str| {
+        let mut f = Filter::new();
+        f.search = Some(q.to_string());
+        f
+    };
+    let store = LmdbStore::open(dir.path(), &options(0)).unwrap();
+    store
+        .write_batch(&[note("lighthouse keeper"), note("keeper of bees")], 0)
+        .unwrap();
+    assert_eq!(query_store(&store, &search("keeper"), 100).len(), 2);
+    drop(store);
+    // Turn it into what schema 1 left: no search tables, no totals, version 1.
+    {
+        // SAFETY: the store above is closed; nothing else opens this path.
+        let env = unsafe {
+            heed::EnvOpenOptions::new()
+                .max_dbs(16)
+                .open(dir.path())
+                .unwrap()
+        };
+        let mut wtxn = env.write_txn().unwrap();
+        for name in ["search", "search_terms"] {
+            let db: heed::Database<heed::types::Bytes, heed::types::Bytes> =
+                env.open_database(&wtxn, Some(name)).unwrap().unwrap();
+            db.clear(&mut wtxn).unwrap();
+        }
+        let meta: heed::Database<heed::types::Bytes, heed::types::Bytes> =
+            env.open_database(&wtxn, Some("meta")).unwrap().unwrap();
+        meta.delete(&mut wtxn, b"search").unwrap();
+        meta.put(&mut wtxn, b"schema", &1u32.to_le_bytes()).unwrap();
+        wtxn.commit().unwrap();
+    }
+    let store = LmdbStore::open(dir.path(), &options(0)).unwrap();
+    assert_eq!(query_store(&store, &search("keeper"), 100).len(), 2);
+    assert_eq!(query_store(&store, &search("bees keeper"), 1).len(), 1);
+    drop(store);
+    // Search off drops the index; a later open with it on rebuilds it.
+    let off = OpenOptions {
+        search: false,
+        ..options(0)
+    };
+    let store = LmdbStore::open(dir.path(), &off).unwrap();
+    assert!(query_store(&store, &search("keeper"), 100).is_empty());
+    store.write_batch(&[note("keeper three")], 0).unwrap();
+    drop(store);
+    let store = LmdbStore::open(dir.path(), &options(0)).unwrap();
+    assert_eq!(query_store(&store, &search("keeper"), 100).len(), 3);
+    drop(store);
+    // The read cap bounds a search, and a count says it was cut short.
+    let capped = OpenOptions {
+        search_max_reads: 2,
+        ..options(0)
+    };
+    let store = LmdbStore::open(dir.path(), &capped).unwrap();
+    let mut cursor = QueryCursor::counting(1000);
+    while store.scan(&search("keeper"), &mut cursor, 1, 0).unwrap() == ScanStatus::More {}
+    assert_eq!((cursor.count(), cursor.is_capped()), (2, true));
+}
+
 fn agrees_with_model(options: &OpenOptions) -> nostrwire_relay::store::Stats {
     let dir = tempfile::tempdir().unwrap();
     let store = LmdbStore::open(dir.path(), options).unwrap();
@@ -387,9 +488,32 @@ fn agrees_with_model(options: &OpenOptions) -> nostrwire_relay::store::Stats {
                     filter.to_json()
                 );
             }
+            // Search: the same set as a literal scan (the order is by rank).
+            for _ in 0..30 {
+                let mut filter = gen_filter(&mut rng, &keys, &history);
+                filter.limit = None;
+                let term = match rng.below(4) {
+                    0 => "nostr".to_string(),
+                    1 => "zap".to_string(),
+                    _ => history[rng.below(history.len())].content.clone(),
+                };
+                filter.search = Some(term.to_uppercase());
+                let expected = model.search(&filter, &term);
+                *stats.entry("search hits").or_default() += expected.len();
+                for budget in [7, 100_000] {
+                    let got = sorted(query_store(&store, &filter, budget));
+                    assert_eq!(got, expected, "{}", filter.to_json());
+                }
+            }
         }
     }
-    for kind in ["stored", "duplicate", "superseded", "deleted"] {
+    for kind in [
+        "stored",
+        "duplicate",
+        "superseded",
+        "deleted",
+        "search hits",
+    ] {
         assert!(
             stats.get(kind).copied().unwrap_or(0) > 5,
             "too few {kind}: {stats:?}"

@@ -1,6 +1,7 @@
 //! The LMDB backend: each event stored once as an nwb record, with indices
 //! for id, time, kind, author, author+kind, tags, replaceable addresses,
-//! deletion tombstones and expiration. Layout: `docs/design-store.md`.
+//! deletion tombstones and expiration, and a NIP-50 inverted index of event
+//! text. Layout: `docs/design-store.md`.
 #![allow(clippy::big_endian_bytes)] // sort order of LMDB keys
 
 use std::borrow::Cow;
@@ -17,9 +18,10 @@ use nostrwire_event::{EventId, Filter, Kind, PreimageFields, PublicKey, SignedFi
 use nostrwire_wire::compress::{DictSet, RecordCompressor, RecordDecompressor};
 use nostrwire_wire::EventView;
 
-use super::plan::{plan, Plan, QueryCursor, ScanStatus};
+use super::plan::{plan, Plan, QueryCursor, Ranked, ScanStatus};
 use super::schema::{self, table, TIME_SUFFIX};
 use super::{Durability, EventStore, Found, Presence, Stats, StoreError, StoreResult, Verdict};
+use crate::search::{self, EventTerms, Query};
 
 type Db = Database<Bytes, Bytes>;
 
@@ -44,7 +46,13 @@ pub struct LmdbStore {
     deleted_ids: Db,
     deleted_addrs: Db,
     expiration: Db,
+    search: Db,
+    search_terms: Db,
     meta: Db,
+    /// Whether the search index is kept (and `meta/search` present).
+    search_on: bool,
+    /// Most search-index entries one search filter reads.
+    search_max_reads: usize,
     relay_urls: Vec<String>,
     /// Dictionaries of the compressed records (also in `meta/dicts`); leaked
     /// once per open store so compressors and per-thread decompressors can
@@ -72,6 +80,11 @@ pub struct OpenOptions {
     /// A dictionary set file (`nostrwire dict train`); the first one given is
     /// copied into the database and kept, since stored records name its ids.
     pub dictionaries: Option<PathBuf>,
+    /// Keep the NIP-50 search index (built on open when missing, dropped
+    /// on open when off).
+    pub search: bool,
+    /// Most search-index entries one search filter reads.
+    pub search_max_reads: usize,
 }
 
 impl Default for OpenOptions {
@@ -83,6 +96,8 @@ impl Default for OpenOptions {
             compression_level: 3,
             compress_min_bytes: 256,
             dictionaries: None,
+            search: true,
+            search_max_reads: 100_000,
         }
     }
 }
@@ -189,6 +204,14 @@ fn unpack<'a>(dicts: &'static DictSet, stored: &'a [u8]) -> StoreResult<Cow<'a, 
     })
 }
 
+/// A search posting: (term frequency, document length).
+fn posting(value: &[u8]) -> StoreResult<(u16, u16)> {
+    match value {
+        [a, b, c, d] => Ok((u16::from_le_bytes([*a, *b]), u16::from_le_bytes([*c, *d]))),
+        _ => Err(StoreError::Corrupt("bad search posting".into())),
+    }
+}
+
 fn decode(record: &[u8]) -> StoreResult<EventView<'_>> {
     EventView::decode(record).map_err(|e| StoreError::Corrupt(e.to_string()))
 }
@@ -252,7 +275,11 @@ impl LmdbStore {
             deleted_ids: db(table::DELETED_IDS)?,
             deleted_addrs: db(table::DELETED_ADDRS)?,
             expiration: db(table::EXPIRATION)?,
+            search: db(table::SEARCH)?,
+            search_terms: db(table::SEARCH_TERMS)?,
             meta,
+            search_on: options.search,
+            search_max_reads: options.search_max_reads.max(1),
             relay_urls: options.relay_urls.clone(),
             dicts,
             compressor,
@@ -265,13 +292,190 @@ impl LmdbStore {
                 .put(&mut wtxn, b"schema", &schema::SCHEMA_VERSION.to_le_bytes())?,
             Some(v) => {
                 let version = u32::from_le_bytes(v.try_into().unwrap_or([0xff; 4]));
-                if version != schema::SCHEMA_VERSION {
-                    return Err(StoreError::Schema(version));
+                match version {
+                    schema::SCHEMA_VERSION => {}
+                    // Version 1 lacks the search index: `meta/search` is
+                    // absent, so it is built below when search is on.
+                    1 => store.meta.put(
+                        &mut wtxn,
+                        b"schema",
+                        &schema::SCHEMA_VERSION.to_le_bytes(),
+                    )?,
+                    _ => return Err(StoreError::Schema(version)),
                 }
             }
         }
         wtxn.commit()?;
+        store.prepare_search_index()?;
         Ok(store)
+    }
+
+    /// Makes the search index match `search_on`: builds it (in batches,
+    /// logging progress) when on and `meta/search` is absent, drops it when
+    /// off. `meta/search` is written last, so an interrupted build restarts.
+    fn prepare_search_index(&self) -> StoreResult<()> {
+        const BATCH: usize = 10_000;
+        let (complete, leftovers) = {
+            let txn = self.env.read_txn()?;
+            (
+                self.search_totals(&txn)?.is_some(),
+                !self.search.is_empty(&txn)? || !self.search_terms.is_empty(&txn)?,
+            )
+        };
+        if self.search_on && complete || !self.search_on && !complete && !leftovers {
+            return Ok(());
+        }
+        let mut wtxn = self.env.write_txn()?;
+        self.search.clear(&mut wtxn)?;
+        self.search_terms.clear(&mut wtxn)?;
+        self.meta.delete(&mut wtxn, b"search")?;
+        wtxn.commit()?;
+        if !self.search_on {
+            tracing::info!("search is off: search index dropped");
+            return Ok(());
+        }
+        let total = {
+            let txn = self.env.read_txn()?;
+            self.events.len(&txn)?
+        };
+        tracing::info!(events = total, "building the search index");
+        let (mut docs, mut tokens, mut seen) = (0u64, 0u64, 0u64);
+        let mut after: Option<[u8; 8]> = None;
+        loop {
+            let mut wtxn = self.env.write_txn()?;
+            let mut batch = Vec::with_capacity(BATCH);
+            {
+                let lower = match &after {
+                    Some(k) => Bound::Excluded(&k[..]),
+                    None => Bound::Unbounded,
+                };
+                for item in self.events.range(&wtxn, &(lower, Bound::Unbounded))? {
+                    let (k, value) = item?;
+                    let serial = schema::serial_from(k)
+                        .ok_or_else(|| StoreError::Corrupt("bad serial key".into()))?;
+                    let record = unpack(self.dicts, split_value(value)?.1)?;
+                    batch.push((serial, EventTerms::of(&decode(&record)?)));
+                    if batch.len() == BATCH {
+                        break;
+                    }
+                }
+            }
+            let Some(&(last, _)) = batch.last() else {
+                break;
+            };
+            for (serial, terms) in batch.iter() {
+                if let Some(terms) = terms {
+                    self.index_terms(&mut wtxn, *serial, terms)?;
+                    docs += 1;
+                    tokens += u64::from(terms.len);
+                }
+            }
+            wtxn.commit()?;
+            seen += batch.len() as u64;
+            after = Some(schema::serial_bytes(last));
+            tracing::info!(done = seen, of = total, "building the search index");
+        }
+        let mut wtxn = self.env.write_txn()?;
+        self.put_search_totals(&mut wtxn, docs, tokens)?;
+        wtxn.commit()?;
+        tracing::info!(indexed = docs, "search index ready");
+        Ok(())
+    }
+
+    /// `meta/search`: events indexed and the sum of their lengths; present
+    /// exactly when the index is complete and maintained.
+    fn search_totals(&self, txn: &RoTxn<'_>) -> StoreResult<Option<(u64, u64)>> {
+        Ok(self.meta.get(txn, b"search")?.and_then(|v| {
+            let docs = u64::from_le_bytes(v.get(..8)?.try_into().ok()?);
+            let tokens = u64::from_le_bytes(v.get(8..16)?.try_into().ok()?);
+            Some((docs, tokens))
+        }))
+    }
+
+    fn put_search_totals(&self, wtxn: &mut RwTxn<'_>, docs: u64, tokens: u64) -> StoreResult<()> {
+        let mut value = [0u8; 16];
+        value[..8].copy_from_slice(&docs.to_le_bytes());
+        value[8..].copy_from_slice(&tokens.to_le_bytes());
+        self.meta.put(wtxn, b"search", &value)?;
+        Ok(())
+    }
+
+    /// Events holding the term with this key prefix.
+    fn document_frequency(&self, txn: &RoTxn<'_>, prefix: &[u8]) -> StoreResult<u64> {
+        Ok(self
+            .search_terms
+            .get(txn, prefix)?
+            .and_then(|v| v.try_into().ok())
+            .map_or(0, u64::from_le_bytes))
+    }
+
+    /// Adds one event's postings and raises its terms' document frequencies
+    /// (the totals are the caller's).
+    fn index_terms(
+        &self,
+        wtxn: &mut RwTxn<'_>,
+        serial: u64,
+        terms: &EventTerms,
+    ) -> StoreResult<()> {
+        let mut posting = [0u8; 4];
+        posting[2..].copy_from_slice(&terms.len.to_le_bytes());
+        for (term, tf) in &terms.terms {
+            let prefix = schema::term_prefix(term);
+            posting[..2].copy_from_slice(&tf.to_le_bytes());
+            self.search
+                .put(wtxn, &schema::search_key(&prefix, serial), &posting)?;
+            let df = self.document_frequency(wtxn, &prefix)? + 1;
+            self.search_terms.put(wtxn, &prefix, &df.to_le_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// Inverse of [`Self::index_terms`]; a term no event holds any more is dropped.
+    fn unindex_terms(
+        &self,
+        wtxn: &mut RwTxn<'_>,
+        serial: u64,
+        terms: &EventTerms,
+    ) -> StoreResult<()> {
+        for term in terms.terms.keys() {
+            let prefix = schema::term_prefix(term);
+            self.search
+                .delete(wtxn, &schema::search_key(&prefix, serial))?;
+            match self.document_frequency(wtxn, &prefix)? {
+                0 | 1 => {
+                    self.search_terms.delete(wtxn, &prefix)?;
+                }
+                df => self
+                    .search_terms
+                    .put(wtxn, &prefix, &(df - 1).to_le_bytes())?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Keeps the search index in step with one stored (`added`) or removed event.
+    fn update_search(
+        &self,
+        wtxn: &mut RwTxn<'_>,
+        serial: u64,
+        view: &EventView<'_>,
+        added: bool,
+    ) -> StoreResult<()> {
+        if !self.search_on {
+            return Ok(());
+        }
+        let Some(terms) = EventTerms::of(view) else {
+            return Ok(());
+        };
+        let (docs, tokens) = self.search_totals(wtxn)?.unwrap_or((0, 0));
+        let len = u64::from(terms.len);
+        if added {
+            self.index_terms(wtxn, serial, &terms)?;
+            self.put_search_totals(wtxn, docs + 1, tokens + len)
+        } else {
+            self.unindex_terms(wtxn, serial, &terms)?;
+            self.put_search_totals(wtxn, docs.saturating_sub(1), tokens.saturating_sub(len))
+        }
     }
 
     /// The dictionary set records are compressed with: the one the database
@@ -368,7 +572,13 @@ impl LmdbStore {
         Ok(Cow::Owned(out))
     }
 
-    fn insert(&self, wtxn: &mut RwTxn<'_>, d: &Derived, record: &[u8]) -> StoreResult<u64> {
+    fn insert(
+        &self,
+        wtxn: &mut RwTxn<'_>,
+        d: &Derived,
+        view: &EventView<'_>,
+        record: &[u8],
+    ) -> StoreResult<u64> {
         let serial = self.next_serial(wtxn)?;
         let sb = schema::serial_bytes(serial);
         let suffix = schema::time_suffix(d.created_at, serial);
@@ -401,6 +611,7 @@ impl LmdbStore {
         if let Some(address) = &d.address {
             self.replace.put(wtxn, address, &sb)?;
         }
+        self.update_search(wtxn, serial, view, true)?;
         Ok(serial)
     }
 
@@ -438,6 +649,7 @@ impl LmdbStore {
             self.expiration
                 .delete(wtxn, &schema::expiration_key(t, serial))?;
         }
+        self.update_search(wtxn, serial, &view, false)?;
         Ok(true)
     }
 
@@ -488,7 +700,7 @@ impl LmdbStore {
         if d.kind.as_u16() == 62 && self.vanish_applies(&view) {
             self.apply_vanish(wtxn, &view)?;
         }
-        let serial = self.insert(wtxn, &d, record)?;
+        let serial = self.insert(wtxn, &d, &view, record)?;
         Ok(Verdict::Stored(serial))
     }
 
@@ -637,14 +849,24 @@ impl LmdbStore {
         Ok(())
     }
 
-    fn render(&self, serial: u64, record: &[u8]) -> StoreResult<Found> {
+    /// A stored event as a query returns it: canonical JSON, or its
+    /// uncompressed nwb record when `as_record` (binary connections).
+    fn render(&self, serial: u64, record: &[u8], as_record: bool) -> StoreResult<Found> {
         let view = decode(record)?;
         Ok(Found {
             serial,
             id: *view.id(),
             created_at: view.created_at().as_u64(),
-            json: view.to_json(),
-            record: Vec::new(),
+            json: if as_record {
+                String::new()
+            } else {
+                view.to_json()
+            },
+            record: if as_record {
+                view.record().to_vec()
+            } else {
+                Vec::new()
+            },
         })
     }
 
@@ -693,6 +915,184 @@ impl LmdbStore {
         });
         if cursor.found.len() == cursor.limit {
             cursor.boundary = Some(view.created_at().as_u64());
+        }
+        Ok(())
+    }
+
+    /// The search plan for `filter`, or `None` when nothing can match
+    /// (search off, no usable terms, or a term no event holds).
+    fn plan_search(&self, txn: &RoTxn<'_>, filter: &Filter) -> StoreResult<Option<Plan>> {
+        let Some(text) = filter.search.as_deref() else {
+            return Ok(None);
+        };
+        let Some((docs, tokens)) = self.search_totals(txn)?.filter(|_| self.search_on) else {
+            return Ok(None);
+        };
+        let query = Query::parse(text);
+        if query.terms.is_empty() {
+            return Ok(None);
+        }
+        let mut terms = Vec::with_capacity(query.terms.len());
+        for term in &query.terms {
+            let prefix = schema::term_prefix(term);
+            match self.document_frequency(txn, &prefix)? {
+                0 => return Ok(None),
+                df => terms.push((df, prefix)),
+            }
+        }
+        terms.sort();
+        Ok(Some(Plan::Search {
+            terms: terms
+                .into_iter()
+                .map(|(df, prefix)| (prefix, search::idf(docs, df)))
+                .collect(),
+            avg_len: tokens as f64 / docs.max(1) as f64,
+            resume_below: None,
+            reads: 0,
+            done: false,
+        }))
+    }
+
+    /// Walks the rarest term's postings newest first, probes the other terms
+    /// per candidate (AND), scores matches with BM25 and, at the end, keeps
+    /// the `limit` best. At most `search_max_reads` index entries are read.
+    fn scan_search(
+        &self,
+        txn: &RoTxn<'_>,
+        filter: &Filter,
+        cursor: &mut QueryCursor,
+        budget: usize,
+        now: u64,
+    ) -> StoreResult<ScanStatus> {
+        let Some(Plan::Search {
+            terms,
+            avg_len,
+            mut resume_below,
+            mut reads,
+            done,
+        }) = cursor.plan.take()
+        else {
+            unreachable!("search plan");
+        };
+        let mut status = ScanStatus::Done;
+        if !done {
+            let (rarest, rest) = terms.split_first().expect("at least one term");
+            let lower = schema::search_key(&rarest.0, 0);
+            let upper = schema::search_key(&rarest.0, resume_below.unwrap_or(u64::MAX));
+            let upper = match resume_below {
+                Some(_) => Bound::Excluded(&upper[..]),
+                None => Bound::Included(&upper[..]),
+            };
+            let mut spent = 0;
+            for item in self
+                .search
+                .rev_range(txn, &(Bound::Included(&lower[..]), upper))?
+            {
+                if reads >= self.search_max_reads {
+                    tracing::debug!(reads, "search stopped at its read cap");
+                    cursor.capped = true;
+                    break;
+                }
+                if spent >= budget {
+                    status = ScanStatus::More;
+                    break;
+                }
+                let (k, v) = item?;
+                let serial = schema::serial_from(&k[k.len().saturating_sub(8)..])
+                    .ok_or_else(|| StoreError::Corrupt("bad search key".into()))?;
+                let (tf, len) = posting(v)?;
+                resume_below = Some(serial);
+                reads += 1;
+                spent += 1;
+                cursor.examined += 1;
+                let mut score = search::term_score(rarest.1, tf, len, avg_len);
+                let mut all = true;
+                for (prefix, idf) in rest {
+                    reads += 1;
+                    spent += 1;
+                    match self.search.get(txn, &schema::search_key(prefix, serial))? {
+                        Some(v) => score += search::term_score(*idf, posting(v)?.0, len, avg_len),
+                        None => {
+                            all = false;
+                            break;
+                        }
+                    }
+                }
+                if all {
+                    self.rank(txn, serial, score, filter, cursor, now)?;
+                    if cursor.count_only && cursor.counted >= cursor.limit as u64 {
+                        break;
+                    }
+                }
+            }
+            if status == ScanStatus::Done {
+                self.finish_search(txn, cursor)?;
+            }
+        }
+        cursor.plan = Some(Plan::Search {
+            terms,
+            avg_len,
+            resume_below,
+            reads,
+            done: status == ScanStatus::Done,
+        });
+        Ok(status)
+    }
+
+    /// Tests one search candidate against the rest of the filter; keeps it
+    /// for ranking when it matches.
+    fn rank(
+        &self,
+        txn: &RoTxn<'_>,
+        serial: u64,
+        score: f64,
+        filter: &Filter,
+        cursor: &mut QueryCursor,
+        now: u64,
+    ) -> StoreResult<()> {
+        let Some((expires, record)) = self.load(txn, serial)? else {
+            return Ok(());
+        };
+        if expires.is_some_and(|t| t <= now) {
+            return Ok(());
+        }
+        let view = decode(&record)?;
+        if !filter.matches(&view)
+            || cursor.gate.as_ref().is_some_and(|g| !g.allows(&view))
+            || !cursor.seen.insert(serial)
+        {
+            return Ok(());
+        }
+        if cursor.count_only {
+            cursor.counted += 1;
+            return Ok(());
+        }
+        cursor.ranked.push(Ranked {
+            score,
+            created_at: view.created_at().as_u64(),
+            id: *view.id(),
+            serial,
+        });
+        Ok(())
+    }
+
+    /// Orders the search matches (score, then newest, then lowest id) and
+    /// renders the `limit` best into `found`.
+    fn finish_search(&self, txn: &RoTxn<'_>, cursor: &mut QueryCursor) -> StoreResult<()> {
+        let mut ranked = std::mem::take(&mut cursor.ranked);
+        ranked.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then(b.created_at.cmp(&a.created_at))
+                .then(a.id.cmp(&b.id))
+        });
+        ranked.truncate(cursor.limit);
+        for r in ranked {
+            if let Some((_, record)) = self.load(txn, r.serial)? {
+                cursor
+                    .found
+                    .push(self.render(r.serial, &record, cursor.records)?);
+            }
         }
         Ok(())
     }
@@ -813,10 +1213,18 @@ impl EventStore for LmdbStore {
         if filter.is_empty_match() || cursor.limit == 0 {
             return Ok(ScanStatus::Done);
         }
-        if cursor.plan.is_none() {
-            cursor.plan = Some(plan(filter));
-        }
         let txn = self.env.read_txn()?;
+        if cursor.plan.is_none() {
+            if filter.search.is_some() {
+                cursor.by_rank = true;
+                match self.plan_search(&txn, filter)? {
+                    Some(p) => cursor.plan = Some(p),
+                    None => return Ok(ScanStatus::Done),
+                }
+            } else {
+                cursor.plan = Some(plan(filter));
+            }
+        }
         match cursor.plan.take().expect("planned") {
             Plan::Ids { ids, mut next } => {
                 let mut status = ScanStatus::Done;
@@ -838,6 +1246,10 @@ impl EventStore for LmdbStore {
             plan @ Plan::Index { table, .. } => {
                 cursor.plan = Some(plan);
                 self.scan_index(&txn, filter, table, cursor, budget, now)
+            }
+            plan @ Plan::Search { .. } => {
+                cursor.plan = Some(plan);
+                self.scan_search(&txn, filter, cursor, budget, now)
             }
         }
     }
@@ -881,7 +1293,7 @@ impl EventStore for LmdbStore {
                 continue;
             };
             let view = decode(&record)?;
-            if filter.matches(&view) && !emit(&self.render(serial, &record)?) {
+            if filter.matches(&view) && !emit(&self.render(serial, &record, false)?) {
                 break;
             }
         }

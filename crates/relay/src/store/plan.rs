@@ -33,6 +33,28 @@ pub(crate) enum Plan {
         table: &'static str,
         ranges: Vec<Range>,
     },
+    /// NIP-50: the rarest term's postings walked newest serial first, each
+    /// candidate probed for the other terms (`lmdb.rs`, `scan_search`).
+    Search {
+        /// Term key prefixes with their idf, rarest first.
+        terms: Vec<(Vec<u8>, f64)>,
+        /// Mean indexed length of an event (BM25).
+        avg_len: f64,
+        /// Exclusive upper bound: the last serial examined.
+        resume_below: Option<u64>,
+        /// Index entries read so far (capped by the store's `search_max_reads`).
+        reads: usize,
+        done: bool,
+    },
+}
+
+/// A search match awaiting ranking.
+#[derive(Clone, Debug)]
+pub(crate) struct Ranked {
+    pub(crate) score: f64,
+    pub(crate) created_at: u64,
+    pub(crate) id: EventId,
+    pub(crate) serial: u64,
 }
 
 /// Where a query stands; pass the same cursor to each `scan` call.
@@ -58,6 +80,12 @@ pub struct QueryCursor {
     pub gate: Option<Arc<ReadGate>>,
     /// Keep each match's nwb record instead of rendering JSON.
     pub records: bool,
+    /// Search matches, unordered until the scan ends.
+    pub(crate) ranked: Vec<Ranked>,
+    /// `found` is in relevance order (a search), not newest first.
+    pub(crate) by_rank: bool,
+    /// A search stopped at its read cap: results and counts may be short.
+    pub(crate) capped: bool,
 }
 
 /// Outcome of one slice of a query.
@@ -96,10 +124,13 @@ impl QueryCursor {
         }
     }
 
-    /// The matches, newest first with ties by lowest id, cut to the limit.
+    /// The matches, cut to the limit: newest first with ties by lowest id,
+    /// or, for a search, by relevance (ties newest first, then lowest id).
     pub fn into_results(mut self) -> Vec<Found> {
-        self.found
-            .sort_by(|a, b| b.created_at.cmp(&a.created_at).then(a.id.cmp(&b.id)));
+        if !self.by_rank {
+            self.found
+                .sort_by(|a, b| b.created_at.cmp(&a.created_at).then(a.id.cmp(&b.id)));
+        }
         self.found.truncate(self.limit);
         self.found
     }
@@ -115,6 +146,16 @@ impl QueryCursor {
     pub fn with_records(mut self, records: bool) -> QueryCursor {
         self.records = records;
         self
+    }
+
+    /// Are the results ordered by relevance (a search filter)?
+    pub fn is_ranked(&self) -> bool {
+        self.by_rank
+    }
+
+    /// Did a search stop at its read cap (so a count is a lower bound)?
+    pub fn is_capped(&self) -> bool {
+        self.capped
     }
 
     /// Matches counted so far (count mode).

@@ -9,8 +9,10 @@
 use nostrwire_event::{EventId, Kind, PublicKey, Timestamp};
 use sha2::{Digest, Sha256};
 
-/// On-disk schema version, stored in `meta`.
-pub const SCHEMA_VERSION: u32 = 1;
+/// On-disk schema version, stored in `meta`. Version 1 databases are opened
+/// as version 2 (the search index is built on open); version 2 refuses older
+/// binaries, which would not maintain that index.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Table names.
 pub mod table {
@@ -36,7 +38,11 @@ pub mod table {
     pub const DELETED_ADDRS: &str = "deleted_addrs";
     /// expiration ‖ serial → ().
     pub const EXPIRATION: &str = "expiration";
-    /// metadata: schema version, next serial.
+    /// term key ‖ serial → tf (2, LE) ‖ document length (2, LE).
+    pub const SEARCH: &str = "search";
+    /// term key → number of events holding the term (8, LE).
+    pub const SEARCH_TERMS: &str = "search_terms";
+    /// metadata: schema version, next serial, dictionaries, search totals.
     pub const META: &str = "meta";
 }
 
@@ -136,6 +142,24 @@ pub fn expiration_key(expires: u64, serial: u64) -> [u8; 16] {
     out
 }
 
+/// A search term's key prefix: `len (1) ‖ UTF-8 bytes`. The length byte keeps
+/// `ab` from being a prefix of `abc`.
+pub fn term_prefix(term: &str) -> Vec<u8> {
+    debug_assert!(term.len() <= crate::search::MAX_TERM_BYTES);
+    let mut out = Vec::with_capacity(1 + term.len() + 8);
+    out.push(term.len() as u8);
+    out.extend_from_slice(term.as_bytes());
+    out
+}
+
+/// Key of the search index: `term prefix ‖ serial (8, BE)`.
+pub fn search_key(prefix: &[u8], serial: u64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(prefix.len() + 8);
+    out.extend_from_slice(prefix);
+    out.extend_from_slice(&serial.to_be_bytes());
+    out
+}
+
 /// Id as a key.
 pub fn id_key(id: &EventId) -> &[u8; 32] {
     id.as_bytes()
@@ -162,5 +186,13 @@ mod tests {
         assert_eq!(tag_prefix(b'r', &"x".repeat(200))[1], 2);
         // Different lengths never share a prefix.
         assert!(!tag_prefix(b't', "ab").starts_with(&tag_prefix(b't', "a")));
+    }
+
+    #[test]
+    fn search_keys_sort_by_serial_within_a_term() {
+        let p = term_prefix("nostr");
+        assert_eq!(p, b"\x05nostr");
+        assert!(search_key(&p, 2) < search_key(&p, 256));
+        assert!(!term_prefix("nostrich").starts_with(&p));
     }
 }

@@ -1,0 +1,196 @@
+//! NIP-50 text search: the tokenizer, which parts of an event are indexed,
+//! query parsing and relevance. The store keeps the inverted index
+//! (`docs/design-store.md`, "Search index"); fan-out uses [`EventTerms`] to
+//! test live events against a search filter with exactly the same rules.
+
+use std::collections::HashMap;
+
+use nostrwire_event::{Kind, PreimageFields};
+use nostrwire_wire::EventView;
+
+/// Shortest indexed term, in characters.
+pub const MIN_TERM_CHARS: usize = 2;
+/// Longest indexed term, in bytes (UTF-8); longer words are not indexed.
+pub const MAX_TERM_BYTES: usize = 40;
+/// Most distinct terms indexed per event; later new words are ignored.
+pub const MAX_TERMS_PER_EVENT: usize = 500;
+/// Tag names whose first value is indexed with the content.
+const TEXT_TAGS: [&str; 5] = ["title", "summary", "name", "subject", "t"];
+/// Kind 0 content fields indexed (the rest of the profile JSON is not).
+const PROFILE_FIELDS: [&str; 4] = ["name", "display_name", "about", "nip05"];
+/// BM25 parameters.
+const K1: f64 = 1.2;
+const B: f64 = 0.75;
+
+/// Calls `f` with each term of `text`: maximal runs of alphanumeric
+/// characters, lowercased, of at least [`MIN_TERM_CHARS`] characters and at
+/// most [`MAX_TERM_BYTES`] bytes.
+pub fn tokenize(text: &str, mut f: impl FnMut(&str)) {
+    for word in text.split(|c: char| !c.is_alphanumeric()) {
+        if word.is_empty() {
+            continue;
+        }
+        let lower;
+        let term = if word.chars().any(char::is_uppercase) {
+            lower = word.to_lowercase();
+            lower.as_str()
+        } else {
+            word
+        };
+        if term.len() <= MAX_TERM_BYTES && term.chars().nth(MIN_TERM_CHARS - 1).is_some() {
+            f(term);
+        }
+    }
+}
+
+/// Is an event of this kind indexed? Contact lists, DMs, gift wraps, AUTH
+/// and ephemeral events are not.
+pub fn indexed_kind(kind: Kind) -> bool {
+    !matches!(kind.as_u16(), 3 | 4 | 1059 | 22242) && !kind.is_ephemeral()
+}
+
+/// The indexed terms of one event, with their frequencies.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EventTerms {
+    /// Distinct terms (at most [`MAX_TERMS_PER_EVENT`]) and their counts.
+    pub terms: HashMap<String, u16>,
+    /// Tokens in the indexed text (the document length of BM25), saturating.
+    pub len: u16,
+}
+
+impl EventTerms {
+    /// Terms of `view`; `None` when its kind is not indexed or it has no terms.
+    pub fn of(view: &EventView<'_>) -> Option<EventTerms> {
+        if !indexed_kind(view.kind()) {
+            return None;
+        }
+        let mut out = EventTerms::default();
+        if view.kind() == Kind::METADATA {
+            match serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(view.content())
+            {
+                Ok(profile) => {
+                    for field in PROFILE_FIELDS {
+                        if let Some(text) = profile.get(field).and_then(|v| v.as_str()) {
+                            out.add(text);
+                        }
+                    }
+                }
+                Err(_) => out.add(view.content()),
+            }
+        } else {
+            out.add(view.content());
+        }
+        for tag in view.tags() {
+            if let Some(value) = tag.first_value() {
+                let name = tag.name();
+                if TEXT_TAGS.iter().any(|t| name.eq_str(t)) {
+                    out.add(&value.to_str());
+                }
+            }
+        }
+        (!out.terms.is_empty()).then_some(out)
+    }
+
+    fn add(&mut self, text: &str) {
+        tokenize(text, |term| {
+            self.len = self.len.saturating_add(1);
+            if let Some(n) = self.terms.get_mut(term) {
+                *n = n.saturating_add(1);
+            } else if self.terms.len() < MAX_TERMS_PER_EVENT {
+                self.terms.insert(term.to_owned(), 1);
+            }
+        });
+    }
+
+    /// Does the event hold every term of `query`? (An empty query matches nothing.)
+    pub fn contains_all(&self, query: &Query) -> bool {
+        !query.terms.is_empty() && query.terms.iter().all(|t| self.terms.contains_key(t))
+    }
+}
+
+/// A parsed NIP-50 search string.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Query {
+    /// Distinct terms, all of which a result must contain.
+    pub terms: Vec<String>,
+}
+
+impl Query {
+    /// Splits on whitespace, drops `key:value` extensions (`include:spam`,
+    /// `language:en`, `domain:…`), and tokenizes the rest like indexed text.
+    pub fn parse(search: &str) -> Query {
+        let mut terms: Vec<String> = Vec::new();
+        for word in search.split_whitespace() {
+            if is_extension(word) {
+                continue;
+            }
+            tokenize(word, |t| {
+                if !terms.iter().any(|x| x == t) {
+                    terms.push(t.to_owned());
+                }
+            });
+        }
+        Query { terms }
+    }
+}
+
+/// `key:value` with a key of ASCII letters, digits, `_` or `-`.
+fn is_extension(word: &str) -> bool {
+    word.split_once(':').is_some_and(|(key, _)| {
+        !key.is_empty()
+            && key
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    })
+}
+
+/// Okapi BM25 inverse document frequency of a term in `df` of `docs` events.
+pub fn idf(docs: u64, df: u64) -> f64 {
+    let (n, df) = (docs.max(df) as f64, df as f64);
+    (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+}
+
+/// One term's BM25 contribution: `idf · tf·(k1+1) / (tf + k1·(1 − b + b·len/avg_len))`.
+pub fn term_score(idf: f64, tf: u16, len: u16, avg_len: f64) -> f64 {
+    let tf = f64::from(tf);
+    let norm = 1.0 - B + B * f64::from(len) / avg_len.max(1.0);
+    idf * tf * (K1 + 1.0) / (tf + K1 * norm)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn terms(text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        tokenize(text, |t| out.push(t.to_owned()));
+        out
+    }
+
+    #[test]
+    fn tokenizer_lowercases_unicode_and_skips_short_and_long_words() {
+        assert_eq!(terms("Café CAFÉ café"), ["café", "café", "café"]);
+        assert_eq!(
+            terms("Straße, ΣΟΦΙΑ! 東京 a b I'm #nostr"),
+            ["straße", "σοφια", "東京", "nostr"]
+        );
+        assert_eq!(terms(&"x".repeat(41)), Vec::<String>::new());
+        assert_eq!(terms(&"x".repeat(40)).len(), 1);
+        // Two characters, whatever their byte length.
+        assert_eq!(terms("é ét"), ["ét"]);
+    }
+
+    #[test]
+    fn query_drops_extensions_and_duplicates() {
+        let q = Query::parse("Café include:spam language:en  café NOSTR domain:x.com a");
+        assert_eq!(q.terms, ["café", "nostr"]);
+        assert!(Query::parse("include:spam").terms.is_empty());
+    }
+
+    #[test]
+    fn more_occurrences_in_a_shorter_text_score_higher() {
+        let idf = idf(10, 2);
+        assert!(term_score(idf, 3, 5, 20.0) > term_score(idf, 1, 60, 20.0));
+        assert!(idf > super::idf(10, 8));
+    }
+}
