@@ -11,13 +11,22 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nostrwire_event::message::write;
-use nostrwire_event::{EventId, Filter, PreimageFields, RelayMessage, SignedFields};
+use nostrwire_event::{EventId, Filter, RelayMessage, SignedFields};
+use nostrwire_wire::transport::{self, RelayFrame};
 use tokio::time::timeout_at;
 
 use crate::rng::Rng;
 use crate::stats::{message_prefix, Failure};
+use crate::workload::Prepared;
 use crate::ws::{self, opcode, Counters, Incoming, WsReader, WsUrl, WsWriter};
 use crate::Error;
+
+/// Decoding limits for relay frames: the largest message accepted.
+const WIRE_LIMITS: nostrwire_wire::Limits = nostrwire_wire::Limits {
+    max_record_bytes: MAX_MESSAGE_BYTES,
+    max_string_bytes: MAX_MESSAGE_BYTES,
+    ..nostrwire_wire::Limits::DEFAULT
+};
 
 /// Largest message accepted from a relay.
 pub const MAX_MESSAGE_BYTES: usize = 16 << 20;
@@ -121,6 +130,94 @@ pub struct Conn {
     /// Subscriptions this connection has closed (recent ones), so that events
     /// still in flight for them are told apart from unexplained ones.
     closed_subs: std::collections::VecDeque<String>,
+    /// Speaks the `nostrwire.v1` binary transport.
+    pub binary: bool,
+}
+
+/// Classifies one data message by transport; `None` for a frame of the
+/// other transport (counted as an anomaly).
+fn answer<'a>(
+    binary: bool,
+    anomalies: &mut Anomalies,
+    incoming: &Incoming<'a>,
+) -> Option<Answer<'a>> {
+    match incoming {
+        Incoming::Text(t) if !binary => Some(Answer::Json(t)),
+        Incoming::Binary(b) if binary => Some(match transport::decode_relay(b, &WIRE_LIMITS) {
+            Ok(RelayFrame::Json(j)) => Answer::Json(j),
+            Ok(frame) => Answer::Frame(frame),
+            Err(_) => Answer::Bad,
+        }),
+        Incoming::Text(_) => {
+            anomalies.add("text_frame");
+            None
+        }
+        Incoming::Binary(_) => {
+            anomalies.add("binary_frame");
+            None
+        }
+        _ => None,
+    }
+}
+
+/// The outcome of a matched `OK`.
+fn ok_outcome(
+    anomalies: &mut Anomalies,
+    accepted: bool,
+    message: &str,
+    start: Instant,
+) -> Result<Duration, Failure> {
+    if accepted {
+        if message.starts_with("duplicate:") {
+            anomalies.add("ok_duplicate");
+        }
+        Ok(start.elapsed())
+    } else {
+        let f = Failure::Rejected(message_prefix(message));
+        anomalies.sample(f.key(), message);
+        Err(f)
+    }
+}
+
+/// Checks one returned event against the query; the first problem found is kept.
+fn check_event<E: SignedFields>(
+    rng: &mut Rng,
+    anomalies: &mut Anomalies,
+    query: &Query,
+    event: &E,
+    content: &str,
+    problem: &mut Option<Failure>,
+) {
+    if problem.is_some() {
+        return;
+    }
+    if !query.filter.matches(event) || !search_matches(&query.filter, content) {
+        let f = Failure::WrongResult;
+        anomalies.sample(
+            f.key(),
+            &format!(
+                "event {} (kind {}) returned for {}",
+                event.id().to_hex(),
+                event.kind().as_u16(),
+                query.filter.to_json()
+            ),
+        );
+        *problem = Some(f);
+    } else if rng.below(VERIFY_EVERY) == 0 && event.verify().is_err() {
+        *problem = Some(Failure::InvalidEvent);
+    }
+}
+
+/// A relay message from either transport, for matching answers. Lives for
+/// one read, on the stack, so the size of the decoded frame does not matter.
+#[allow(clippy::large_enum_variant)]
+enum Answer<'a> {
+    /// A NIP-01 message (a text frame, or JSON in a binary frame).
+    Json(&'a [u8]),
+    /// A binary-transport frame with its own encoding.
+    Frame(RelayFrame<'a>),
+    /// A frame that does not decode.
+    Bad,
 }
 
 /// How many closed subscription ids a connection remembers.
@@ -158,7 +255,20 @@ impl Conn {
             rng,
             next_sub: 0,
             closed_subs: std::collections::VecDeque::new(),
+            binary: target.url.binary,
         })
+    }
+
+    /// Sends a NIP-01 message given as JSON: a text frame, or a `0x00`
+    /// frame on the binary transport.
+    pub async fn send_message(&mut self, json: &[u8]) -> Result<(), Error> {
+        if self.binary {
+            let mut frame = Vec::with_capacity(json.len() + 1);
+            transport::write_json(&mut frame, json);
+            self.writer.send_binary(&frame).await
+        } else {
+            self.writer.send_text(json).await
+        }
     }
 
     /// A subscription id unique on this connection.
@@ -167,15 +277,17 @@ impl Conn {
         format!("{prefix}{}", self.next_sub)
     }
 
-    /// Sends one `["EVENT",…]` and waits for the `OK` with its id.
-    pub async fn publish(
-        &mut self,
-        message: &[u8],
-        id: &EventId,
-        timeout: Duration,
-    ) -> Result<Duration, Failure> {
+    /// Sends one EVENT (JSON, or an nwb frame on the binary transport) and
+    /// waits for the `OK` with its id.
+    pub async fn publish(&mut self, p: &Prepared, timeout: Duration) -> Result<Duration, Failure> {
+        let id = &p.event.id;
         let start = Instant::now();
-        if self.writer.send_text(message).await.is_err() {
+        let sent = if self.binary {
+            self.writer.send_binary(&p.frame).await
+        } else {
+            self.writer.send_text(&p.message).await
+        };
+        if sent.is_err() {
             return Err(Failure::ConnectionLost);
         }
         let deadline = tokio::time::Instant::from_std(start + timeout);
@@ -186,7 +298,6 @@ impl Conn {
                 Ok(Ok(incoming)) => incoming,
             };
             let text = match incoming {
-                Incoming::Text(t) => t,
                 Incoming::Ping(p) => {
                     self.writer.queue_control(opcode::PONG, p);
                     if self.writer.flush().await.is_err() {
@@ -195,11 +306,26 @@ impl Conn {
                     continue;
                 }
                 Incoming::Pong => continue,
-                Incoming::Binary(_) => {
-                    self.anomalies.add("binary_frame");
-                    continue;
-                }
                 Incoming::Close(_) => return Err(Failure::ConnectionLost),
+                data => match answer(self.binary, &mut self.anomalies, &data) {
+                    Some(Answer::Json(t)) => t,
+                    Some(Answer::Frame(RelayFrame::Ok {
+                        id: event_id,
+                        accepted,
+                        message,
+                    })) if event_id == *id => {
+                        return ok_outcome(&mut self.anomalies, accepted, message, start);
+                    }
+                    Some(Answer::Frame(_)) => {
+                        self.anomalies.add("unmatched_frame");
+                        continue;
+                    }
+                    Some(Answer::Bad) => {
+                        self.anomalies.add("unparseable_message");
+                        continue;
+                    }
+                    None => continue,
+                },
             };
             match RelayMessage::parse(text) {
                 Ok(RelayMessage::Ok {
@@ -207,16 +333,7 @@ impl Conn {
                     accepted,
                     message,
                 }) if event_id == *id => {
-                    return if accepted {
-                        if message.starts_with("duplicate:") {
-                            self.anomalies.add("ok_duplicate");
-                        }
-                        Ok(start.elapsed())
-                    } else {
-                        let f = Failure::Rejected(message_prefix(&message));
-                        self.anomalies.sample(f.key(), &message);
-                        Err(f)
-                    };
+                    return ok_outcome(&mut self.anomalies, accepted, &message, start);
                 }
                 Ok(other) => self.anomalies.unsolicited(&other),
                 Err(_) => self.anomalies.add("unparseable_message"),
@@ -230,7 +347,7 @@ impl Conn {
         let mut msg = Vec::with_capacity(256);
         write::req(&mut msg, &sub, std::slice::from_ref(&query.filter));
         let start = Instant::now();
-        if self.writer.send_text(&msg).await.is_err() {
+        if self.send_message(&msg).await.is_err() {
             return QueryOutcome::Failed(Failure::ConnectionLost, 0);
         }
         let deadline = tokio::time::Instant::from_std(start + timeout);
@@ -239,33 +356,69 @@ impl Conn {
         let mut missing: HashSet<EventId> = query.must_include.iter().copied().collect();
         let check_all = !missing.is_empty();
         let mut event_prefix = Vec::with_capacity(sub.len() + 16);
-        event_prefix.extend_from_slice(b"[\"EVENT\",\"");
-        event_prefix.extend_from_slice(sub.as_bytes());
-        event_prefix.extend_from_slice(b"\",");
+        if self.binary {
+            event_prefix.extend_from_slice(&[transport::RELAY_EVENT, sub.len() as u8]);
+            event_prefix.extend_from_slice(sub.as_bytes());
+        } else {
+            event_prefix.extend_from_slice(b"[\"EVENT\",\"");
+            event_prefix.extend_from_slice(sub.as_bytes());
+            event_prefix.extend_from_slice(b"\",");
+        }
         let latency = loop {
             let incoming = match timeout_at(deadline, self.reader.next()).await {
                 Err(_) => return QueryOutcome::Failed(Failure::Timeout, events),
                 Ok(Err(e)) => return QueryOutcome::Failed(e.as_failure(), events),
                 Ok(Ok(incoming)) => incoming,
             };
-            let text = match incoming {
-                Incoming::Text(t) => t,
+            let data = match incoming {
                 Incoming::Ping(p) => {
                     self.writer.queue_control(opcode::PONG, p);
                     let _ = self.writer.flush().await;
                     continue;
                 }
                 Incoming::Pong => continue,
-                Incoming::Binary(_) => {
-                    self.anomalies.add("binary_frame");
-                    continue;
-                }
                 Incoming::Close(_) => return QueryOutcome::Failed(Failure::ConnectionLost, events),
+                Incoming::Text(d) | Incoming::Binary(d) => d,
             };
-            if !check_all && text.starts_with(&event_prefix) && self.rng.below(CHECK_EVERY) != 0 {
+            if !check_all && data.starts_with(&event_prefix) && self.rng.below(CHECK_EVERY) != 0 {
                 events += 1;
                 continue;
             }
+            let text = match answer(self.binary, &mut self.anomalies, &incoming) {
+                Some(Answer::Json(t)) => t,
+                Some(Answer::Frame(RelayFrame::Event {
+                    subscription_id,
+                    event,
+                })) if subscription_id == sub => {
+                    events += 1;
+                    missing.remove(event.id());
+                    check_event(
+                        &mut self.rng,
+                        &mut self.anomalies,
+                        query,
+                        &event,
+                        event.content(),
+                        &mut problem,
+                    );
+                    continue;
+                }
+                Some(Answer::Frame(RelayFrame::Eose(s))) if s == sub => break start.elapsed(),
+                Some(Answer::Frame(RelayFrame::Event {
+                    subscription_id, ..
+                })) if self.closed_subs.iter().any(|c| c == subscription_id) => {
+                    self.anomalies.add("event_after_close");
+                    continue;
+                }
+                Some(Answer::Frame(_)) => {
+                    self.anomalies.add("unmatched_frame");
+                    continue;
+                }
+                Some(Answer::Bad) => {
+                    self.anomalies.add("unparseable_message");
+                    continue;
+                }
+                None => continue,
+            };
             match RelayMessage::parse(text) {
                 Ok(RelayMessage::Event {
                     subscription_id,
@@ -273,23 +426,15 @@ impl Conn {
                 }) if subscription_id == sub => {
                     events += 1;
                     missing.remove(event.id());
-                    if problem.is_none() {
-                        if !query.filter.matches(&event) || !search_matches(&query.filter, &event) {
-                            let f = Failure::WrongResult;
-                            self.anomalies.sample(
-                                f.key(),
-                                &format!(
-                                    "event {} (kind {}) returned for {}",
-                                    event.id().to_hex(),
-                                    event.kind().as_u16(),
-                                    query.filter.to_json()
-                                ),
-                            );
-                            problem = Some(f);
-                        } else if self.rng.below(VERIFY_EVERY) == 0 && event.verify().is_err() {
-                            problem = Some(Failure::InvalidEvent);
-                        }
-                    }
+                    let content = event.content().value();
+                    check_event(
+                        &mut self.rng,
+                        &mut self.anomalies,
+                        query,
+                        &event,
+                        &content,
+                        &mut problem,
+                    );
                 }
                 Ok(RelayMessage::Eose(s)) if s == sub => break start.elapsed(),
                 Ok(RelayMessage::Event {
@@ -311,7 +456,7 @@ impl Conn {
         };
         msg.clear();
         write::close(&mut msg, &sub);
-        if self.writer.send_text(&msg).await.is_err() {
+        if self.send_message(&msg).await.is_err() {
             return QueryOutcome::Failed(Failure::ConnectionLost, events);
         }
         if self.closed_subs.len() == CLOSED_SUBS_KEPT {
@@ -341,11 +486,11 @@ impl Conn {
 
 /// NIP-50 leaves ranking to the relay, but every result must contain each
 /// search word (case-insensitive); without `search` this is always true.
-pub fn search_matches(filter: &Filter, event: &nostrwire_event::EventRef<'_>) -> bool {
+pub fn search_matches(filter: &Filter, content: &str) -> bool {
     let Some(search) = &filter.search else {
         return true;
     };
-    let content = event.content().value().to_lowercase();
+    let content = content.to_lowercase();
     search
         .split_whitespace()
         .filter(|w| !w.contains(':'))

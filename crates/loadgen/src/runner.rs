@@ -100,7 +100,14 @@ impl Settings {
             return Err(Error::Usage("no relay given".into()));
         }
         for r in &self.relays {
-            WsUrl::parse(r)?;
+            if WsUrl::parse(r)?.binary {
+                if let Some(sc) = self.scenarios.iter().find(|s| !s.supports_binary()) {
+                    return Err(Error::Usage(format!(
+                        "scenario {} does not run over the binary transport; give {r} only with publish, query, mixed, concurrent, large or connections",
+                        sc.name()
+                    )));
+                }
+            }
         }
         let positive = [
             ("--count", self.count),

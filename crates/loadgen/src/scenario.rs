@@ -50,6 +50,20 @@ pub enum Scenario {
 }
 
 impl Scenario {
+    /// Whether the scenario can run over the `nostrwire.v1` binary transport
+    /// (`binary+ws://` relays). The others pipeline or read raw JSON frames.
+    pub fn supports_binary(self) -> bool {
+        matches!(
+            self,
+            Scenario::Publish
+                | Scenario::Query
+                | Scenario::Mixed
+                | Scenario::Concurrent
+                | Scenario::Large
+                | Scenario::Connections
+        )
+    }
+
     /// Every scenario, in the order `all` runs them.
     pub const ALL: [Scenario; 11] = [
         Scenario::Publish,
@@ -321,10 +335,7 @@ async fn publish_closed(
                     break;
                 }
                 let p = &events[i];
-                match conn
-                    .publish(&p.message, &p.event.id, run.target.timeout)
-                    .await
-                {
+                match conn.publish(p, run.target.timeout).await {
                     Ok(lat) => {
                         part.op(label).success(lat);
                         accepted.push(p.event.id);
@@ -861,10 +872,7 @@ async fn mixed(run: &Run) -> Outcome {
                     }
                 } else {
                     let p = &run.events[i];
-                    match conn
-                        .publish(&p.message, &p.event.id, run.target.timeout)
-                        .await
-                    {
+                    match conn.publish(p, run.target.timeout).await {
                         Ok(l) => part.op("publish").success(l),
                         Err(f) => part.op("publish").fail(f),
                     }
@@ -1076,7 +1084,7 @@ async fn fanout(run: &Run) -> Outcome {
         sent.lock()
             .expect("sent lock")
             .insert(p.event.id, Instant::now());
-        match publisher.publish(&p.message, &p.event.id, timeout).await {
+        match publisher.publish(p, timeout).await {
             Ok(l) => {
                 part.op("publish").success(l);
                 accepted.insert(p.event.id);

@@ -19,21 +19,30 @@ use nostrwire_event::{
 use crate::rng::Rng;
 use crate::Error;
 
-/// An event ready to send: the owned event and its `["EVENT",…]` message.
+/// An event ready to send: the owned event, its `["EVENT",…]` message and
+/// its `nostrwire.v1` frame, both encoded before any clock starts.
 #[derive(Clone, Debug)]
 pub struct Prepared {
     /// The signed event.
     pub event: Event,
     /// The serialized client message.
     pub message: Vec<u8>,
+    /// The binary-transport EVENT frame (type byte, nwb record).
+    pub frame: Vec<u8>,
 }
 
 impl Prepared {
-    /// Wraps a signed event with its message.
+    /// Wraps a signed event with its message and frame.
     pub fn new(event: Event) -> Prepared {
         let mut message = Vec::with_capacity(512);
         write::client_event(&mut message, &event);
-        Prepared { event, message }
+        let mut frame = Vec::with_capacity(message.len());
+        nostrwire_wire::transport::write_event(&mut frame, &nostrwire_wire::encode_event(&event));
+        Prepared {
+            event,
+            message,
+            frame,
+        }
     }
 }
 

@@ -29,6 +29,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 
+use nostrwire_wire::transport::SUBPROTOCOL;
+
 use crate::rng::Rng;
 use crate::Error;
 
@@ -83,12 +85,21 @@ pub struct WsUrl {
     pub port: u16,
     /// Request target, at least `/`.
     pub path: String,
+    /// Ask for the `nostrwire.v1` binary transport (URL written `binary+ws://…`).
+    pub binary: bool,
 }
 
 impl WsUrl {
     /// Parses a `ws://` URL. `wss://` is refused: TLS would add a cost that is
     /// not the relay's, and a benchmark runs on loopback.
+    ///
+    /// `binary+ws://…` is the same relay spoken to over the `nostrwire.v1`
+    /// binary transport (spec/transport.md).
     pub fn parse(url: &str) -> Result<WsUrl, Error> {
+        let (binary, url) = match url.strip_prefix("binary+") {
+            Some(rest) => (true, rest),
+            None => (false, url),
+        };
         let rest = url
             .strip_prefix("ws://")
             .ok_or_else(|| Error::Usage(format!("relay URL must start with ws://: {url}")))?;
@@ -115,7 +126,12 @@ impl WsUrl {
                 None => (authority.to_string(), 80),
             }
         };
-        Ok(WsUrl { host, port, path })
+        Ok(WsUrl {
+            host,
+            port,
+            path,
+            binary,
+        })
     }
 
     fn host_header(&self) -> String {
@@ -487,6 +503,18 @@ impl WsWriter {
         encode_frame(&mut self.buf, true, opcode::TEXT, payload, Some(key));
     }
 
+    /// Queues a masked binary frame.
+    pub fn queue_binary(&mut self, payload: &[u8]) {
+        let key = self.rng.next_u32().to_le_bytes();
+        encode_frame(&mut self.buf, true, opcode::BINARY, payload, Some(key));
+    }
+
+    /// Queues a binary frame and writes it.
+    pub async fn send_binary(&mut self, payload: &[u8]) -> Result<(), Error> {
+        self.queue_binary(payload);
+        self.flush().await
+    }
+
     /// Queues a masked control frame (pong or close).
     pub fn queue_control(&mut self, op: u8, payload: &[u8]) {
         let key = self.rng.next_u32().to_le_bytes();
@@ -542,9 +570,14 @@ pub async fn connect(
         chunk.copy_from_slice(&rng.next_u32().to_le_bytes());
     }
     let key = base64(&key_bytes);
+    let protocol = if url.binary {
+        format!("Sec-WebSocket-Protocol: {SUBPROTOCOL}\r\n")
+    } else {
+        String::new()
+    };
     let request = format!(
         "GET {} HTTP/1.1\r\nHost: {}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
-         Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n",
+         Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n{protocol}\r\n",
         url.path,
         url.host_header()
     );
@@ -571,7 +604,7 @@ pub async fn connect(
         counters.bytes_in.fetch_add(n as u64, Ordering::Relaxed);
         end += n;
     };
-    check_response(&buf[..head_len], &accept_key(&key))?;
+    check_response(&buf[..head_len], &accept_key(&key), url.binary)?;
     let reader = WsReader {
         rd,
         buf,
@@ -595,7 +628,7 @@ fn find_head_end(buf: &[u8]) -> Option<usize> {
     buf.windows(4).position(|w| w == b"\r\n\r\n").map(|i| i + 4)
 }
 
-fn check_response(head: &[u8], expected_accept: &str) -> Result<(), Error> {
+fn check_response(head: &[u8], expected_accept: &str, binary: bool) -> Result<(), Error> {
     let text =
         std::str::from_utf8(head).map_err(|_| Error::Handshake("non-UTF-8 response".into()))?;
     let mut lines = text.split("\r\n");
@@ -606,11 +639,19 @@ fn check_response(head: &[u8], expected_accept: &str) -> Result<(), Error> {
     }
     let mut accept_ok = false;
     let mut upgrade_ok = false;
+    let mut protocol_ok = !binary;
     for line in lines {
         if let Some((name, value)) = line.split_once(':') {
             let value = value.trim();
             if name.eq_ignore_ascii_case("sec-websocket-accept") {
                 accept_ok = value == expected_accept;
+            } else if name.eq_ignore_ascii_case("sec-websocket-protocol") {
+                if !binary || value != SUBPROTOCOL {
+                    return Err(Error::Handshake(format!(
+                        "unrequested subprotocol `{value}`"
+                    )));
+                }
+                protocol_ok = true;
             } else if name.eq_ignore_ascii_case("upgrade") {
                 upgrade_ok = value.eq_ignore_ascii_case("websocket");
             } else if name.eq_ignore_ascii_case("sec-websocket-extensions") && !value.is_empty() {
@@ -625,6 +666,11 @@ fn check_response(head: &[u8], expected_accept: &str) -> Result<(), Error> {
         return Err(Error::Handshake(
             "wrong or missing Sec-WebSocket-Accept".into(),
         ));
+    }
+    if !protocol_ok {
+        return Err(Error::Handshake(format!(
+            "the relay does not speak the {SUBPROTOCOL} binary transport"
+        )));
     }
     Ok(())
 }
@@ -744,9 +790,13 @@ mod tests {
     #[test]
     fn handshake_response_checks() {
         let good = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: abc\r\n\r\n";
-        assert!(check_response(good.as_bytes(), "abc").is_ok());
-        assert!(check_response(good.as_bytes(), "abd").is_err());
+        assert!(check_response(good.as_bytes(), "abc", false).is_ok());
+        assert!(
+            check_response(good.as_bytes(), "abc", true).is_err(),
+            "binary asked, not granted"
+        );
+        assert!(check_response(good.as_bytes(), "abd", false).is_err());
         let bad = "HTTP/1.1 200 OK\r\n\r\n";
-        assert!(check_response(bad.as_bytes(), "abc").is_err());
+        assert!(check_response(bad.as_bytes(), "abc", false).is_err());
     }
 }

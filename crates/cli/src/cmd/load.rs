@@ -12,6 +12,8 @@ use nostrwire_loadgen::{report, Error, Scenario, Settings};
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Relay to load (`ws://host:port[/path]`); the baseline of every ratio.
+    /// Write `binary+ws://…` to speak the nostrwire.v1 binary transport
+    /// (publish, query, mixed, concurrent, large and connections only).
     #[arg(long)]
     pub relay: String,
     /// Scenario, repeatable or comma-separated: publish, publish-open, burst,

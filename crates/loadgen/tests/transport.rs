@@ -1,0 +1,126 @@
+//! The publish and query scenarios over the `nostrwire.v1` binary transport
+//! (`binary+ws://`) against our relay, next to the same run over JSON.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use nostrwire_event::Timestamp;
+use nostrwire_loadgen::client::Target;
+use nostrwire_loadgen::scenario::{self, Outcome, Params, Run, Scenario, Status};
+use nostrwire_loadgen::testdata;
+use nostrwire_loadgen::workload::{self, GenSpec, KindMix, Prepared, Shapes};
+use nostrwire_loadgen::ws::{Counters, WsUrl};
+
+fn events(stream: u64, count: usize) -> Vec<Prepared> {
+    let keys = workload::authors(7, 10);
+    let mix = KindMix::load(&testdata("kind-mix.tsv")).unwrap();
+    let shapes = Shapes::load(&testdata("real-events.jsonl")).unwrap();
+    let spec = GenSpec {
+        seed: 7,
+        stream,
+        count,
+        newest: Timestamp::now(),
+        extra_tag: None,
+    };
+    workload::mixed_events(&spec, &keys, &mix, &shapes)
+}
+
+async fn run(
+    url: &str,
+    sc: Scenario,
+    own: Vec<Prepared>,
+    seeds: Vec<Prepared>,
+) -> (Outcome, u64, u64) {
+    let counters = Arc::new(Counters::default());
+    let r = Run {
+        target: Target {
+            url: WsUrl::parse(url).unwrap(),
+            counters: counters.clone(),
+            timeout: Duration::from_secs(10),
+        },
+        params: Params {
+            connections: 2,
+            duration: Duration::from_secs(60),
+            rate: 1_000.0,
+            burst_size: 10,
+            burst_gap: Duration::from_millis(5),
+            subscribers: 2,
+            idle_connections: 2,
+            queries: 12,
+            seed: 1,
+        },
+        events: Arc::new(own),
+        seed_events: Arc::new(seeds),
+        progress: Arc::new(AtomicU64::new(0)),
+    };
+    let o = scenario::run(sc, &r).await;
+    (
+        o,
+        counters.bytes_out.load(Ordering::Relaxed),
+        counters.bytes_in.load(Ordering::Relaxed),
+    )
+}
+
+fn relay() -> (nostrwire_relay::Relay, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = nostrwire_relay::Config::default();
+    config.relay.listen = "127.0.0.1:0".into();
+    config.relay.data = dir.path().to_path_buf();
+    config.storage.durability = nostrwire_relay::store::Durability::None;
+    config.storage.map_size_gib = 1;
+    (nostrwire_relay::start(config).unwrap(), dir)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn publish_and_query_over_both_transports() {
+    // The same events through each transport, each into a fresh relay.
+    let mut publish_bytes = Vec::new();
+    for binary in [false, true] {
+        let (relay, _dir) = relay();
+        let url = format!(
+            "{}ws://{}",
+            if binary { "binary+" } else { "" },
+            relay.local_addr()
+        );
+        let (o, out, _) = run(&url, Scenario::Publish, events(1, 200), vec![]).await;
+        assert_eq!(o.status, Status::Completed, "{:?}", o.notes);
+        let s = &o.ops["publish"];
+        assert_eq!(
+            (s.successes, s.failures.len()),
+            (200, 0),
+            "{url}: {:?} {:?}",
+            s.failures,
+            o.anomalies
+        );
+        publish_bytes.push(out);
+
+        let (o, _, _) = run(&url, Scenario::Query, vec![], events(3, 150)).await;
+        assert_eq!(o.status, Status::Completed, "{:?}", o.notes);
+        // Seeding after the publish run may find newer replaceable events
+        // already stored; only the queries must be clean.
+        for (label, s) in o.ops.iter().filter(|(l, _)| l.starts_with("query")) {
+            assert!(
+                s.failures.is_empty(),
+                "{url} {label}: {:?} {:?}",
+                s.failures,
+                o.anomalies
+            );
+        }
+        let returned: u64 = o.ops.values().map(|s| s.events_received).sum();
+        assert!(returned > 0, "{url}: no events returned");
+        relay.shutdown();
+    }
+    // The nwb frames are smaller than the JSON messages for the same events.
+    assert!(publish_bytes[1] < publish_bytes[0], "{publish_bytes:?}");
+}
+
+#[test]
+fn binary_relays_refuse_scenarios_that_cannot_use_the_transport() {
+    let mut s = nostrwire_loadgen::runner::Settings::new("binary+ws://127.0.0.1:1");
+    s.scenarios = vec![Scenario::Burst];
+    let err = s.validate().unwrap_err().to_string();
+    assert!(err.contains("binary transport"), "{err}");
+    s.scenarios = vec![Scenario::Publish, Scenario::Query];
+    s.validate().unwrap();
+}
