@@ -646,6 +646,9 @@ struct Seeded {
     p_tags: Vec<String>,
 }
 
+/// Kinds a NIP-42 relay may withhold from unauthenticated readers.
+const PRIVATE_KINDS: [u16; 2] = [4, 1059];
+
 async fn seed(run: &Run, out: &mut Outcome) -> Seeded {
     let conns = open_conns(run, run.params.connections, out, "seed").await;
     let deadline = Instant::now() + run.params.duration;
@@ -660,7 +663,13 @@ async fn seed(run: &Run, out: &mut Outcome) -> Seeded {
         .iter()
         .filter(|p| accepted.contains(&p.event.id))
     {
-        if p.event.kind.class() == KindClass::Regular {
+        // Relays that implement NIP-42 serve direct messages (4) and gift
+        // wraps (1059) only to authenticated participants, and the tester
+        // does not authenticate: id lookups that must find their event
+        // target other kinds.
+        if p.event.kind.class() == KindClass::Regular
+            && !PRIVATE_KINDS.contains(&p.event.kind.as_u16())
+        {
             s.regular_ids.push(p.event.id);
         }
         if authors.insert(p.event.pubkey) {
