@@ -185,6 +185,12 @@ fn handle_json(shared: &Arc<Shared>, subs: &mut Subs, conn: &Arc<Conn>, bytes: &
             filters,
         } => {
             let sub_id = subscription_id.into_owned();
+            // A binary EVENT frame carries the id's length in one byte (spec/transport.md).
+            if conn.outbox.is_binary() && sub_id.len() > transport::MAX_SUBSCRIPTION_ID_BYTES {
+                return send(conn, |o| {
+                    write::closed(o, &sub_id, "invalid: subscription id longer than 64 bytes")
+                });
+            }
             let list = subs.by_conn.entry(conn.id).or_default();
             if !list.contains_key(&sub_id) && list.len() >= shared.config.limits.max_subscriptions {
                 send(conn, |o| {

@@ -187,6 +187,12 @@ async fn hostile_binary_frames_get_answers_and_the_relay_keeps_serving() {
             other => panic!("unexpected answer {other:?}"),
         }
     }
+    // 64 characters may be more than 64 bytes; the binary frame cannot carry them.
+    let long_id = "é".repeat(40);
+    b.req(&long_id, &[filter("{}")]).await;
+    assert!(
+        matches!(b.recv().await, Got::Closed(s, m) if s == long_id && m.starts_with("invalid:"))
+    );
     // A text frame on a binary connection is answered, not fatal.
     b.send_text(r#"["REQ","s",{}]"#).await;
     assert!(matches!(b.recv().await, Got::Notice(m) if m.starts_with("invalid:")));
