@@ -7,25 +7,13 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
-use nostrwire_event::Timestamp;
 use nostrwire_loadgen::client::Target;
 use nostrwire_loadgen::scenario::{self, Params, Run, Scenario, Status};
-use nostrwire_loadgen::testdata;
-use nostrwire_loadgen::workload::{self, GenSpec, KindMix, Prepared, Shapes};
+use nostrwire_loadgen::workload::Prepared;
 use nostrwire_loadgen::ws::{Counters, WsUrl};
 
 fn events(stream: u64, count: usize) -> Vec<Prepared> {
-    let keys = workload::authors(5, 10);
-    let mix = KindMix::load(&testdata("kind-mix.tsv")).unwrap();
-    let shapes = Shapes::load(&testdata("real-events.jsonl")).unwrap();
-    let spec = GenSpec {
-        seed: 5,
-        stream,
-        count,
-        newest: Timestamp::now(),
-        extra_tag: None,
-    };
-    workload::mixed_events(&spec, &keys, &mix, &shapes)
+    common::mixed_events(5, stream, count)
 }
 
 fn run(url: &str, own: Vec<Prepared>, seeds: Vec<Prepared>) -> Run {

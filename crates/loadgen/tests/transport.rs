@@ -1,29 +1,19 @@
 //! The publish and query scenarios over the `nostrwire.v1` binary transport
 //! (`binary+ws://`) against our relay, next to the same run over JSON.
 
+mod common;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use nostrwire_event::Timestamp;
 use nostrwire_loadgen::client::Target;
 use nostrwire_loadgen::scenario::{self, Outcome, Params, Run, Scenario, Status};
-use nostrwire_loadgen::testdata;
-use nostrwire_loadgen::workload::{self, GenSpec, KindMix, Prepared, Shapes};
+use nostrwire_loadgen::workload::Prepared;
 use nostrwire_loadgen::ws::{Counters, WsUrl};
 
 fn events(stream: u64, count: usize) -> Vec<Prepared> {
-    let keys = workload::authors(7, 10);
-    let mix = KindMix::load(&testdata("kind-mix.tsv")).unwrap();
-    let shapes = Shapes::load(&testdata("real-events.jsonl")).unwrap();
-    let spec = GenSpec {
-        seed: 7,
-        stream,
-        count,
-        newest: Timestamp::now(),
-        extra_tag: None,
-    };
-    workload::mixed_events(&spec, &keys, &mix, &shapes)
+    common::mixed_events(7, stream, count)
 }
 
 async fn run(

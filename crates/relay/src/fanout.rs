@@ -12,6 +12,7 @@ use nostrwire_event::{EventId, Kind, PreimageFields, PublicKey, SignedFields};
 use nostrwire_wire::EventView;
 
 use crate::msg::{ConnId, FanoutMsg, LiveEvent, Phase, Sub};
+use crate::policy::ReadGate;
 use crate::search::{EventTerms, Query};
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -126,7 +127,7 @@ impl Index {
                 let filter = &sub.filters[*i];
                 if done.contains(&ptr)
                     || !filter.matches(&view)
-                    || sub.gate.as_ref().is_some_and(|g| !g.allows(&view))
+                    || !ReadGate::admits(sub.gate.as_deref(), &view)
                 {
                     continue;
                 }

@@ -317,6 +317,9 @@ const RATE_LIMITED: &str = "rate-limited: slow down, too many messages";
 
 /// Takes a token from the sender's bucket; true when it was empty.
 fn over_budget(shared: &Shared, conn: &Conn, budget: Budget) -> bool {
+    if !shared.rate.limits(budget) {
+        return false;
+    }
     let pubkey = conn.authed.read().expect("auth lock").first().copied();
     !shared.rate.allow(budget, conn.ip, pubkey)
 }
@@ -431,8 +434,8 @@ fn write_refusal<E: SignedFields>(
     if event.kind().as_u16() == AUTH_KIND {
         return Some(("auth_event", "invalid: kind 22242 is only used for AUTH"));
     }
-    let authed_any = !conn.authed.read().expect("auth lock").is_empty();
-    if auth.write_requires_auth && !authed_any {
+    let authed_any = || !conn.authed.read().expect("auth lock").is_empty();
+    if auth.write_requires_auth && !authed_any() {
         return Some((
             "auth_required",
             "auth-required: this relay accepts events only from authenticated clients",
@@ -444,7 +447,7 @@ fn write_refusal<E: SignedFields>(
                 "protected",
                 "restricted: this event is protected (NIP-70) and AUTH is turned off on this relay",
             )
-        } else if authed_any {
+        } else if authed_any() {
             (
                 "protected",
                 "restricted: a protected event (NIP-70) may only be published by its author",

@@ -153,6 +153,11 @@ impl ReadGate {
         named
     }
 
+    /// May a subscription with `gate` (or none) see `event`?
+    pub fn admits(gate: Option<&ReadGate>, event: &EventView<'_>) -> bool {
+        gate.is_none_or(|g| g.allows(event))
+    }
+
     /// May this connection see `event`?
     pub fn allows(&self, event: &EventView<'_>) -> bool {
         if !self.kinds.contains(&event.kind().as_u16()) {

@@ -78,6 +78,11 @@ impl RateLimiter {
         }
     }
 
+    /// Whether any rate for `budget` is set (lets callers skip the lookups).
+    pub fn limits(&self, budget: Budget) -> bool {
+        self.settings.rate(budget, false) > 0.0 || self.settings.rate(budget, true) > 0.0
+    }
+
     /// Takes one token; false when the bucket is empty (answer `rate-limited:`).
     pub fn allow(&self, budget: Budget, ip: IpAddr, pubkey: Option<PublicKey>) -> bool {
         let (subject, rate, burst) = self.plan(budget, ip, pubkey);

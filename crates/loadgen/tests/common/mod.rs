@@ -363,3 +363,25 @@ fn answer(
 pub async fn settle() {
     tokio::time::sleep(Duration::from_millis(20)).await;
 }
+
+/// `count` generated events in the real kind mix, from 10 authors of `seed`;
+/// `stream` keeps sets of one seed apart.
+pub fn mixed_events(
+    seed: u64,
+    stream: u64,
+    count: usize,
+) -> Vec<nostrwire_loadgen::workload::Prepared> {
+    use nostrwire_loadgen::testdata;
+    use nostrwire_loadgen::workload::{self, GenSpec, KindMix, Shapes};
+    let keys = workload::authors(seed, 10);
+    let mix = KindMix::load(&testdata("kind-mix.tsv")).unwrap();
+    let shapes = Shapes::load(&testdata("real-events.jsonl")).unwrap();
+    let spec = GenSpec {
+        seed,
+        stream,
+        count,
+        newest: nostrwire_event::Timestamp::now(),
+        extra_tag: None,
+    };
+    workload::mixed_events(&spec, &keys, &mix, &shapes)
+}

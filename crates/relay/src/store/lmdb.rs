@@ -21,6 +21,7 @@ use nostrwire_wire::EventView;
 use super::plan::{plan, Plan, QueryCursor, Ranked, ScanStatus};
 use super::schema::{self, table, TIME_SUFFIX};
 use super::{Durability, EventStore, Found, Presence, Stats, StoreError, StoreResult, Verdict};
+use crate::policy::ReadGate;
 use crate::search::{self, EventTerms, Query};
 
 type Db = Database<Bytes, Bytes>;
@@ -852,22 +853,8 @@ impl LmdbStore {
     /// A stored event as a query returns it: canonical JSON, or its
     /// uncompressed nwb record when `as_record` (binary connections).
     fn render(&self, serial: u64, record: &[u8], as_record: bool) -> StoreResult<Found> {
-        let view = decode(record)?;
-        Ok(Found {
-            serial,
-            id: *view.id(),
-            created_at: view.created_at().as_u64(),
-            json: if as_record {
-                String::new()
-            } else {
-                view.to_json()
-            },
-            record: if as_record {
-                view.record().to_vec()
-            } else {
-                Vec::new()
-            },
-        })
+        let form = if as_record { Form::Record } else { Form::Json };
+        Ok(found(serial, &decode(record)?, form))
     }
 
     /// Tests one candidate; records it when it matches.
@@ -890,7 +877,7 @@ impl LmdbStore {
             return Ok(());
         }
         let view = decode(&record)?;
-        if !filter.matches(&view) || cursor.gate.as_ref().is_some_and(|g| !g.allows(&view)) {
+        if !filter.matches(&view) || !ReadGate::admits(cursor.gate.as_deref(), &view) {
             return Ok(());
         }
         cursor.seen.insert(serial);
@@ -898,21 +885,14 @@ impl LmdbStore {
             cursor.counted += 1;
             return Ok(());
         }
-        cursor.found.push(Found {
-            serial,
-            id: *view.id(),
-            created_at: view.created_at().as_u64(),
-            json: if cursor.ids_only || cursor.records {
-                String::new()
-            } else {
-                view.to_json()
-            },
-            record: if cursor.records && !cursor.ids_only {
-                view.record().to_vec()
-            } else {
-                Vec::new()
-            },
-        });
+        let form = if cursor.ids_only {
+            Form::IdOnly
+        } else if cursor.records {
+            Form::Record
+        } else {
+            Form::Json
+        };
+        cursor.found.push(found(serial, &view, form));
         if cursor.found.len() == cursor.limit {
             cursor.boundary = Some(view.created_at().as_u64());
         }
@@ -1058,7 +1038,7 @@ impl LmdbStore {
         }
         let view = decode(&record)?;
         if !filter.matches(&view)
-            || cursor.gate.as_ref().is_some_and(|g| !g.allows(&view))
+            || !ReadGate::admits(cursor.gate.as_deref(), &view)
             || !cursor.seen.insert(serial)
         {
             return Ok(());
@@ -1303,5 +1283,32 @@ impl EventStore for LmdbStore {
     fn sync(&self) -> StoreResult<()> {
         self.env.force_sync()?;
         Ok(())
+    }
+}
+
+/// How a query returns a match.
+#[derive(Clone, Copy)]
+enum Form {
+    /// Canonical JSON (text connections, export).
+    Json,
+    /// The uncompressed nwb record (binary connections).
+    Record,
+    /// Id and time only (NIP-77).
+    IdOnly,
+}
+
+fn found(serial: u64, view: &EventView<'_>, form: Form) -> Found {
+    Found {
+        serial,
+        id: *view.id(),
+        created_at: view.created_at().as_u64(),
+        json: match form {
+            Form::Json => view.to_json(),
+            _ => String::new(),
+        },
+        record: match form {
+            Form::Record => view.record().to_vec(),
+            _ => Vec::new(),
+        },
     }
 }
