@@ -305,7 +305,7 @@ impl Conn {
                     }
                     continue;
                 }
-                Incoming::Pong => continue,
+                Incoming::Pong(_) => continue,
                 Incoming::Close(_) => return Err(Failure::ConnectionLost),
                 data => match answer(self.binary, &mut self.anomalies, &data) {
                     Some(Answer::Json(t)) => t,
@@ -376,7 +376,7 @@ impl Conn {
                     let _ = self.writer.flush().await;
                     continue;
                 }
-                Incoming::Pong => continue,
+                Incoming::Pong(_) => continue,
                 Incoming::Close(_) => return QueryOutcome::Failed(Failure::ConnectionLost, events),
                 Incoming::Text(d) | Incoming::Binary(d) => d,
             };

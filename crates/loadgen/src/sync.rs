@@ -93,7 +93,7 @@ async fn next_text(
                 conn.writer.queue_control(opcode::PONG, p);
                 let _ = conn.writer.flush().await;
             }
-            Incoming::Pong | Incoming::Binary(_) => {}
+            Incoming::Pong(_) | Incoming::Binary(_) => {}
             Incoming::Close(_) => return Err(SyncError::Failed(Failure::ConnectionLost)),
         }
     }

@@ -131,6 +131,18 @@ settings! {
     count_cap: usize = 1_000_000; reloadable = false;
         "Largest exact COUNT; above it the answer is the cap with `approximate: true`."
 
+    [websocket: WebSocketSettings] "WebSocket compression (permessage-deflate, RFC 7692), negotiated per connection when the client offers it."
+    deflate: bool = true; reloadable = false;
+        "Accept permessage-deflate offers. Off: every connection is uncompressed."
+    deflate_level: u32 = 1; reloadable = false;
+        "DEFLATE level for messages the relay sends (1: fastest, 9: smallest)."
+    server_context_takeover: bool = true; reloadable = false;
+        "Keep the relay's compression window between messages of a connection: smaller messages, about 300 KiB per connection that has received a compressed message. Off: the window is reset after every message and compressor state is shared per thread."
+    client_context_takeover: bool = true; reloadable = false;
+        "Let clients keep their compression window between messages (about 40 KiB of relay memory per connection that sent a compressed message). Off: clients are told to reset it after every message."
+    deflate_min_bytes: usize = 64; reloadable = false;
+        "Messages shorter than this are sent uncompressed."
+
     [auth: AuthSettings] "NIP-42 authentication and read restrictions."
     enabled: bool = true; reloadable = false;
         "Send an AUTH challenge on connect and accept AUTH (NIP-42). Off: AUTH is refused, protected events (NIP-70) cannot be published and restricted kinds are never served."

@@ -21,9 +21,18 @@ pub enum Outgoing {
     Text(String),
     /// A binary frame (`nostrwire.v1` connections).
     Binary(Vec<u8>),
-    /// Close the connection after sending what is queued.
-    Close,
+    /// A pong answering a ping, with the ping's payload.
+    Pong(Vec<u8>),
+    /// Close the connection with this status code after sending what is queued.
+    Close(u16),
 }
+
+/// Close status: normal closure (RFC 6455 §7.4.1).
+pub const CLOSE_NORMAL: u16 = 1000;
+/// Close status: the relay is shutting down.
+pub const CLOSE_GOING_AWAY: u16 = 1001;
+/// Close status: the connection broke a policy (here: it did not read).
+pub const CLOSE_POLICY: u16 = 1008;
 
 /// Sends frames to one connection, with a cap on queued bytes: a client that
 /// does not read is cut off instead of growing the relay's memory.
@@ -138,7 +147,7 @@ impl Outbox {
             Outgoing::Text(String::from_utf8(notice).expect("UTF-8"))
         };
         let _ = self.tx.send(frame);
-        let _ = self.tx.send(Outgoing::Close);
+        let _ = self.tx.send(Outgoing::Close(CLOSE_POLICY));
     }
 
     /// The byte cap.
@@ -146,10 +155,23 @@ impl Outbox {
         self.cap
     }
 
-    /// Asks the socket task to close the connection after what is queued.
+    /// Asks the socket task to close the connection after what is queued
+    /// (status 1000, normal closure).
     pub fn close(&self) {
-        self.dead.store(true, Ordering::Relaxed);
-        let _ = self.tx.send(Outgoing::Close);
+        self.close_with(CLOSE_NORMAL);
+    }
+
+    /// Asks the socket task to close the connection after what is queued,
+    /// with an RFC 6455 status code.
+    pub fn close_with(&self, code: u16) {
+        if !self.dead.swap(true, Ordering::Relaxed) {
+            let _ = self.tx.send(Outgoing::Close(code));
+        }
+    }
+
+    /// Queues a pong; dropped when the connection is over its byte cap.
+    pub fn pong(&self, payload: &[u8]) {
+        self.queue(payload.len(), Outgoing::Pong(payload.to_vec()));
     }
 
     /// Called by the socket task after writing `n` bytes.

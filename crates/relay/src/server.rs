@@ -1,72 +1,33 @@
 //! Stage 1: sockets. Accepts TCP connections (TCP_NODELAY on each), answers
-//! plain HTTP (NIP-11 document, `/metrics`) and upgrades WebSocket requests.
-//! A connection task forwards text frames to its ingest worker untouched and
-//! writes everything queued for it in as few socket writes as possible.
+//! plain HTTP (NIP-11 document, `/metrics`) and upgrades WebSocket requests,
+//! negotiating the `nostrwire.v1` subprotocol and permessage-deflate.
+//! A connection task turns socket bytes into messages (`nostrwire-websocket`)
+//! and forwards them to its ingest worker untouched; a writer task frames
+//! everything queued for the connection and writes it in as few socket
+//! writes as possible.
 
 use std::io;
 use std::net::IpAddr;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use futures_util::{SinkExt, StreamExt};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use nostrwire_websocket::deflate::{DeflateConfig, DeflateParams};
+use nostrwire_websocket::frame::opcode;
+use nostrwire_websocket::{handshake, Message, MessageReader, MessageWriter, Role};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::sync::watch;
-use tokio_tungstenite::tungstenite::handshake::server::{
-    Request as Handshake, Response as HandshakeResponse,
-};
-use tokio_tungstenite::tungstenite::http::HeaderValue;
-use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
-use tokio_tungstenite::tungstenite::Message;
 
-use crate::msg::{Conn, IngestMsg, Outbox, Outgoing};
+use crate::msg::{Conn, IngestMsg, Outbox, Outgoing, CLOSE_GOING_AWAY};
 use crate::Shared;
 
 /// Largest HTTP request head read before deciding what the request is.
 const MAX_HEAD: usize = 16 * 1024;
-
-/// A stream that first yields bytes already read from the socket.
-struct Prefixed {
-    head: Vec<u8>,
-    pos: usize,
-    stream: TcpStream,
-}
-
-impl AsyncRead for Prefixed {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        if self.pos < self.head.len() {
-            let n = (self.head.len() - self.pos).min(buf.remaining());
-            let start = self.pos;
-            buf.put_slice(&self.head[start..start + n]);
-            self.pos += n;
-            return Poll::Ready(Ok(()));
-        }
-        Pin::new(&mut self.stream).poll_read(cx, buf)
-    }
-}
-
-impl AsyncWrite for Prefixed {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write(cx, buf)
-    }
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.stream).poll_flush(cx)
-    }
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.stream).poll_shutdown(cx)
-    }
-}
+/// Framed bytes gathered before one socket write.
+const MAX_WRITE_BATCH: usize = 1 << 20;
 
 /// Accepts connections until `shutdown` flips.
 pub async fn serve(
@@ -108,7 +69,10 @@ fn new_challenge() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-async fn read_head(stream: &mut TcpStream) -> io::Result<Vec<u8>> {
+/// Reads until the end of the HTTP request head. Returns everything read;
+/// bytes after the head (frames sent right after the upgrade request) are
+/// part of it.
+async fn read_head(stream: &mut TcpStream) -> io::Result<(Vec<u8>, usize)> {
     let mut head = Vec::with_capacity(1024);
     let mut buf = [0u8; 2048];
     loop {
@@ -116,9 +80,10 @@ async fn read_head(stream: &mut TcpStream) -> io::Result<Vec<u8>> {
         if n == 0 {
             return Err(io::ErrorKind::UnexpectedEof.into());
         }
+        let searched = head.len().saturating_sub(3);
         head.extend_from_slice(&buf[..n]);
-        if head.windows(4).any(|w| w == b"\r\n\r\n") {
-            return Ok(head);
+        if let Some(i) = head[searched..].windows(4).position(|w| w == b"\r\n\r\n") {
+            return Ok((head, searched + i + 4));
         }
         if head.len() > MAX_HEAD {
             return Err(io::Error::new(
@@ -131,32 +96,44 @@ async fn read_head(stream: &mut TcpStream) -> io::Result<Vec<u8>> {
 
 struct Request {
     path: String,
+    method: String,
     upgrade: bool,
+    /// `Sec-WebSocket-Key`, as sent.
+    key: Option<String>,
+    /// `Sec-WebSocket-Version`.
+    version: Option<String>,
     /// The client offered `nostrwire.v1` in `Sec-WebSocket-Protocol`.
     binary: bool,
+    /// Every `Sec-WebSocket-Extensions` value, joined with `,`.
+    extensions: String,
     accept_nostr: bool,
-    method: String,
 }
 
 fn parse_head(head: &[u8]) -> Option<Request> {
     let mut headers = [httparse::EMPTY_HEADER; 64];
     let mut req = httparse::Request::new(&mut headers);
     req.parse(head).ok()?;
-    let header = |name: &str| {
+    let values = |name: &'static str| {
         req.headers
             .iter()
-            .find(|h| h.name.eq_ignore_ascii_case(name))
-            .map(|h| String::from_utf8_lossy(h.value).to_ascii_lowercase())
+            .filter(move |h| h.name.eq_ignore_ascii_case(name))
+            .map(|h| String::from_utf8_lossy(h.value).trim().to_string())
     };
+    let lower = |name: &'static str| values(name).next().map(|v| v.to_ascii_lowercase());
     Some(Request {
         path: req.path?.to_string(),
         method: req.method?.to_string(),
-        upgrade: header("upgrade").is_some_and(|v| v.contains("websocket")),
-        binary: header("sec-websocket-protocol").is_some_and(|v| {
+        upgrade: lower("upgrade").is_some_and(|v| v.contains("websocket")),
+        key: values("sec-websocket-key").next(),
+        version: values("sec-websocket-version").next(),
+        binary: values("sec-websocket-protocol").any(|v| {
             v.split(',')
                 .any(|p| p.trim() == nostrwire_wire::transport::SUBPROTOCOL)
         }),
-        accept_nostr: header("accept").is_some_and(|v| v.contains("application/nostr+json")),
+        extensions: values("sec-websocket-extensions")
+            .collect::<Vec<_>>()
+            .join(","),
+        accept_nostr: lower("accept").is_some_and(|v| v.contains("application/nostr+json")),
     })
 }
 
@@ -176,6 +153,17 @@ async fn http_reply(
     stream.shutdown().await
 }
 
+/// The permessage-deflate settings from the relay configuration.
+fn deflate_config(shared: &Shared) -> DeflateConfig {
+    let ws = &shared.config.websocket;
+    DeflateConfig {
+        level: ws.deflate_level,
+        server_context_takeover: ws.server_context_takeover,
+        client_context_takeover: ws.client_context_takeover,
+        min_size: ws.deflate_min_bytes,
+    }
+}
+
 async fn connection(
     shared: Arc<Shared>,
     mut stream: TcpStream,
@@ -183,10 +171,10 @@ async fn connection(
     id: u64,
     mut shutdown: watch::Receiver<bool>,
 ) -> io::Result<()> {
-    let head = tokio::time::timeout(Duration::from_secs(10), read_head(&mut stream))
+    let (head, head_len) = tokio::time::timeout(Duration::from_secs(10), read_head(&mut stream))
         .await
         .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "no request"))??;
-    let Some(request) = parse_head(&head) else {
+    let Some(request) = parse_head(&head[..head_len]) else {
         return http_reply(
             &mut stream,
             "400 Bad Request",
@@ -216,6 +204,21 @@ async fn connection(
         )
         .await;
     }
+    let Some(key) = request.key.as_deref().filter(|_| request.method == "GET") else {
+        return http_reply(
+            &mut stream,
+            "400 Bad Request",
+            "text/plain",
+            "a WebSocket upgrade needs GET and Sec-WebSocket-Key\n",
+        )
+        .await;
+    };
+    if request.version.as_deref() != Some("13") {
+        let reply = "HTTP/1.1 426 Upgrade Required\r\nSec-WebSocket-Version: 13\r\n\
+                     Content-Length: 0\r\nConnection: close\r\n\r\n";
+        stream.write_all(reply.as_bytes()).await?;
+        return stream.shutdown().await;
+    }
     let open = shared.metrics.connections_open.load(Ordering::Relaxed) as usize;
     if open >= shared.config.limits.max_connections {
         return http_reply(
@@ -236,32 +239,36 @@ async fn connection(
         )
         .await;
     };
-    let max = shared.config.limits.max_message_bytes;
-    let mut ws_config = WebSocketConfig::default();
-    ws_config.max_message_size = Some(max);
-    ws_config.max_frame_size = Some(max);
-    let prefixed = Prefixed {
-        head,
-        pos: 0,
-        stream,
-    };
     let binary = request.binary;
-    // Echoing the subprotocol is what switches the client to binary frames.
-    // (The error type is tungstenite's, large by its design.)
-    #[allow(clippy::result_large_err)]
-    let choose_protocol = move |_: &Handshake, mut response: HandshakeResponse| {
-        if binary {
-            response.headers_mut().insert(
-                "Sec-WebSocket-Protocol",
-                HeaderValue::from_static(nostrwire_wire::transport::SUBPROTOCOL),
-            );
-        }
-        Ok(response)
+    let deflate_config = deflate_config(&shared);
+    let deflate = if shared.config.websocket.deflate {
+        handshake::accept_deflate(&request.extensions, &deflate_config)
+    } else {
+        None
     };
-    let ws =
-        tokio_tungstenite::accept_hdr_async_with_config(prefixed, choose_protocol, Some(ws_config))
-            .await
-            .map_err(|e| io::Error::other(e.to_string()))?;
+    // Echoing the subprotocol is what switches the client to binary frames.
+    let mut reply = format!(
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+         Sec-WebSocket-Accept: {}\r\n",
+        handshake::accept_key(key.as_bytes())
+    );
+    if binary {
+        reply.push_str("Sec-WebSocket-Protocol: ");
+        reply.push_str(nostrwire_wire::transport::SUBPROTOCOL);
+        reply.push_str("\r\n");
+    }
+    if let Some((_, answer)) = &deflate {
+        reply.push_str("Sec-WebSocket-Extensions: ");
+        reply.push_str(answer);
+        reply.push_str("\r\n");
+    }
+    reply.push_str("\r\n");
+    stream.write_all(reply.as_bytes()).await?;
+    let session = Session {
+        binary,
+        deflate: deflate.map(|(params, _)| params),
+        deflate_config,
+    };
     shared
         .metrics
         .connections_open
@@ -270,7 +277,9 @@ async fn connection(
         .metrics
         .connections_total
         .fetch_add(1, Ordering::Relaxed);
-    let result = websocket(&shared, ws, ip, binary, id, &mut shutdown).await;
+    let early = head[head_len..].to_vec();
+    drop(head);
+    let result = websocket(&shared, stream, &early, ip, session, id, &mut shutdown).await;
     shared
         .metrics
         .connections_open
@@ -280,16 +289,27 @@ async fn connection(
     result
 }
 
+/// What the handshake settled for one connection.
+struct Session {
+    /// `nostrwire.v1` binary frames instead of NIP-01 JSON text.
+    binary: bool,
+    /// permessage-deflate, if negotiated.
+    deflate: Option<DeflateParams>,
+    deflate_config: DeflateConfig,
+}
+
 async fn websocket(
     shared: &Arc<Shared>,
-    ws: tokio_tungstenite::WebSocketStream<Prefixed>,
+    stream: TcpStream,
+    early: &[u8],
     ip: IpAddr,
-    binary: bool,
+    session: Session,
     id: u64,
     shutdown: &mut watch::Receiver<bool>,
 ) -> io::Result<()> {
-    let (mut sink, mut frames) = ws.split();
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let binary = session.binary;
+    let (mut rd, wr) = stream.into_split();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let outbox = Outbox::new(tx, shared.config.limits.max_outbound_bytes, binary);
     let challenge = if shared.config.auth.enabled {
         new_challenge()
@@ -303,93 +323,138 @@ async fn websocket(
         outbox.send(String::from_utf8(out).expect("UTF-8"));
     }
     let ingest = shared.ingest_for(id);
-    let writer_outbox = outbox.clone();
-    // Socket writer: coalesce everything queued into one flush.
-    let writer = tokio::spawn(async move {
-        while let Some(first) = rx.recv().await {
-            let mut next = Some(first);
-            let mut written = 0;
-            let mut close = false;
-            while let Some(item) = next.take() {
-                match item {
-                    Outgoing::Text(text) => {
-                        written += text.len();
-                        if sink.feed(Message::text(text)).await.is_err() {
-                            return;
-                        }
-                    }
-                    Outgoing::Binary(frame) => {
-                        written += frame.len();
-                        if sink.feed(Message::binary(frame)).await.is_err() {
-                            return;
-                        }
-                    }
-                    Outgoing::Close => {
-                        close = true;
-                        break;
+    let frames = MessageWriter::new(
+        Role::Server,
+        session
+            .deflate
+            .map(|p| p.compressor(Role::Server, &session.deflate_config)),
+    );
+    let writer = tokio::spawn(write_loop(wr, rx, frames, outbox.clone()));
+    let mut reader = MessageReader::new(
+        Role::Server,
+        shared.config.limits.max_message_bytes,
+        session.deflate.map(|p| p.decompressor(Role::Server)),
+    );
+    reader.push(early);
+    'connection: loop {
+        loop {
+            let message = match reader.next_message() {
+                Ok(Some(message)) => message,
+                Ok(None) => break,
+                Err(e) => {
+                    let mut out = Vec::new();
+                    nostrwire_event::message::write::notice(&mut out, &format!("error: {e}"));
+                    outbox.send(String::from_utf8(out).expect("UTF-8"));
+                    outbox.close_with(e.close_code());
+                    break 'connection;
+                }
+            };
+            match message {
+                Message::Text(text) if !binary => {
+                    if ingest
+                        .send(IngestMsg::Frame(conn.clone(), text.to_vec()))
+                        .is_err()
+                    {
+                        break 'connection;
                     }
                 }
-                next = rx.try_recv().ok();
-            }
-            if sink.flush().await.is_err() {
-                return;
-            }
-            writer_outbox.sent(written);
-            if close {
-                let _ = sink.close().await;
-                return;
+                Message::Binary(frame) if binary => {
+                    if ingest
+                        .send(IngestMsg::Frame(conn.clone(), frame.to_vec()))
+                        .is_err()
+                    {
+                        break 'connection;
+                    }
+                }
+                Message::Text(_) | Message::Binary(_) => {
+                    let mut out = Vec::new();
+                    nostrwire_event::message::write::notice(
+                        &mut out,
+                        if binary {
+                            "invalid: this connection negotiated nostrwire.v1; send binary frames"
+                        } else {
+                            "invalid: binary frames need the nostrwire.v1 subprotocol; send JSON text frames"
+                        },
+                    );
+                    outbox.send(String::from_utf8(out).expect("UTF-8"));
+                }
+                Message::Ping(payload) => outbox.pong(payload),
+                Message::Pong(_) => {}
+                Message::Close(_) => {
+                    outbox.close();
+                    break 'connection;
+                }
             }
         }
-        let _ = sink.close().await;
-    });
-    loop {
-        let frame = tokio::select! {
-            f = frames.next() => f,
+        let read = tokio::select! {
+            r = rd.read(reader.read_buf()) => r,
             _ = shutdown.changed() => {
-                conn.outbox.close();
+                outbox.close_with(CLOSE_GOING_AWAY);
                 break;
             }
         };
-        match frame {
-            Some(Ok(Message::Text(text))) if !binary => {
-                let bytes = text.as_bytes().to_vec();
-                if ingest.send(IngestMsg::Frame(conn.clone(), bytes)).is_err() {
-                    break;
-                }
-            }
-            Some(Ok(Message::Binary(frame))) if binary => {
-                if ingest
-                    .send(IngestMsg::Frame(conn.clone(), frame.to_vec()))
-                    .is_err()
-                {
-                    break;
-                }
-            }
-            Some(Ok(Message::Text(_) | Message::Binary(_))) => {
-                let mut out = Vec::new();
-                nostrwire_event::message::write::notice(
-                    &mut out,
-                    if binary {
-                        "invalid: this connection negotiated nostrwire.v1; send binary frames"
-                    } else {
-                        "invalid: binary frames need the nostrwire.v1 subprotocol; send JSON text frames"
-                    },
-                );
-                outbox.send(String::from_utf8(out).expect("UTF-8"));
-            }
-            Some(Ok(Message::Close(_))) | None => break,
-            Some(Ok(_)) => {} // ping/pong are answered by the protocol layer
-            Some(Err(e)) => {
-                let mut out = Vec::new();
-                nostrwire_event::message::write::notice(&mut out, &format!("error: {e}"));
-                outbox.send(String::from_utf8(out).expect("UTF-8"));
-                conn.outbox.close();
-                break;
-            }
+        match read {
+            Ok(0) | Err(_) => break,
+            Ok(n) => reader.filled(n),
         }
     }
     outbox.close();
     drop(conn);
     let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
     Ok(())
+}
+
+/// The connection's writer: frames everything queued (compressing when
+/// negotiated) and writes it with one socket write per batch.
+async fn write_loop(
+    mut wr: OwnedWriteHalf,
+    mut rx: UnboundedReceiver<Outgoing>,
+    mut frames: MessageWriter,
+    outbox: Outbox,
+) {
+    let mut out = Vec::new();
+    let mut close = None;
+    while let Some(first) = rx.recv().await {
+        let mut next = Some(first);
+        let mut written = 0;
+        while let Some(item) = next.take() {
+            match item {
+                Outgoing::Text(text) => {
+                    written += text.len();
+                    frames.text(&mut out, text.as_bytes(), None);
+                }
+                Outgoing::Binary(frame) => {
+                    written += frame.len();
+                    frames.binary(&mut out, &frame, None);
+                }
+                Outgoing::Pong(payload) => {
+                    written += payload.len();
+                    frames.control(&mut out, opcode::PONG, &payload, None);
+                }
+                Outgoing::Close(code) => {
+                    close = Some(code);
+                    break;
+                }
+            }
+            if out.len() >= MAX_WRITE_BATCH {
+                break;
+            }
+            next = rx.try_recv().ok();
+        }
+        if wr.write_all(&out).await.is_err() {
+            return;
+        }
+        outbox.sent(written);
+        out.clear();
+        if out.capacity() > 4 * MAX_WRITE_BATCH {
+            out = Vec::new();
+        }
+        if close.is_some() {
+            break;
+        }
+    }
+    let code = close.unwrap_or(crate::msg::CLOSE_NORMAL);
+    frames.close(&mut out, code, None);
+    let _ = wr.write_all(&out).await;
+    let _ = wr.shutdown().await;
 }

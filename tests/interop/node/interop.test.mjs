@@ -44,3 +44,69 @@ test('publish, query and live subscription through nostr-tools', { skip: !url &&
   await assert.rejects(relay.publish(forged), /invalid/);
   relay.close();
 });
+
+// permessage-deflate (RFC 7692) with the `ws` package's own implementation,
+// with and without context takeover, and without compression at all.
+function open(options) {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url, options);
+    ws.once('upgrade', (response) => { ws.negotiated = response.headers['sec-websocket-extensions']; });
+    ws.once('open', () => resolve(ws));
+    ws.once('error', reject);
+  });
+}
+
+function roundTrip(ws, message, until) {
+  return new Promise((resolve, reject) => {
+    const got = [];
+    const timer = setTimeout(() => reject(new Error(`no answer to ${message.slice(0, 40)}`)), 5000);
+    const onMessage = (data, isBinary) => {
+      assert.equal(isBinary, false);
+      const parsed = JSON.parse(data.toString('utf8'));
+      if (parsed[0] === 'AUTH') return;
+      got.push(parsed);
+      if (until(parsed)) {
+        clearTimeout(timer);
+        ws.off('message', onMessage);
+        resolve(got);
+      }
+    };
+    ws.on('message', onMessage);
+    ws.send(message);
+  });
+}
+
+const deflateModes = [
+  ['context takeover', { threshold: 0 }, 'permessage-deflate'],
+  ['no context takeover', { threshold: 0, serverNoContextTakeover: true, clientNoContextTakeover: true }, 'permessage-deflate; server_no_context_takeover; client_no_context_takeover'],
+  ['no compression', false, undefined],
+];
+
+for (const [name, perMessageDeflate, expected] of deflateModes) {
+  test(`ws client, ${name}: publish and query`, { skip: !url && 'NOSTRWIRE_RELAY_URL not set' }, async () => {
+    const ws = await open({ perMessageDeflate });
+    try {
+      await exercise(ws);
+    } finally {
+      ws.close();
+    }
+    assert.equal(ws.negotiated, expected);
+  });
+}
+
+async function exercise(ws) {
+  const sk = generateSecretKey();
+  const pk = getPublicKey(sk);
+  const now = Math.floor(Date.now() / 1000);
+  const events = [];
+  for (let i = 0; i < 20; i++) {
+    const e = finalizeEvent({ kind: 1, created_at: now - i, tags: [['t', 'deflate']], content: `note ${i} ${'compressible text '.repeat(i * 10)}` }, sk);
+    events.push(e);
+    const [ok] = await roundTrip(ws, JSON.stringify(['EVENT', e]), (m) => m[0] === 'OK');
+    assert.deepEqual(ok, ['OK', e.id, true, '']);
+  }
+  const answer = await roundTrip(ws, JSON.stringify(['REQ', 'q', { authors: [pk] }]), (m) => m[0] === 'EOSE');
+  const served = answer.filter((m) => m[0] === 'EVENT').map((m) => m[2]);
+  assert.deepEqual(served.map((e) => e.id), events.map((e) => e.id));
+  for (const e of served) assert.ok(verifyEvent(e));
+}

@@ -17,7 +17,6 @@ use std::time::Duration;
 
 use nostrwire_event::message::write;
 use nostrwire_event::{ClientMessage, Event, EventId, Filter, SignedFields};
-use sha1::{Digest, Sha1};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
@@ -185,10 +184,8 @@ pub async fn handshake(sock: &mut TcpStream) -> std::io::Result<Vec<u8>> {
                 .then(|| v.trim().to_string())
         })
         .expect("client sent a key");
-    let mut h = Sha1::new();
-    h.update(key.as_bytes());
-    h.update(b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11");
-    let accept = nostrwire_loadgen::ws::base64(&h.finalize());
+    // RFC 6455 §4.2.2; checked against the RFC's example in nostrwire-websocket.
+    let accept = nostrwire_websocket::handshake::accept_key(key.as_bytes());
     let resp = format!(
         "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"
     );
