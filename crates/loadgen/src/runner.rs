@@ -271,7 +271,7 @@ fn planned(s: &Settings, sc: Scenario) -> usize {
         | Scenario::Burst
         | Scenario::Mixed
         | Scenario::Concurrent => s.count,
-        Scenario::Query | Scenario::Search => s.seed_events.min(s.count),
+        Scenario::Query | Scenario::Search | Scenario::Dump => s.seed_events.min(s.count),
         Scenario::Sync => {
             let n = s.seed_events.min(s.count);
             n + n / scenario::SYNC_DIFF_EVERY
@@ -343,7 +343,7 @@ impl Sources {
             | Scenario::Burst
             | Scenario::Mixed
             | Scenario::Concurrent => (self.publishable(s, stream, n), Vec::new()),
-            Scenario::Query => (Vec::new(), self.publishable(s, stream, n)),
+            Scenario::Query | Scenario::Dump => (Vec::new(), self.publishable(s, stream, n)),
             Scenario::Fanout => {
                 let marker = Tag::from_strs(&[
                     "t",
@@ -396,7 +396,7 @@ impl Sources {
 
 fn expected_ops(s: &Settings, sc: Scenario, events: usize) -> u64 {
     match sc {
-        Scenario::Query | Scenario::Search => s.count as u64,
+        Scenario::Query | Scenario::Search | Scenario::Dump => s.count as u64,
         Scenario::Sync => s.count as u64,
         Scenario::Connections => s.idle_connections as u64,
         Scenario::Fanout => (events * (s.subscribers + 1)) as u64,

@@ -47,6 +47,10 @@ pub enum Scenario {
     Search,
     /// NIP-77 negentropy sync of a partly different set, against re-downloading it by REQ.
     Sync,
+    /// Seeds events, then asks again and again for the newest 1,000 of them
+    /// (`{"limit":1000}`): the large-answer case that transport encodings
+    /// and compression are about.
+    Dump,
 }
 
 impl Scenario {
@@ -57,6 +61,7 @@ impl Scenario {
             self,
             Scenario::Publish
                 | Scenario::Query
+                | Scenario::Dump
                 | Scenario::Mixed
                 | Scenario::Concurrent
                 | Scenario::Large
@@ -65,7 +70,7 @@ impl Scenario {
     }
 
     /// Every scenario, in the order `all` runs them.
-    pub const ALL: [Scenario; 11] = [
+    pub const ALL: [Scenario; 12] = [
         Scenario::Publish,
         Scenario::PublishOpen,
         Scenario::Burst,
@@ -77,6 +82,7 @@ impl Scenario {
         Scenario::Connections,
         Scenario::Search,
         Scenario::Sync,
+        Scenario::Dump,
     ];
 
     /// The command-line name.
@@ -93,6 +99,7 @@ impl Scenario {
             Scenario::Connections => "connections",
             Scenario::Search => "search",
             Scenario::Sync => "sync",
+            Scenario::Dump => "dump",
         }
     }
 
@@ -276,6 +283,7 @@ pub async fn run(scenario: Scenario, run: &Run) -> Outcome {
         Scenario::PublishOpen => publish_open(run).await,
         Scenario::Burst => burst(run).await,
         Scenario::Query => query(run).await,
+        Scenario::Dump => dump(run).await,
         Scenario::Mixed => mixed(run).await,
         Scenario::Concurrent => concurrent(run).await,
         Scenario::Fanout => fanout(run).await,
@@ -843,6 +851,43 @@ async fn query(run: &Run) -> Outcome {
         "seed events stored first (not timed into the query figures); one returned event in {} is checked against its filter (all for id lookups), one checked event in {} also for id and signature",
         crate::client::CHECK_EVERY,
         crate::client::VERIFY_EVERY
+    ));
+    out
+}
+
+/// Events one `dump` REQ asks for.
+pub const DUMP_LIMIT: u64 = 1_000;
+
+async fn dump(run: &Run) -> Outcome {
+    let mut out = Outcome::new();
+    let seeded = seed(run, &mut out).await;
+    let conns = open_conns(run, run.params.connections, &mut out, "dump").await;
+    let start = Instant::now();
+    let make: Arc<dyn Fn(usize) -> Query + Send + Sync> = Arc::new(|_| Query {
+        label: "query:limit1000",
+        filter: Filter {
+            limit: Some(DUMP_LIMIT),
+            ..Filter::new()
+        },
+        must_include: vec![],
+    });
+    let part = run_queries(
+        run,
+        conns,
+        make,
+        run.params.queries,
+        start + run.params.duration,
+        None,
+    )
+    .await;
+    out.elapsed = start.elapsed();
+    out.absorb(part);
+    out.metrics.insert(
+        "seeded_regular_events".into(),
+        seeded.regular_ids.len() as f64,
+    );
+    out.notes.push(format!(
+        "seed events stored first (not timed); every REQ asks for the newest {DUMP_LIMIT} stored events of any kind"
     ));
     out
 }

@@ -1,5 +1,6 @@
 //! The publish and query scenarios over the `nostrwire.v1` binary transport
-//! (`binary+ws://`) against our relay, next to the same run over JSON.
+//! (`binary+ws://`) against our relay, next to the same run over JSON, and
+//! the dump scenario with and without permessage-deflate.
 
 mod common;
 
@@ -103,6 +104,44 @@ async fn publish_and_query_over_both_transports() {
     }
     // The nwb frames are smaller than the JSON messages for the same events.
     assert!(publish_bytes[1] < publish_bytes[0], "{publish_bytes:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dump_returns_the_same_events_with_fewer_bytes_under_deflate() {
+    let (relay, _dir) = relay();
+    let addr = relay.local_addr();
+    let seeds = events(5, 300);
+    let mut received = Vec::new();
+    for prefix in ["", "deflate+", "deflate-nct+", "binary+deflate+"] {
+        let url = format!("{prefix}ws://{addr}");
+        let (o, _, bytes_in) = run(&url, Scenario::Dump, vec![], seeds.clone()).await;
+        assert_eq!(o.status, Status::Completed, "{:?}", o.notes);
+        let s = &o.ops["query:limit1000"];
+        assert_eq!(
+            (s.successes, s.failures.len()),
+            (12, 0),
+            "{url}: {:?} {:?}",
+            s.failures,
+            o.anomalies
+        );
+        assert!(
+            s.events_received >= 12 * 200,
+            "{url}: {}",
+            s.events_received
+        );
+        received.push((url, s.events_received, bytes_in));
+    }
+    // Same answers; compressed ones smaller (the seeding re-publishes the
+    // same events, so only the REQ answers differ).
+    let (_, plain_events, plain_bytes) = received[0].clone();
+    for (url, events, bytes) in &received[1..] {
+        assert_eq!(*events, plain_events, "{url}");
+        assert!(
+            *bytes < plain_bytes * 3 / 4,
+            "{url}: {bytes} vs {plain_bytes}"
+        );
+    }
+    relay.shutdown();
 }
 
 #[test]

@@ -13,11 +13,14 @@ use nostrwire_loadgen::{report, Error, Scenario, Settings};
 pub struct Args {
     /// Relay to load (`ws://host:port[/path]`); the baseline of every ratio.
     /// Write `binary+ws://…` to speak the nostrwire.v1 binary transport
-    /// (publish, query, mixed, concurrent, large and connections only).
+    /// (publish, query, dump, mixed, concurrent, large and connections only),
+    /// `deflate+ws://…` or `deflate-nct+ws://…` to offer permessage-deflate
+    /// with or without context takeover; prefixes combine.
     #[arg(long)]
     pub relay: String,
     /// Scenario, repeatable or comma-separated: publish, publish-open, burst,
-    /// query, mixed, concurrent, fanout, large, connections, search, sync, or all.
+    /// query, dump, mixed, concurrent, fanout, large, connections, search, sync,
+    /// or all.
     #[arg(long, default_value = "publish", value_delimiter = ',')]
     pub scenario: Vec<String>,
     /// Events (or queries) per scenario and round.
