@@ -600,7 +600,10 @@ impl LmdbStore {
         let level = options.compression_level.max(1);
         let set = match bytes {
             Some(bytes) => {
-                DictSet::from_bytes(&bytes).map_err(|e| bad(format!("bad dictionary set: {e}")))?
+                // The configured level, not the one the set file names
+                // (`dict train` defaults to 19, several times the CPU of 3).
+                DictSet::from_bytes_at_level(&bytes, level)
+                    .map_err(|e| bad(format!("bad dictionary set: {e}")))?
             }
             None => DictSet::new(level, Vec::new())
                 .map_err(|e| bad(format!("cannot prepare zstd: {e}")))?,
