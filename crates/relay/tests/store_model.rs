@@ -177,8 +177,9 @@ fn gen_event(rng: &mut Rng, keys: &[Keys], history: &[Event]) -> Event {
         }
     } else {
         for _ in 0..rng.below(4) {
-            let tag = match rng.below(4) {
+            let tag = match rng.below(5) {
                 0 => Tag::from_strs(&["t", ["nostr", "zap", "x"][rng.below(3)]]),
+                4 => Tag::from_strs(&["x", &colliding_hex(rng.below(3))]),
                 1 => Tag::from_strs(&["p", &keys[rng.below(keys.len())].public_key().to_hex()]),
                 2 if !history.is_empty() => {
                     Tag::from_strs(&["e", &history[rng.below(history.len())].id.to_hex()])
@@ -201,6 +202,12 @@ fn gen_event(rng: &mut Rng, keys: &[Keys], history: &[Event]) -> Event {
         content: unsigned.content,
         sig: nostrwire_event::Signature::from_bytes([0; 64]),
     }
+}
+
+/// Distinct 64-char hex values sharing their first 8 bytes, which is all the
+/// tag index keeps of them: the store must tell them apart on the record.
+fn colliding_hex(n: usize) -> String {
+    format!("00112233445566aa{n:048x}")
 }
 
 fn gen_filter(rng: &mut Rng, keys: &[Keys], history: &[Event]) -> Filter {
@@ -237,6 +244,9 @@ fn gen_filter(rng: &mut Rng, keys: &[Keys], history: &[Event]) -> Filter {
             b'p',
             vec![keys[rng.below(keys.len())].public_key().to_hex()],
         );
+    }
+    if rng.chance(15) {
+        f = f.with_tag(b'x', vec![colliding_hex(rng.below(3))]);
     }
     if rng.chance(30) {
         f.since = Some(Timestamp::new(1000 + rng.below(40) as u64).unwrap());
@@ -356,7 +366,13 @@ fn a_database_keeps_its_dictionary_set() {
 }
 
 #[test]
-fn a_schema_1_database_gets_its_search_index_on_open() {
+fn an_older_database_is_upgraded_on_open() {
+    for version in [1u32, 2] {
+        upgrade_from(version);
+    }
+}
+
+fn upgrade_from(version: u32) {
     let dir = tempfile::tempdir().unwrap();
     let keys = Keys::derive(8, 1);
     let note = |content: &str| {
@@ -364,7 +380,10 @@ fn a_schema_1_database_gets_its_search_index_on_open() {
             &keys,
             Timestamp::new(1000).unwrap(),
             Kind(1),
-            Vec::new(),
+            vec![
+                Tag::new(vec!["t".into(), content.split(' ').next().unwrap().into()]).unwrap(),
+                Tag::new(vec!["p".into(), keys.public_key().to_hex()]).unwrap(),
+            ],
             content,
         );
         nostrwire_wire::encode_event(&Event {
@@ -388,7 +407,9 @@ fn a_schema_1_database_gets_its_search_index_on_open() {
         .unwrap();
     assert_eq!(query_store(&store, &search("keeper"), 100).len(), 2);
     drop(store);
-    // Turn it into what schema 1 left: no search tables, no totals, version 1.
+    // Turn it into what schema 1 or 2 left: other tag keys (an entry the
+    // upgrade must drop), no search index (1) or frequencies in their own
+    // table (2).
     {
         // SAFETY: the store above is closed; nothing else opens this path.
         let env = unsafe {
@@ -397,21 +418,64 @@ fn a_schema_1_database_gets_its_search_index_on_open() {
                 .open(dir.path())
                 .unwrap()
         };
+        type Db = heed::Database<heed::types::Bytes, heed::types::Bytes>;
         let mut wtxn = env.write_txn().unwrap();
-        for name in ["search", "search_terms"] {
-            let db: heed::Database<heed::types::Bytes, heed::types::Bytes> =
-                env.open_database(&wtxn, Some(name)).unwrap().unwrap();
-            db.clear(&mut wtxn).unwrap();
+        let search: Db = env.open_database(&wtxn, Some("search")).unwrap().unwrap();
+        search.clear(&mut wtxn).unwrap();
+        let tag: Db = env.open_database(&wtxn, Some("tag")).unwrap().unwrap();
+        tag.put(&mut wtxn, &[b't', 0, 2, b'x', b'y', 0, 0, 0], &[])
+            .unwrap();
+        let meta: Db = env.open_database(&wtxn, Some("meta")).unwrap().unwrap();
+        if version == 2 {
+            let terms: Db = env
+                .create_database(&mut wtxn, Some("search_terms"))
+                .unwrap();
+            terms
+                .put(&mut wtxn, b"\x06keeper", &[2, 0, 0, 0, 0, 0, 0, 0])
+                .unwrap();
+        } else {
+            meta.delete(&mut wtxn, b"search").unwrap();
         }
-        let meta: heed::Database<heed::types::Bytes, heed::types::Bytes> =
-            env.open_database(&wtxn, Some("meta")).unwrap().unwrap();
-        meta.delete(&mut wtxn, b"search").unwrap();
-        meta.put(&mut wtxn, b"schema", &1u32.to_le_bytes()).unwrap();
+        meta.put(&mut wtxn, b"schema", &version.to_le_bytes())
+            .unwrap();
         wtxn.commit().unwrap();
     }
     let store = LmdbStore::open(dir.path(), &options(0)).unwrap();
     assert_eq!(query_store(&store, &search("keeper"), 100).len(), 2);
     assert_eq!(query_store(&store, &search("bees keeper"), 1).len(), 1);
+    let by_tag = |letter: u8, value: &str| Filter::new().with_tag(letter, vec![value.into()]);
+    assert_eq!(query_store(&store, &by_tag(b't', "keeper"), 100).len(), 1);
+    assert_eq!(
+        query_store(&store, &by_tag(b'p', &keys.public_key().to_hex()), 100).len(),
+        2
+    );
+    assert_eq!(store.stats().unwrap().events, 2);
+    drop(store);
+    {
+        // SAFETY: the store above is closed; nothing else opens this path.
+        let env = unsafe {
+            heed::EnvOpenOptions::new()
+                .max_dbs(16)
+                .open(dir.path())
+                .unwrap()
+        };
+        type Db = heed::Database<heed::types::Bytes, heed::types::Bytes>;
+        let rtxn = env.read_txn().unwrap();
+        let tag: Db = env.open_database(&rtxn, Some("tag")).unwrap().unwrap();
+        assert_eq!(tag.len(&rtxn).unwrap(), 4, "old tag keys are gone");
+        if let Some(terms) = env
+            .open_database::<heed::types::Bytes, heed::types::Bytes>(&rtxn, Some("search_terms"))
+            .unwrap()
+        {
+            assert!(terms.is_empty(&rtxn).unwrap());
+        }
+        let meta: Db = env.open_database(&rtxn, Some("meta")).unwrap().unwrap();
+        assert_eq!(
+            meta.get(&rtxn, b"schema").unwrap(),
+            Some(&3u32.to_le_bytes()[..])
+        );
+    }
+    let store = LmdbStore::open(dir.path(), &options(0)).unwrap();
     drop(store);
     // Search off drops the index; a later open with it on rebuilds it.
     let off = OpenOptions {

@@ -206,38 +206,52 @@ impl DictSet {
     ///
     /// Spec: [§11.2](https://github.com/nostrwire/nostrwire/blob/main/spec/nwb.md#112-dictionary-set-files).
     pub fn from_bytes(bytes: &[u8]) -> Result<DictSet> {
-        let bad = |_| Error::BadDictionarySet;
-        if bytes.len() < 6 || &bytes[..4] != DICT_SET_MAGIC || bytes[4] != DICT_SET_VERSION {
-            return Err(Error::BadDictionarySet);
-        }
-        let level = bytes[5] as i8 as i32;
-        let mut pos = 6;
-        let count = varint::read(bytes, &mut pos).map_err(bad)?;
-        // Each entry takes at least three bytes.
-        if count > (bytes.len() - pos) as u64 / 3 {
-            return Err(Error::BadDictionarySet);
-        }
-        let mut entries = Vec::with_capacity(count as usize);
-        for _ in 0..count {
-            let id = varint::read(bytes, &mut pos).map_err(bad)?;
-            let selector = varint::read(bytes, &mut pos).map_err(bad)?;
-            let len = varint::read(bytes, &mut pos).map_err(bad)?;
-            if id == 0
-                || id > u32::MAX as u64
-                || selector > 65_536
-                || len > (bytes.len() - pos) as u64
-            {
-                return Err(Error::BadDictionarySet);
-            }
-            let kind = (selector > 0).then(|| Kind((selector - 1) as u16));
-            entries.push((id as u32, kind, bytes[pos..pos + len as usize].to_vec()));
-            pos += len as usize;
-        }
-        if pos != bytes.len() {
-            return Err(Error::BadDictionarySet);
-        }
+        let (level, entries) = parse_set(bytes)?;
         DictSet::new(level, entries)
     }
+
+    /// Parses a set file but compresses at `level` instead of the level the
+    /// file names (a relay's configured level; records decode the same at
+    /// any level, since the level only steers the compressor's search).
+    ///
+    /// Spec: [§11.2](https://github.com/nostrwire/nostrwire/blob/main/spec/nwb.md#112-dictionary-set-files).
+    pub fn from_bytes_at_level(bytes: &[u8], level: i32) -> Result<DictSet> {
+        let (_, entries) = parse_set(bytes)?;
+        DictSet::new(level, entries)
+    }
+}
+
+/// A dictionary set file's level and entries.
+#[allow(clippy::type_complexity)]
+fn parse_set(bytes: &[u8]) -> Result<(i32, Vec<(u32, Option<Kind>, Vec<u8>)>)> {
+    let bad = |_| Error::BadDictionarySet;
+    if bytes.len() < 6 || &bytes[..4] != DICT_SET_MAGIC || bytes[4] != DICT_SET_VERSION {
+        return Err(Error::BadDictionarySet);
+    }
+    let level = bytes[5] as i8 as i32;
+    let mut pos = 6;
+    let count = varint::read(bytes, &mut pos).map_err(bad)?;
+    // Each entry takes at least three bytes.
+    if count > (bytes.len() - pos) as u64 / 3 {
+        return Err(Error::BadDictionarySet);
+    }
+    let mut entries = Vec::with_capacity(count as usize);
+    for _ in 0..count {
+        let id = varint::read(bytes, &mut pos).map_err(bad)?;
+        let selector = varint::read(bytes, &mut pos).map_err(bad)?;
+        let len = varint::read(bytes, &mut pos).map_err(bad)?;
+        if id == 0 || id > u32::MAX as u64 || selector > 65_536 || len > (bytes.len() - pos) as u64
+        {
+            return Err(Error::BadDictionarySet);
+        }
+        let kind = (selector > 0).then(|| Kind((selector - 1) as u16));
+        entries.push((id as u32, kind, bytes[pos..pos + len as usize].to_vec()));
+        pos += len as usize;
+    }
+    if pos != bytes.len() {
+        return Err(Error::BadDictionarySet);
+    }
+    Ok((level, entries))
 }
 
 fn train_one(samples: &[&[u8]], max_dict_bytes: usize) -> io::Result<Vec<u8>> {

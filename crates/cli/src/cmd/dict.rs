@@ -45,7 +45,8 @@ pub struct TrainArgs {
     /// Fewest events a kind needs for its own dictionary.
     #[arg(long, default_value_t = TrainOptions::default().min_kind_samples)]
     pub min_kind_samples: usize,
-    /// zstd level used when compressing with the set.
+    /// zstd level recorded in the set, used by `convert`; the relay
+    /// compresses at its own `storage.compression_level`.
     #[arg(long, default_value_t = TrainOptions::default().level)]
     pub level: i32,
 }

@@ -16,7 +16,7 @@ use heed::types::Bytes;
 use heed::{Database, Env, EnvFlags, EnvOpenOptions, RoTxn, RwTxn};
 use nostrwire_event::{EventId, Filter, Kind, PreimageFields, PublicKey, SignedFields, Timestamp};
 use nostrwire_wire::compress::{DictSet, RecordCompressor, RecordDecompressor};
-use nostrwire_wire::EventView;
+use nostrwire_wire::{EventView, Value};
 
 use super::plan::{plan, Plan, QueryCursor, Ranked, ScanStatus};
 use super::schema::{self, table, TIME_SUFFIX};
@@ -25,6 +25,9 @@ use crate::policy::ReadGate;
 use crate::search::{self, EventTerms, Query};
 
 type Db = Database<Bytes, Bytes>;
+
+/// `meta` key present while the tag index is being rebuilt (schema upgrade).
+const TAG_REBUILD: &[u8] = b"tag_rebuild";
 
 /// Stored value header: bit 0 set = an 8-byte expiration follows.
 const FLAG_EXPIRES: u8 = 1;
@@ -48,7 +51,6 @@ pub struct LmdbStore {
     deleted_addrs: Db,
     expiration: Db,
     search: Db,
-    search_terms: Db,
     meta: Db,
     /// Whether the search index is kept (and `meta/search` present).
     search_on: bool,
@@ -109,7 +111,7 @@ struct Derived {
     pubkey: PublicKey,
     kind: Kind,
     created_at: Timestamp,
-    tag_prefixes: Vec<Vec<u8>>,
+    tag_prefixes: Vec<[u8; schema::TAG_PREFIX]>,
     address: Option<Vec<u8>>,
     expires: Option<u64>,
 }
@@ -129,7 +131,12 @@ fn derive(view: &EventView<'_>) -> Derived {
             let letter = name.to_str();
             let letter = letter.as_bytes()[0];
             if letter.is_ascii_alphabetic() {
-                tag_prefixes.push(schema::tag_prefix(letter, &value.to_str()));
+                tag_prefixes.push(match value {
+                    Value::Hex(raw) if raw.len() == 32 => {
+                        schema::tag_prefix_raw32(letter, raw.try_into().expect("32 bytes"))
+                    }
+                    _ => schema::tag_prefix(letter, &value.to_str()),
+                });
             }
             if letter == b'd' && d_tag.is_none() {
                 d_tag = Some(value.to_str().into_owned());
@@ -277,7 +284,6 @@ impl LmdbStore {
             deleted_addrs: db(table::DELETED_ADDRS)?,
             expiration: db(table::EXPIRATION)?,
             search: db(table::SEARCH)?,
-            search_terms: db(table::SEARCH_TERMS)?,
             meta,
             search_on: options.search,
             search_max_reads: options.search_max_reads.max(1),
@@ -295,20 +301,100 @@ impl LmdbStore {
                 let version = u32::from_le_bytes(v.try_into().unwrap_or([0xff; 4]));
                 match version {
                     schema::SCHEMA_VERSION => {}
-                    // Version 1 lacks the search index: `meta/search` is
-                    // absent, so it is built below when search is on.
-                    1 => store.meta.put(
-                        &mut wtxn,
-                        b"schema",
-                        &schema::SCHEMA_VERSION.to_le_bytes(),
-                    )?,
+                    // Versions 1 and 2 have longer tag keys and (2) document
+                    // frequencies in their own table: both indexes are
+                    // emptied here and rebuilt from `events` below. The
+                    // markers (`meta/tag_rebuild` present, `meta/search`
+                    // absent) make an interrupted rebuild start over.
+                    1 | 2 => {
+                        tracing::info!(from = version, "upgrading the database schema");
+                        store.tag.clear(&mut wtxn)?;
+                        store.meta.put(&mut wtxn, TAG_REBUILD, &[])?;
+                        store.search.clear(&mut wtxn)?;
+                        store.meta.delete(&mut wtxn, b"search")?;
+                        let legacy = env.open_database::<Bytes, Bytes>(
+                            &wtxn,
+                            Some(table::LEGACY_SEARCH_TERMS),
+                        )?;
+                        if let Some(legacy) = legacy {
+                            legacy.clear(&mut wtxn)?;
+                        }
+                        store.meta.put(
+                            &mut wtxn,
+                            b"schema",
+                            &schema::SCHEMA_VERSION.to_le_bytes(),
+                        )?;
+                    }
                     _ => return Err(StoreError::Schema(version)),
                 }
             }
         }
         wtxn.commit()?;
+        store.rebuild_tag_index()?;
         store.prepare_search_index()?;
         Ok(store)
+    }
+
+    /// Rebuilds the tag index from `events` while `meta/tag_rebuild` is
+    /// present (after a schema upgrade), in transactions of 10,000 events;
+    /// the marker is removed with the last batch.
+    fn rebuild_tag_index(&self) -> StoreResult<()> {
+        const BATCH: usize = 10_000;
+        {
+            let txn = self.env.read_txn()?;
+            if self.meta.get(&txn, TAG_REBUILD)?.is_none() {
+                return Ok(());
+            }
+        }
+        let mut wtxn = self.env.write_txn()?;
+        self.tag.clear(&mut wtxn)?;
+        wtxn.commit()?;
+        tracing::info!("rebuilding the tag index");
+        let mut after: Option<[u8; 8]> = None;
+        let mut seen = 0u64;
+        loop {
+            let mut wtxn = self.env.write_txn()?;
+            let mut batch = Vec::with_capacity(BATCH);
+            {
+                let lower = match &after {
+                    Some(k) => Bound::Excluded(&k[..]),
+                    None => Bound::Unbounded,
+                };
+                for item in self.events.range(&wtxn, &(lower, Bound::Unbounded))? {
+                    let (k, value) = item?;
+                    let serial = schema::serial_from(k)
+                        .ok_or_else(|| StoreError::Corrupt("bad serial key".into()))?;
+                    let record = unpack(self.dicts, split_value(value)?.1)?;
+                    let d = derive(&decode(&record)?);
+                    batch.push((serial, d.created_at, d.tag_prefixes));
+                    if batch.len() == BATCH {
+                        break;
+                    }
+                }
+            }
+            let Some(&(last, _, _)) = batch.last() else {
+                self.meta.delete(&mut wtxn, TAG_REBUILD)?;
+                wtxn.commit()?;
+                break;
+            };
+            for (serial, created_at, prefixes) in &batch {
+                let suffix = schema::time_suffix(*created_at, *serial);
+                for prefix in prefixes {
+                    self.tag.put(&mut wtxn, &key(&[prefix, &suffix]), &[])?;
+                }
+            }
+            if batch.len() < BATCH {
+                self.meta.delete(&mut wtxn, TAG_REBUILD)?;
+            }
+            wtxn.commit()?;
+            seen += batch.len() as u64;
+            after = Some(schema::serial_bytes(last));
+            tracing::info!(done = seen, "rebuilding the tag index");
+            if batch.len() < BATCH {
+                break;
+            }
+        }
+        Ok(())
     }
 
     /// Makes the search index match `search_on`: builds it (in batches,
@@ -320,7 +406,7 @@ impl LmdbStore {
             let txn = self.env.read_txn()?;
             (
                 self.search_totals(&txn)?.is_some(),
-                !self.search.is_empty(&txn)? || !self.search_terms.is_empty(&txn)?,
+                !self.search.is_empty(&txn)?,
             )
         };
         if self.search_on && complete || !self.search_on && !complete && !leftovers {
@@ -328,7 +414,6 @@ impl LmdbStore {
         }
         let mut wtxn = self.env.write_txn()?;
         self.search.clear(&mut wtxn)?;
-        self.search_terms.clear(&mut wtxn)?;
         self.meta.delete(&mut wtxn, b"search")?;
         wtxn.commit()?;
         if !self.search_on {
@@ -404,8 +489,8 @@ impl LmdbStore {
     /// Events holding the term with this key prefix.
     fn document_frequency(&self, txn: &RoTxn<'_>, prefix: &[u8]) -> StoreResult<u64> {
         Ok(self
-            .search_terms
-            .get(txn, prefix)?
+            .search
+            .get(txn, &schema::df_key(prefix))?
             .and_then(|v| v.try_into().ok())
             .map_or(0, u64::from_le_bytes))
     }
@@ -426,7 +511,8 @@ impl LmdbStore {
             self.search
                 .put(wtxn, &schema::search_key(&prefix, serial), &posting)?;
             let df = self.document_frequency(wtxn, &prefix)? + 1;
-            self.search_terms.put(wtxn, &prefix, &df.to_le_bytes())?;
+            self.search
+                .put(wtxn, &schema::df_key(&prefix), &df.to_le_bytes())?;
         }
         Ok(())
     }
@@ -444,11 +530,11 @@ impl LmdbStore {
                 .delete(wtxn, &schema::search_key(&prefix, serial))?;
             match self.document_frequency(wtxn, &prefix)? {
                 0 | 1 => {
-                    self.search_terms.delete(wtxn, &prefix)?;
+                    self.search.delete(wtxn, &schema::df_key(&prefix))?;
                 }
                 df => self
-                    .search_terms
-                    .put(wtxn, &prefix, &(df - 1).to_le_bytes())?,
+                    .search
+                    .put(wtxn, &schema::df_key(&prefix), &(df - 1).to_le_bytes())?,
             }
         }
         Ok(())
@@ -514,7 +600,10 @@ impl LmdbStore {
         let level = options.compression_level.max(1);
         let set = match bytes {
             Some(bytes) => {
-                DictSet::from_bytes(&bytes).map_err(|e| bad(format!("bad dictionary set: {e}")))?
+                // The configured level, not the one the set file names
+                // (`dict train` defaults to 19, several times the CPU of 3).
+                DictSet::from_bytes_at_level(&bytes, level)
+                    .map_err(|e| bad(format!("bad dictionary set: {e}")))?
             }
             None => DictSet::new(level, Vec::new())
                 .map_err(|e| bad(format!("cannot prepare zstd: {e}")))?,
@@ -825,12 +914,10 @@ impl LmdbStore {
                 let (k, _) = item?;
                 doomed.push(schema::split_time_suffix(k).1);
             }
-            let wrap = key(&[
-                &schema::tag_prefix(b'p', &author.to_hex()),
-                &[0u8; TIME_SUFFIX],
-            ]);
+            let author_hex = author.to_hex();
+            let wrap = key(&[&schema::tag_prefix(b'p', &author_hex), &[0u8; TIME_SUFFIX]]);
             let wrap_upper = key(&[
-                &schema::tag_prefix(b'p', &author.to_hex()),
+                &schema::tag_prefix(b'p', &author_hex),
                 &schema::time_suffix(until, u64::MAX),
             ]);
             let range = (Bound::Included(&wrap[..]), Bound::Included(&wrap_upper[..]));
@@ -838,7 +925,13 @@ impl LmdbStore {
                 let (k, _) = item?;
                 let serial = schema::split_time_suffix(k).1;
                 if let Some((_, record)) = self.load(wtxn, serial)? {
-                    if decode(&record)?.kind().as_u16() == 1059 {
+                    // The tag key holds 8 bytes of the value: re-check it.
+                    let view = decode(&record)?;
+                    let addressed = view.tags().any(|t| {
+                        t.name().eq_str("p")
+                            && t.first_value().is_some_and(|v| v.eq_str(&author_hex))
+                    });
+                    if view.kind().as_u16() == 1059 && addressed {
                         doomed.push(serial);
                     }
                 }
@@ -958,11 +1051,9 @@ impl LmdbStore {
         if !done {
             let (rarest, rest) = terms.split_first().expect("at least one term");
             let lower = schema::search_key(&rarest.0, 0);
+            // Below the term's document frequency entry (serial FF×8).
             let upper = schema::search_key(&rarest.0, resume_below.unwrap_or(u64::MAX));
-            let upper = match resume_below {
-                Some(_) => Bound::Excluded(&upper[..]),
-                None => Bound::Included(&upper[..]),
-            };
+            let upper = Bound::Excluded(&upper[..]);
             let mut spent = 0;
             for item in self
                 .search

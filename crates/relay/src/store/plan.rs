@@ -216,7 +216,7 @@ pub(crate) fn plan(filter: &Filter) -> Plan {
             ranges: ranges(
                 cond.values
                     .iter()
-                    .map(|v| schema::tag_prefix(cond.letter, v))
+                    .map(|v| schema::tag_prefix(cond.letter, v).to_vec())
                     .collect(),
             ),
         };

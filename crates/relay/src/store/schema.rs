@@ -9,10 +9,10 @@
 use nostrwire_event::{EventId, Kind, PublicKey, Timestamp};
 use sha2::{Digest, Sha256};
 
-/// On-disk schema version, stored in `meta`. Version 1 databases are opened
-/// as version 2 (the search index is built on open); version 2 refuses older
-/// binaries, which would not maintain that index.
-pub const SCHEMA_VERSION: u32 = 2;
+/// On-disk schema version, stored in `meta`. Version 1 and 2 databases are
+/// upgraded on open (tag index and search index rebuilt from `events`);
+/// version 3 refuses older binaries, which would read its tag keys wrongly.
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// Table names.
 pub mod table {
@@ -38,10 +38,11 @@ pub mod table {
     pub const DELETED_ADDRS: &str = "deleted_addrs";
     /// expiration ‖ serial → ().
     pub const EXPIRATION: &str = "expiration";
-    /// term key ‖ serial → tf (2, LE) ‖ document length (2, LE).
+    /// term key ‖ serial → tf (2, LE) ‖ document length (2, LE); and
+    /// term key ‖ FF×8 → number of events holding the term (8, LE).
     pub const SEARCH: &str = "search";
-    /// term key → number of events holding the term (8, LE).
-    pub const SEARCH_TERMS: &str = "search_terms";
+    /// Schema 2 only (document frequencies); emptied by the upgrade.
+    pub const LEGACY_SEARCH_TERMS: &str = "search_terms";
     /// metadata: schema version, next serial, dictionaries, search totals.
     pub const META: &str = "meta";
 }
@@ -88,31 +89,36 @@ pub fn pubkey_kind_prefix(pubkey: &PublicKey, kind: Kind) -> [u8; 34] {
     out
 }
 
-/// Longest tag value stored verbatim in a tag key; longer ones are hashed.
+/// Longest `d` value stored verbatim in an address; longer ones are hashed.
 pub const MAX_INLINE_TAG_VALUE: usize = 96;
 
+/// Length of a tag key prefix: letter (1) ‖ value key (8).
+pub const TAG_PREFIX: usize = 9;
+
 /// The index prefix for a single-letter tag with this first value:
-/// `letter ‖ form ‖ len ‖ bytes` where form 0 = text, 1 = 64-hex as 32 bytes,
-/// 2 = SHA-256 of a long value. Index hits are always re-checked against the
-/// event, so hashing long values only costs a hash per long tag.
-pub fn tag_prefix(letter: u8, value: &str) -> Vec<u8> {
-    let mut out = Vec::with_capacity(3 + MAX_INLINE_TAG_VALUE);
-    out.push(letter);
+/// `letter ‖ value key`, where the value key is the first 8 bytes of the
+/// value's 32 bytes when it is 64-char lowercase hex (ids, pubkeys), else
+/// the first 8 bytes of its SHA-256. Different values may share a key:
+/// index hits are always re-checked against the event.
+pub fn tag_prefix(letter: u8, value: &str) -> [u8; TAG_PREFIX] {
     let bytes = value.as_bytes();
+    let mut out = [0u8; TAG_PREFIX];
+    out[0] = letter;
     if bytes.len() == 64 && nostrwire_event::hex::is_lower_hex(bytes) {
-        let raw: [u8; 32] = nostrwire_event::hex::decode_array(bytes).expect("checked");
-        out.push(1);
-        out.push(32);
-        out.extend_from_slice(&raw);
-    } else if bytes.len() <= MAX_INLINE_TAG_VALUE {
-        out.push(0);
-        out.push(bytes.len() as u8);
-        out.extend_from_slice(bytes);
+        let raw: [u8; 8] = nostrwire_event::hex::decode_array(&bytes[..16]).expect("checked");
+        out[1..].copy_from_slice(&raw);
     } else {
-        out.push(2);
-        out.push(32);
-        out.extend_from_slice(&Sha256::digest(bytes));
+        out[1..].copy_from_slice(&Sha256::digest(bytes)[..8]);
     }
+    out
+}
+
+/// [`tag_prefix`] of a value held as its 32 bytes (a 64-char lowercase
+/// hex string), without re-encoding it.
+pub fn tag_prefix_raw32(letter: u8, raw: &[u8; 32]) -> [u8; TAG_PREFIX] {
+    let mut out = [0u8; TAG_PREFIX];
+    out[0] = letter;
+    out[1..].copy_from_slice(&raw[..8]);
     out
 }
 
@@ -152,6 +158,13 @@ pub fn term_prefix(term: &str) -> Vec<u8> {
     out
 }
 
+/// Key of a term's document frequency in the search index: `term prefix ‖
+/// FF×8`. It sorts right after the term's newest posting (serials never reach
+/// `u64::MAX`), so adding a posting and bumping the count touch one page.
+pub fn df_key(prefix: &[u8]) -> Vec<u8> {
+    search_key(prefix, u64::MAX)
+}
+
 /// Key of the search index: `term prefix ‖ serial (8, BE)`.
 pub fn search_key(prefix: &[u8], serial: u64) -> Vec<u8> {
     let mut out = Vec::with_capacity(prefix.len() + 8);
@@ -180,12 +193,25 @@ mod tests {
 
     #[test]
     fn tag_prefix_forms() {
-        let hex = "ab".repeat(32);
-        assert_eq!(tag_prefix(b'e', &hex).len(), 3 + 32);
-        assert_eq!(tag_prefix(b't', "nostr"), b"t\x00\x05nostr");
-        assert_eq!(tag_prefix(b'r', &"x".repeat(200))[1], 2);
-        // Different lengths never share a prefix.
-        assert!(!tag_prefix(b't', "ab").starts_with(&tag_prefix(b't', "a")));
+        let hex = format!("0102030405060708{}", "ab".repeat(24));
+        assert_eq!(
+            tag_prefix(b'e', &hex),
+            *b"e\x01\x02\x03\x04\x05\x06\x07\x08"
+        );
+        let raw: [u8; 32] = nostrwire_event::hex::decode_array(hex.as_bytes()).unwrap();
+        assert_eq!(tag_prefix_raw32(b'e', &raw), tag_prefix(b'e', &hex));
+        // Anything else is hashed: uppercase hex, other lengths, text.
+        let upper = hex.to_uppercase();
+        assert_eq!(
+            tag_prefix(b'e', &upper)[1..],
+            Sha256::digest(upper.as_bytes())[..8]
+        );
+        assert_eq!(
+            tag_prefix(b't', "nostr")[1..],
+            Sha256::digest(b"nostr")[..8]
+        );
+        assert_ne!(tag_prefix(b't', "ab"), tag_prefix(b't', "abc"));
+        assert_ne!(tag_prefix(b't', "ab"), tag_prefix(b'r', "ab"));
     }
 
     #[test]
@@ -194,5 +220,7 @@ mod tests {
         assert_eq!(p, b"\x05nostr");
         assert!(search_key(&p, 2) < search_key(&p, 256));
         assert!(!term_prefix("nostrich").starts_with(&p));
+        assert!(search_key(&p, u64::MAX - 1) < df_key(&p));
+        assert!(df_key(&p) < search_key(&term_prefix("nostrz"), 0));
     }
 }
