@@ -142,13 +142,16 @@ impl RawClient {
 async fn publish_corpus(relay: &TestRelay) -> Vec<Event> {
     let mut c = Client::connect(&relay.url).await;
     let mut events = Vec::new();
+    // One clock reading: distinct created_at values, so newest-first order
+    // is fully determined (no ties broken by id).
+    let newest = now();
     for i in 0..200u64 {
         let keys = Keys::derive(70, i % 7);
         let content = format!(
             "note {i}: {}",
             "the quick brown fox jumps over the lazy dog ".repeat((i % 9) as usize)
         );
-        let e = event(&keys, now() - i, 1, &[&["t", "deflate"]], &content);
+        let e = event(&keys, newest - i, 1, &[&["t", "deflate"]], &content);
         assert!(c.publish(&e).await.0);
         events.push(e);
     }
