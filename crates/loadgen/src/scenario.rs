@@ -825,17 +825,21 @@ async fn run_queries(
     total_part
 }
 
-async fn query(run: &Run) -> Outcome {
+/// Seeds the relay, then runs `run.params.queries` queries built by `make`
+/// (given the seeded set) on fresh connections, timed from the first query.
+async fn seeded_queries(
+    run: &Run,
+    conns_label: &str,
+    make: impl Fn(Arc<Seeded>) -> Arc<dyn Fn(usize) -> Query + Send + Sync>,
+) -> Outcome {
     let mut out = Outcome::new();
     let seeded = Arc::new(seed(run, &mut out).await);
-    let conns = open_conns(run, run.params.connections, &mut out, "query").await;
+    let conns = open_conns(run, run.params.connections, &mut out, conns_label).await;
     let start = Instant::now();
-    let s = seeded.clone();
-    let make: Arc<dyn Fn(usize) -> Query + Send + Sync> = Arc::new(move |i| query_for(i, &s));
     let part = run_queries(
         run,
         conns,
-        make,
+        make(seeded.clone()),
         run.params.queries,
         start + run.params.duration,
         None,
@@ -847,6 +851,14 @@ async fn query(run: &Run) -> Outcome {
         "seeded_regular_events".into(),
         seeded.regular_ids.len() as f64,
     );
+    out
+}
+
+async fn query(run: &Run) -> Outcome {
+    let mut out = seeded_queries(run, "query", |seeded| {
+        Arc::new(move |i| query_for(i, &seeded))
+    })
+    .await;
     out.notes.push(format!(
         "seed events stored first (not timed into the query figures); one returned event in {} is checked against its filter (all for id lookups), one checked event in {} also for id and signature",
         crate::client::CHECK_EVERY,
@@ -859,33 +871,17 @@ async fn query(run: &Run) -> Outcome {
 pub const DUMP_LIMIT: u64 = 1_000;
 
 async fn dump(run: &Run) -> Outcome {
-    let mut out = Outcome::new();
-    let seeded = seed(run, &mut out).await;
-    let conns = open_conns(run, run.params.connections, &mut out, "dump").await;
-    let start = Instant::now();
-    let make: Arc<dyn Fn(usize) -> Query + Send + Sync> = Arc::new(|_| Query {
-        label: "query:limit1000",
-        filter: Filter {
-            limit: Some(DUMP_LIMIT),
-            ..Filter::new()
-        },
-        must_include: vec![],
-    });
-    let part = run_queries(
-        run,
-        conns,
-        make,
-        run.params.queries,
-        start + run.params.duration,
-        None,
-    )
+    let mut out = seeded_queries(run, "dump", |_| {
+        Arc::new(|_| Query {
+            label: "query:limit1000",
+            filter: Filter {
+                limit: Some(DUMP_LIMIT),
+                ..Filter::new()
+            },
+            must_include: vec![],
+        })
+    })
     .await;
-    out.elapsed = start.elapsed();
-    out.absorb(part);
-    out.metrics.insert(
-        "seeded_regular_events".into(),
-        seeded.regular_ids.len() as f64,
-    );
     out.notes.push(format!(
         "seed events stored first (not timed); every REQ asks for the newest {DUMP_LIMIT} stored events of any kind"
     ));

@@ -123,6 +123,16 @@ impl RawClient {
         }
     }
 
+    /// The close code the relay ends with, after any NOTICE explaining it.
+    async fn close_code(&mut self) -> Option<u16> {
+        loop {
+            match self.recv().await {
+                Ok(text) => assert!(text.contains("NOTICE"), "{text}"),
+                Err(code) => return code,
+            }
+        }
+    }
+
     /// Stored events for `filter_json`, in order.
     async fn query(&mut self, filter_json: &str) -> Vec<Event> {
         self.send(format!(r#"["REQ","q",{filter_json}]"#).as_bytes())
@@ -260,12 +270,7 @@ async fn compressed_bombs_and_broken_streams_close_only_their_connection() {
     let mut payload = b"[\"EVENT\",".to_vec();
     payload.resize(64 << 20, b' ');
     bomb.send(&payload).await;
-    let mut close = bomb.recv().await;
-    while let Ok(text) = &close {
-        assert!(text.contains("NOTICE"), "{text}");
-        close = bomb.recv().await;
-    }
-    assert_eq!(close, Err(Some(1009)));
+    assert_eq!(bomb.close_code().await, Some(1009));
 
     // Bytes that do not inflate: close 1007 (invalid payload data).
     let mut broken = RawClient::connect(&relay, Some("permessage-deflate")).await;
@@ -273,22 +278,12 @@ async fn compressed_bombs_and_broken_streams_close_only_their_connection() {
     nostrwire_websocket::frame::encode_header(&mut frame, true, true, 1, 6, Some([0; 4]));
     frame.extend_from_slice(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff]);
     broken.sock.write_all(&frame).await.unwrap();
-    let mut close = broken.recv().await;
-    while let Ok(text) = &close {
-        assert!(text.contains("NOTICE"), "{text}");
-        close = broken.recv().await;
-    }
-    assert_eq!(close, Err(Some(1007)));
+    assert_eq!(broken.close_code().await, Some(1007));
 
     // RSV1 on a connection that did not negotiate compression: 1002.
     let mut plain = RawClient::connect(&relay, None).await;
     plain.sock.write_all(&frame).await.unwrap();
-    let mut close = plain.recv().await;
-    while let Ok(text) = &close {
-        assert!(text.contains("NOTICE"), "{text}");
-        close = plain.recv().await;
-    }
-    assert_eq!(close, Err(Some(1002)));
+    assert_eq!(plain.close_code().await, Some(1002));
 
     let e = event(&Keys::derive(72, 0), now(), 1, &[], "still serving");
     assert!(bystander.publish(&e).await.0);
