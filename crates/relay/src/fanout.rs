@@ -5,6 +5,7 @@
 //! indexed terms (`search.rs`), the rule the stored index follows.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crossbeam_channel::Receiver;
@@ -148,8 +149,12 @@ impl Index {
                 let mut phase = sub.phase.lock().expect("phase lock");
                 match &mut *phase {
                     Phase::Pending(waiting) => waiting.push(event.clone()),
-                    Phase::Live => {
-                        sub.outbox.send_event(&sub.id, &event.json, &event.record);
+                    Phase::Live(skip) => {
+                        if let Some(i) = skip.iter().position(|s| *s == event.serial) {
+                            skip.swap_remove(i);
+                        } else {
+                            sub.outbox.send_event(&sub.id, &event.json, &event.record);
+                        }
                     }
                 }
             }
@@ -161,7 +166,8 @@ impl Index {
 }
 
 /// Runs until the inbox closes.
-pub fn run(inbox: Receiver<FanoutMsg>) {
+/// `fanned` is raised to the highest serial delivered after each batch.
+pub fn run(inbox: Receiver<FanoutMsg>, fanned: &AtomicU64) {
     let mut index = Index::default();
     while let Ok(msg) = inbox.recv() {
         match msg {
@@ -171,6 +177,9 @@ pub fn run(inbox: Receiver<FanoutMsg>) {
             FanoutMsg::Events(events) => {
                 for e in &events {
                     index.deliver(e);
+                }
+                if let Some(top) = events.iter().map(|e| e.serial).max() {
+                    fanned.fetch_max(top, Ordering::SeqCst);
                 }
             }
             FanoutMsg::Shutdown => return,

@@ -253,7 +253,7 @@ fn handle_json(shared: &Arc<Shared>, subs: &mut Subs, conn: &Arc<Conn>, bytes: &
                 outbox: conn.outbox.clone(),
                 cancelled: Default::default(),
                 gate,
-                phase: Mutex::new(Phase::Live),
+                phase: Mutex::new(Phase::Live(Vec::new())),
             });
             let _ = shared.query_tx.send(Job::count(shared, sub));
         }
@@ -297,7 +297,7 @@ fn handle_json(shared: &Arc<Shared>, subs: &mut Subs, conn: &Arc<Conn>, bytes: &
                 outbox: conn.outbox.clone(),
                 cancelled: Default::default(),
                 gate,
-                phase: Mutex::new(Phase::Live),
+                phase: Mutex::new(Phase::Live(Vec::new())),
             });
             sessions.opening(conn.id, sub.clone());
             let _ = shared

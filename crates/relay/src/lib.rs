@@ -72,6 +72,9 @@ pub struct Shared {
     pub rate: ratelimit::RateLimiter,
     /// Set when the relay is stopping.
     pub stopping: AtomicBool,
+    /// Highest event serial the fan-out thread has delivered: stored events
+    /// above it may still reach live subscriptions.
+    pub fanned_serial: std::sync::atomic::AtomicU64,
     ingest_tx: Vec<Sender<IngestMsg>>,
 }
 
@@ -202,6 +205,7 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
         write_policy,
         rate,
         stopping: AtomicBool::new(false),
+        fanned_serial: Default::default(),
         ingest_tx,
     });
 
@@ -217,9 +221,13 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
         "writer",
         spawn("writer", Box::new(move || writer::run(s, writer_rx))),
     ));
+    let s = shared.clone();
     roles.push((
         "fanout",
-        spawn("fanout", Box::new(move || fanout::run(fanout_rx))),
+        spawn(
+            "fanout",
+            Box::new(move || fanout::run(fanout_rx, &s.fanned_serial)),
+        ),
     ));
     let mut ingest_handles = Vec::new();
     for (i, rx) in ingest_rx.into_iter().enumerate() {

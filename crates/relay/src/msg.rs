@@ -297,8 +297,10 @@ pub struct LiveEvent {
 pub enum Phase {
     /// Stored events are still being sent; live matches wait here.
     Pending(Vec<Arc<LiveEvent>>),
-    /// EOSE was sent; live matches go straight out.
-    Live,
+    /// EOSE was sent; live matches go straight out, except these serials:
+    /// stored results already sent that the fan-out had not yet seen when
+    /// the subscription went live (it would otherwise send them twice).
+    Live(Vec<u64>),
 }
 
 /// One REQ subscription.

@@ -3,6 +3,7 @@
 //! the back of the queue, so one heavy REQ cannot starve the others.
 
 use std::collections::HashSet;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -129,7 +130,7 @@ pub fn run(shared: Arc<Shared>, queue: Receiver<Job>, requeue: Sender<Job>) {
         let mut job = match queue.recv_timeout(std::time::Duration::from_millis(200)) {
             Ok(job) => job,
             Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
-                if shared.stopping.load(std::sync::atomic::Ordering::Relaxed) {
+                if shared.stopping.load(Ordering::Relaxed) {
                     return;
                 }
                 continue;
@@ -311,11 +312,20 @@ fn deliver(shared: &Shared, job: &mut Job) -> Progress {
         .query_seconds
         .observe(job.started.elapsed().as_secs_f64());
     // Go live; flush what arrived meanwhile and was not already sent.
+    // Results the fan-out has not reached yet (committed just before this
+    // query read them) are remembered so it does not send them again.
     let waiting = {
         let mut phase = sub.phase.lock().expect("phase lock");
-        match std::mem::replace(&mut *phase, Phase::Live) {
+        let fanned = shared.fanned_serial.load(Ordering::SeqCst);
+        let skip = d
+            .results
+            .iter()
+            .map(|f| f.serial)
+            .filter(|s| *s > fanned)
+            .collect();
+        match std::mem::replace(&mut *phase, Phase::Live(skip)) {
             Phase::Pending(w) => w,
-            Phase::Live => Vec::new(),
+            Phase::Live(_) => Vec::new(),
         }
     };
     for e in waiting {
