@@ -42,13 +42,7 @@ fn run(url: &str, own: Vec<Prepared>, seeds: Vec<Prepared>) -> Run {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sync_finds_the_differences_on_a_nip77_relay() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = nostrwire_relay::Config::default();
-    config.relay.listen = "127.0.0.1:0".into();
-    config.relay.data = dir.path().to_path_buf();
-    config.storage.durability = nostrwire_relay::store::Durability::None;
-    config.storage.map_size_gib = 1;
-    let relay = nostrwire_relay::start(config).unwrap();
+    let (relay, _dir) = common::start_relay();
     let url = format!("ws://{}", relay.local_addr());
     let o = scenario::run(Scenario::Sync, &run(&url, events(2, 30), events(1, 300))).await;
     assert_eq!(o.status, Status::Completed, "{:?}", o.notes);

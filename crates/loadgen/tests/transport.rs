@@ -53,22 +53,12 @@ async fn run(
     )
 }
 
-fn relay() -> (nostrwire_relay::Relay, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = nostrwire_relay::Config::default();
-    config.relay.listen = "127.0.0.1:0".into();
-    config.relay.data = dir.path().to_path_buf();
-    config.storage.durability = nostrwire_relay::store::Durability::None;
-    config.storage.map_size_gib = 1;
-    (nostrwire_relay::start(config).unwrap(), dir)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn publish_and_query_over_both_transports() {
     // The same events through each transport, each into a fresh relay.
     let mut publish_bytes = Vec::new();
     for binary in [false, true] {
-        let (relay, _dir) = relay();
+        let (relay, _dir) = common::start_relay();
         let url = format!(
             "{}ws://{}",
             if binary { "binary+" } else { "" },
@@ -108,7 +98,7 @@ async fn publish_and_query_over_both_transports() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dump_returns_the_same_events_with_fewer_bytes_under_deflate() {
-    let (relay, _dir) = relay();
+    let (relay, _dir) = common::start_relay();
     let addr = relay.local_addr();
     let seeds = events(5, 300);
     let mut received = Vec::new();

@@ -382,3 +382,15 @@ pub fn mixed_events(
     };
     workload::mixed_events(&spec, &keys, &mix, &shapes)
 }
+
+/// Our relay on a loopback port with a fresh database (durability `none`).
+/// Keep the directory alive as long as the relay.
+pub fn start_relay() -> (nostrwire_relay::Relay, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = nostrwire_relay::Config::default();
+    config.relay.listen = "127.0.0.1:0".into();
+    config.relay.data = dir.path().to_path_buf();
+    config.storage.durability = nostrwire_relay::store::Durability::None;
+    config.storage.map_size_gib = 1;
+    (nostrwire_relay::start(config).unwrap(), dir)
+}

@@ -335,21 +335,18 @@ impl LmdbStore {
         Ok(store)
     }
 
-    /// Rebuilds the tag index from `events` while `meta/tag_rebuild` is
-    /// present (after a schema upgrade), in transactions of 10,000 events;
-    /// the marker is removed with the last batch.
-    fn rebuild_tag_index(&self) -> StoreResult<()> {
+    /// Walks `events` in serial order, in write transactions of 10,000
+    /// events: `extract` reads what each record contributes, `apply` writes
+    /// one batch in the same transaction. `apply` is told which batch is the
+    /// last (possibly empty), so a completion marker commits atomically with
+    /// the last entries and an interrupted walk is detected at the next open.
+    fn for_each_event_batch<T>(
+        &self,
+        what: &str,
+        mut extract: impl FnMut(&EventView<'_>) -> T,
+        mut apply: impl FnMut(&mut RwTxn<'_>, &[(u64, T)], bool) -> StoreResult<()>,
+    ) -> StoreResult<()> {
         const BATCH: usize = 10_000;
-        {
-            let txn = self.env.read_txn()?;
-            if self.meta.get(&txn, TAG_REBUILD)?.is_none() {
-                return Ok(());
-            }
-        }
-        let mut wtxn = self.env.write_txn()?;
-        self.tag.clear(&mut wtxn)?;
-        wtxn.commit()?;
-        tracing::info!("rebuilding the tag index");
         let mut after: Option<[u8; 8]> = None;
         let mut seen = 0u64;
         loop {
@@ -365,43 +362,63 @@ impl LmdbStore {
                     let serial = schema::serial_from(k)
                         .ok_or_else(|| StoreError::Corrupt("bad serial key".into()))?;
                     let record = unpack(self.dicts, split_value(value)?.1)?;
-                    let d = derive(&decode(&record)?);
-                    batch.push((serial, d.created_at, d.tag_prefixes));
+                    batch.push((serial, extract(&decode(&record)?)));
                     if batch.len() == BATCH {
                         break;
                     }
                 }
             }
-            let Some(&(last, _, _)) = batch.last() else {
-                self.meta.delete(&mut wtxn, TAG_REBUILD)?;
-                wtxn.commit()?;
-                break;
-            };
-            for (serial, created_at, prefixes) in &batch {
-                let suffix = schema::time_suffix(*created_at, *serial);
-                for prefix in prefixes {
-                    self.tag.put(&mut wtxn, &key(&[prefix, &suffix]), &[])?;
-                }
-            }
-            if batch.len() < BATCH {
-                self.meta.delete(&mut wtxn, TAG_REBUILD)?;
-            }
+            let last = batch.len() < BATCH;
+            apply(&mut wtxn, &batch, last)?;
             wtxn.commit()?;
             seen += batch.len() as u64;
-            after = Some(schema::serial_bytes(last));
-            tracing::info!(done = seen, "rebuilding the tag index");
-            if batch.len() < BATCH {
-                break;
+            tracing::info!(done = seen, "{what}");
+            match batch.last() {
+                Some((serial, _)) if !last => after = Some(schema::serial_bytes(*serial)),
+                _ => return Ok(()),
             }
         }
-        Ok(())
+    }
+
+    /// Rebuilds the tag index from `events` while `meta/tag_rebuild` is
+    /// present (after a schema upgrade); the marker is removed with the
+    /// last batch.
+    fn rebuild_tag_index(&self) -> StoreResult<()> {
+        {
+            let txn = self.env.read_txn()?;
+            if self.meta.get(&txn, TAG_REBUILD)?.is_none() {
+                return Ok(());
+            }
+        }
+        let mut wtxn = self.env.write_txn()?;
+        self.tag.clear(&mut wtxn)?;
+        wtxn.commit()?;
+        tracing::info!("rebuilding the tag index");
+        self.for_each_event_batch(
+            "rebuilding the tag index",
+            |view| {
+                let d = derive(view);
+                (d.created_at, d.tag_prefixes)
+            },
+            |wtxn, batch, last| {
+                for (serial, (created_at, prefixes)) in batch {
+                    let suffix = schema::time_suffix(*created_at, *serial);
+                    for prefix in prefixes {
+                        self.tag.put(wtxn, &key(&[prefix, &suffix]), &[])?;
+                    }
+                }
+                if last {
+                    self.meta.delete(wtxn, TAG_REBUILD)?;
+                }
+                Ok(())
+            },
+        )
     }
 
     /// Makes the search index match `search_on`: builds it (in batches,
     /// logging progress) when on and `meta/search` is absent, drops it when
     /// off. `meta/search` is written last, so an interrupted build restarts.
     fn prepare_search_index(&self) -> StoreResult<()> {
-        const BATCH: usize = 10_000;
         let (complete, leftovers) = {
             let txn = self.env.read_txn()?;
             (
@@ -425,45 +442,24 @@ impl LmdbStore {
             self.events.len(&txn)?
         };
         tracing::info!(events = total, "building the search index");
-        let (mut docs, mut tokens, mut seen) = (0u64, 0u64, 0u64);
-        let mut after: Option<[u8; 8]> = None;
-        loop {
-            let mut wtxn = self.env.write_txn()?;
-            let mut batch = Vec::with_capacity(BATCH);
-            {
-                let lower = match &after {
-                    Some(k) => Bound::Excluded(&k[..]),
-                    None => Bound::Unbounded,
-                };
-                for item in self.events.range(&wtxn, &(lower, Bound::Unbounded))? {
-                    let (k, value) = item?;
-                    let serial = schema::serial_from(k)
-                        .ok_or_else(|| StoreError::Corrupt("bad serial key".into()))?;
-                    let record = unpack(self.dicts, split_value(value)?.1)?;
-                    batch.push((serial, EventTerms::of(&decode(&record)?)));
-                    if batch.len() == BATCH {
-                        break;
+        let (mut docs, mut tokens) = (0u64, 0u64);
+        self.for_each_event_batch(
+            "building the search index",
+            EventTerms::of,
+            |wtxn, batch, last| {
+                for (serial, terms) in batch {
+                    if let Some(terms) = terms {
+                        self.index_terms(wtxn, *serial, terms)?;
+                        docs += 1;
+                        tokens += u64::from(terms.len);
                     }
                 }
-            }
-            let Some(&(last, _)) = batch.last() else {
-                break;
-            };
-            for (serial, terms) in batch.iter() {
-                if let Some(terms) = terms {
-                    self.index_terms(&mut wtxn, *serial, terms)?;
-                    docs += 1;
-                    tokens += u64::from(terms.len);
+                if last {
+                    self.put_search_totals(wtxn, docs, tokens)?;
                 }
-            }
-            wtxn.commit()?;
-            seen += batch.len() as u64;
-            after = Some(schema::serial_bytes(last));
-            tracing::info!(done = seen, of = total, "building the search index");
-        }
-        let mut wtxn = self.env.write_txn()?;
-        self.put_search_totals(&mut wtxn, docs, tokens)?;
-        wtxn.commit()?;
+                Ok(())
+            },
+        )?;
         tracing::info!(indexed = docs, "search index ready");
         Ok(())
     }
