@@ -194,6 +194,8 @@ settings! {
         "Query workers (0: one per core)."
     writer_batch: usize = 2_000; reloadable = false;
         "Most events committed in one transaction."
+    writer_linger_us: u64 = 1_000; reloadable = false;
+        "Longest the writer holds a transaction open for connections that published in its last two commits (0: commit at once); see ARCHITECTURE.md, group commit."
     query_slice: usize = 2_000; reloadable = false;
         "Index entries one query examines before yielding to others."
 }

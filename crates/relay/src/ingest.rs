@@ -565,6 +565,7 @@ fn event_message<E: SignedFields>(
         record,
         json,
         reply: conn.outbox.clone(),
+        conn: conn.id,
     };
     if shared.writer_tx.send(WriterMsg::Event(accepted)).is_err() {
         ok_false(

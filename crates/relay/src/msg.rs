@@ -268,6 +268,8 @@ pub struct Accepted {
     pub json: String,
     /// Who to answer.
     pub reply: Outbox,
+    /// The connection that published it (group commit counts publishers).
+    pub conn: ConnId,
 }
 
 /// Inbox of the writer.

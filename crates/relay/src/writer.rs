@@ -4,10 +4,11 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
 
-use crate::msg::{Accepted, FanoutMsg, LiveEvent, WriterMsg};
+use crate::msg::{Accepted, ConnId, FanoutMsg, LiveEvent, WriterMsg};
 use crate::store::Verdict;
 use crate::Shared;
 
@@ -19,10 +20,14 @@ fn ok(reply: &crate::msg::Outbox, id: &nostrwire_event::EventId, accepted: bool,
 /// committed), then syncs the store.
 pub fn run(shared: Arc<Shared>, inbox: Receiver<WriterMsg>) {
     let max_batch = shared.config.performance.writer_batch.max(1);
+    let linger = Duration::from_micros(shared.config.performance.writer_linger_us);
     let mut batch: Vec<Accepted> = Vec::with_capacity(max_batch);
+    let mut publishers = Publishers::default();
     let mut purge = false;
     let mut stop = false;
     while let Ok(first) = inbox.recv() {
+        let deadline = Instant::now() + linger;
+        let expected = publishers.expected().min(max_batch);
         let mut next = Some(first);
         while let Some(msg) = next.take() {
             match msg {
@@ -30,14 +35,16 @@ pub fn run(shared: Arc<Shared>, inbox: Receiver<WriterMsg>) {
                 WriterMsg::Purge => purge = true,
                 WriterMsg::Shutdown => stop = true,
             }
-            if stop {
+            if stop || batch.len() >= max_batch {
                 break;
             }
-            if batch.len() < max_batch {
-                next = inbox.try_recv().ok();
+            next = inbox.try_recv().ok();
+            if next.is_none() && batch.len() < expected {
+                next = inbox.recv_deadline(deadline).ok();
             }
         }
         if !batch.is_empty() {
+            publishers.record(&batch);
             commit(&shared, &mut batch);
         }
         if purge {
@@ -54,6 +61,45 @@ pub fn run(shared: Arc<Shared>, inbox: Receiver<WriterMsg>) {
     }
     if let Err(e) = shared.store.sync() {
         tracing::error!("final sync failed: {e}");
+    }
+}
+
+/// The connections that published in the last two commits. With group
+/// commit, a client that waits for each `OK` before its next EVENT lands in
+/// every other batch (its event arrives while the previous batch commits),
+/// so the union of two batches is who is publishing now. The writer holds a
+/// batch open, up to `writer_linger_us`, until that many events are in it:
+/// they then share one fsync instead of paying for two.
+#[derive(Default)]
+struct Publishers {
+    last: Vec<ConnId>,
+    before: Vec<ConnId>,
+}
+
+impl Publishers {
+    fn record(&mut self, batch: &[Accepted]) {
+        std::mem::swap(&mut self.last, &mut self.before);
+        self.last.clear();
+        self.last.extend(batch.iter().map(|a| a.conn));
+        self.last.sort_unstable();
+        self.last.dedup();
+    }
+
+    /// Distinct connections in the last two batches.
+    fn expected(&self) -> usize {
+        let (mut i, mut j, mut n) = (0, 0, 0);
+        while i < self.last.len() && j < self.before.len() {
+            match self.last[i].cmp(&self.before[j]) {
+                std::cmp::Ordering::Less => i += 1,
+                std::cmp::Ordering::Greater => j += 1,
+                std::cmp::Ordering::Equal => {
+                    i += 1;
+                    j += 1;
+                }
+            }
+            n += 1;
+        }
+        n + (self.last.len() - i) + (self.before.len() - j)
     }
 }
 
@@ -104,5 +150,45 @@ fn commit(shared: &Shared, batch: &mut Vec<Accepted>) {
     }
     if !live.is_empty() {
         let _ = shared.fanout_tx.send(FanoutMsg::Events(live));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::msg::Outbox;
+    use nostrwire_event::EventId;
+
+    fn batch(conns: &[ConnId]) -> Vec<Accepted> {
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let outbox = Outbox::new(tx, 1 << 20, false);
+        conns
+            .iter()
+            .map(|&conn| Accepted {
+                id: EventId::from_bytes([0; 32]),
+                record: Vec::new(),
+                json: String::new(),
+                reply: outbox.clone(),
+                conn,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn publishers_are_the_distinct_connections_of_the_last_two_batches() {
+        let mut p = Publishers::default();
+        assert_eq!(p.expected(), 0);
+        p.record(&batch(&[3, 1, 3]));
+        assert_eq!(p.expected(), 2);
+        p.record(&batch(&[2, 4]));
+        assert_eq!(p.expected(), 4);
+        p.record(&batch(&[1, 2]));
+        assert_eq!(p.expected(), 3, "{{2, 4}} ∪ {{1, 2}}");
+        p.record(&batch(&[7]));
+        assert_eq!(
+            p.expected(),
+            3,
+            "{{1, 2}} ∪ {{7}}; batch [3, 1, 3] is forgotten"
+        );
     }
 }
