@@ -6,6 +6,7 @@ pub mod bench_wire;
 pub mod convert;
 pub mod dict;
 pub mod export;
+pub mod generate;
 pub mod import;
 pub mod inspect;
 pub mod load;
