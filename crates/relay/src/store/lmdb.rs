@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use heed::types::Bytes;
-use heed::{Database, Env, EnvFlags, EnvOpenOptions, RoTxn, RwTxn};
+use heed::{Database, Env, EnvFlags, EnvOpenOptions, PutFlags, RoTxn, RwTxn};
 use nostrwire_event::{EventId, Filter, Kind, PreimageFields, PublicKey, SignedFields, Timestamp};
 use nostrwire_wire::compress::{DictSet, RecordCompressor, RecordDecompressor};
 use nostrwire_wire::{EventView, Value};
@@ -679,7 +679,10 @@ impl LmdbStore {
             None => value.push(0),
         }
         value.extend_from_slice(&self.pack(record)?);
-        self.events.put(wtxn, &sb, &value)?;
+        // Serials only grow: appending fills leaf pages instead of splitting
+        // them in half.
+        self.events
+            .put_with_flags(wtxn, PutFlags::APPEND, &sb, &value)?;
         self.ids.put(wtxn, schema::id_key(&d.id), &sb)?;
         self.created.put(wtxn, &suffix, &[])?;
         self.kind
