@@ -1,6 +1,7 @@
 //! `nostrwire import`: bulk-load JSON Lines into the relay database. Events
 //! are parsed and fully verified in parallel, then written in large batches,
-//! one transaction each, through the same store code the relay uses.
+//! one transaction each, through the same store code the relay uses; the
+//! next batch is verified while the previous one is written.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -53,50 +54,71 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     );
     let mut counts: BTreeMap<&'static str, u64> = BTreeMap::new();
     let started = Instant::now();
-    let mut seen = 0u64;
-    let mut batch = Vec::with_capacity(args.batch.max(1));
-    let mut done = false;
-    while !done {
-        batch.clear();
-        while batch.len() < args.batch.max(1) {
-            match lines.next_line()? {
-                Some(Line::Text(t)) if t.iter().all(u8::is_ascii_whitespace) => {}
-                Some(line) => batch.push(line),
-                None => {
-                    done = true;
-                    break;
+    // Verification of batch N+1 overlaps the write of batch N: the reader
+    // (this thread) verifies on all cores, one writer thread commits.
+    let (to_writer, batches) = std::sync::mpsc::sync_channel::<(Vec<Vec<u8>>, u64)>(1);
+    let (seen, verdicts) = std::thread::scope(|scope| -> anyhow::Result<_> {
+        let writer = scope.spawn(|| -> anyhow::Result<BTreeMap<&'static str, u64>> {
+            let mut verdicts = BTreeMap::new();
+            for (records, seen) in batches {
+                for verdict in store.write_batch(&records, nostrwire_relay::now())? {
+                    let name = match verdict {
+                        Verdict::Stored(_) => "accepted",
+                        Verdict::Duplicate => "duplicate",
+                        Verdict::Superseded => "superseded",
+                        Verdict::Deleted => "deleted",
+                    };
+                    *verdicts.entry(name).or_default() += 1;
+                }
+                let rate = seen as f64 / started.elapsed().as_secs_f64().max(1e-9);
+                eprint!("\rimported {seen} events ({rate:.0}/s)");
+                let _ = std::io::stderr().flush();
+            }
+            Ok(verdicts)
+        });
+        let mut seen = 0u64;
+        let mut batch = Vec::with_capacity(args.batch.max(1));
+        let mut done = false;
+        while !done {
+            batch.clear();
+            while batch.len() < args.batch.max(1) {
+                match lines.next_line()? {
+                    Some(Line::Text(t)) if t.iter().all(u8::is_ascii_whitespace) => {}
+                    Some(line) => batch.push(line),
+                    None => {
+                        done = true;
+                        break;
+                    }
                 }
             }
-        }
-        let outcomes = crate::parallel::map(&batch, threads, |line| match line {
-            Line::TooLong => Outcome::Rejected("too_large"),
-            Line::Text(t) => match parse_event_line(t, &limits).and_then(|e| e.verify().map(|_| e))
-            {
-                Ok(e) if e.kind().is_ephemeral() => Outcome::Rejected("ephemeral"),
-                Ok(e) => Outcome::Ready(nostrwire_wire::encode_json_event(&e)),
-                Err(err) => Outcome::Rejected(err.kind().as_str()),
-            },
-        });
-        let mut records = Vec::with_capacity(outcomes.len());
-        for o in outcomes {
-            match o {
-                Outcome::Ready(r) => records.push(r),
-                Outcome::Rejected(reason) => *counts.entry(reason).or_default() += 1,
+            let outcomes = crate::parallel::map(&batch, threads, |line| match line {
+                Line::TooLong => Outcome::Rejected("too_large"),
+                Line::Text(t) => {
+                    match parse_event_line(t, &limits).and_then(|e| e.verify().map(|_| e)) {
+                        Ok(e) if e.kind().is_ephemeral() => Outcome::Rejected("ephemeral"),
+                        Ok(e) => Outcome::Ready(nostrwire_wire::encode_json_event(&e)),
+                        Err(err) => Outcome::Rejected(err.kind().as_str()),
+                    }
+                }
+            });
+            let mut records = Vec::with_capacity(outcomes.len());
+            for o in outcomes {
+                match o {
+                    Outcome::Ready(r) => records.push(r),
+                    Outcome::Rejected(reason) => *counts.entry(reason).or_default() += 1,
+                }
+            }
+            seen += batch.len() as u64;
+            if to_writer.send((records, seen)).is_err() {
+                break; // the writer failed; its error is reported below
             }
         }
-        for verdict in store.write_batch(&records, nostrwire_relay::now())? {
-            let name = match verdict {
-                Verdict::Stored(_) => "accepted",
-                Verdict::Duplicate => "duplicate",
-                Verdict::Superseded => "superseded",
-                Verdict::Deleted => "deleted",
-            };
-            *counts.entry(name).or_default() += 1;
-        }
-        seen += batch.len() as u64;
-        let rate = seen as f64 / started.elapsed().as_secs_f64().max(1e-9);
-        eprint!("\rimported {seen} events ({rate:.0}/s)");
-        let _ = std::io::stderr().flush();
+        drop(to_writer);
+        let verdicts = writer.join().expect("import writer panicked")?;
+        Ok((seen, verdicts))
+    })?;
+    for (name, n) in verdicts {
+        *counts.entry(name).or_default() += n;
     }
     store.sync()?;
     eprintln!();
