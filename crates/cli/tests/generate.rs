@@ -1,21 +1,10 @@
 //! `nostrwire generate`: valid, signed, deterministic events that follow the
 //! kind mix, one second apart and ending at `--newest`.
 
-use std::process::Command;
+mod support;
 
 fn generate(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_nostrwire"))
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
-        .arg("generate")
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    support::nostrwire(&[&["generate"], args].concat())
 }
 
 #[test]

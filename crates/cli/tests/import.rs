@@ -2,22 +2,11 @@
 //! rest stored, and the stored set does not depend on the batch size (the
 //! next batch is verified while the previous one is written).
 
-use std::process::Command;
+mod support;
+
+use support::nostrwire;
 
 const CORPUS: &str = include_str!("../../../testdata/real-events.jsonl");
-
-fn nostrwire(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_nostrwire"))
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
 
 fn sorted_lines(text: &str) -> Vec<String> {
     let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
