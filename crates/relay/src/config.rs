@@ -186,6 +186,8 @@ settings! {
         "Keep an inverted index of event text and answer `search` filters. Turning it off drops the index (no write cost); turning it on again rebuilds it when the database opens."
     max_reads: usize = 100_000; reloadable = false;
         "Most search-index entries one search filter reads; past it, results are ranked among the newest events examined and COUNT answers `approximate: true`."
+    index_lag: u64 = 256; reloadable = false;
+        "Stored events the search index may trail by. The writer indexes them in one batch when it has been idle for 20 ms, or in the commit that would leave more than this many behind; searches scan the trailing events directly, so results never miss a stored event. 0 indexes each event in its own commit (slower publishing)."
 
     [performance: PerformanceSettings] "Threads and batching."
     ingest_threads: usize = 0; reloadable = false;

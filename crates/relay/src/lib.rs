@@ -111,6 +111,7 @@ pub fn open_store(config: &Config) -> anyhow::Result<LmdbStore> {
             .then(|| config.storage.dictionaries.clone()),
         search: config.search.enabled,
         search_max_reads: config.search.max_reads,
+        search_lag: config.search.index_lag,
     };
     LmdbStore::open(&config.relay.data, &options).with_context(|| {
         format!(

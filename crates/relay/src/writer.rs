@@ -1,6 +1,7 @@
 //! Stage 6a: the one writer. It drains its inbox into a batch, commits the
 //! batch in one transaction (group commit), and only then answers `OK` and
-//! hands stored events to fan-out.
+//! hands stored events to fan-out. When its inbox stays empty it brings the
+//! search index, which may trail the stored events, up to date.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -16,6 +17,11 @@ fn ok(reply: &crate::msg::Outbox, id: &nostrwire_event::EventId, accepted: bool,
     reply.send_ok(id, accepted, message);
 }
 
+/// How long the inbox must stay empty before the writer brings the search
+/// index up to date, and the most events it indexes per transaction then.
+const INDEX_WHEN_IDLE: Duration = Duration::from_millis(20);
+const INDEX_CHUNK: usize = 1_000;
+
 /// Runs until [`WriterMsg::Shutdown`] (everything queued before it is
 /// committed), then syncs the store.
 pub fn run(shared: Arc<Shared>, inbox: Receiver<WriterMsg>) {
@@ -25,7 +31,30 @@ pub fn run(shared: Arc<Shared>, inbox: Receiver<WriterMsg>) {
     let mut publishers = Publishers::default();
     let mut purge = false;
     let mut stop = false;
-    while let Ok(first) = inbox.recv() {
+    // Stored events may be waiting for the search index.
+    let mut unindexed = true;
+    loop {
+        let first = if unindexed {
+            match inbox.recv_timeout(INDEX_WHEN_IDLE) {
+                Ok(msg) => msg,
+                Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                    unindexed = match shared.store.index_pending(INDEX_CHUNK) {
+                        Ok(more) => more,
+                        Err(e) => {
+                            tracing::error!("search indexing failed: {e}");
+                            false
+                        }
+                    };
+                    continue;
+                }
+                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => break,
+            }
+        } else {
+            match inbox.recv() {
+                Ok(msg) => msg,
+                Err(_) => break,
+            }
+        };
         let deadline = Instant::now() + linger;
         let expected = publishers.expected().min(max_batch);
         let mut next = Some(first);
@@ -46,6 +75,7 @@ pub fn run(shared: Arc<Shared>, inbox: Receiver<WriterMsg>) {
         if !batch.is_empty() {
             publishers.record(&batch);
             commit(&shared, &mut batch);
+            unindexed = true;
         }
         if purge {
             purge = false;

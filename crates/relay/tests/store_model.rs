@@ -294,6 +294,17 @@ fn store_agrees_with_naive_model() {
 }
 
 #[test]
+fn store_with_a_trailing_search_index_agrees_with_naive_model() {
+    // Searches must find the events the index does not hold yet, and
+    // removals must work on both sides of the index's mark.
+    let trailing = OpenOptions {
+        search_lag: 120,
+        ..options(3)
+    };
+    agrees_with_model(&trailing);
+}
+
+#[test]
 fn store_with_dictionaries_agrees_with_naive_model() {
     // Per-kind dictionaries trained on events like the ones stored.
     let mut rng = Rng(7);
@@ -367,7 +378,7 @@ fn a_database_keeps_its_dictionary_set() {
 
 #[test]
 fn an_older_database_is_upgraded_on_open() {
-    for version in [1u32, 2] {
+    for version in [1u32, 2, 3] {
         upgrade_from(version);
     }
 }
@@ -409,7 +420,8 @@ fn upgrade_from(version: u32) {
     drop(store);
     // Turn it into what schema 1 or 2 left: other tag keys (an entry the
     // upgrade must drop), no search index (1) or frequencies in their own
-    // table (2).
+    // table (2); or what schema 3 left: a complete search index with no
+    // mark of how far it goes.
     {
         // SAFETY: the store above is closed; nothing else opens this path.
         let env = unsafe {
@@ -420,13 +432,17 @@ fn upgrade_from(version: u32) {
         };
         type Db = heed::Database<heed::types::Bytes, heed::types::Bytes>;
         let mut wtxn = env.write_txn().unwrap();
-        let search: Db = env.open_database(&wtxn, Some("search")).unwrap().unwrap();
-        search.clear(&mut wtxn).unwrap();
-        let tag: Db = env.open_database(&wtxn, Some("tag")).unwrap().unwrap();
-        tag.put(&mut wtxn, &[b't', 0, 2, b'x', b'y', 0, 0, 0], &[])
-            .unwrap();
         let meta: Db = env.open_database(&wtxn, Some("meta")).unwrap().unwrap();
-        if version == 2 {
+        if version < 3 {
+            let search: Db = env.open_database(&wtxn, Some("search")).unwrap().unwrap();
+            search.clear(&mut wtxn).unwrap();
+            let tag: Db = env.open_database(&wtxn, Some("tag")).unwrap().unwrap();
+            tag.put(&mut wtxn, &[b't', 0, 2, b'x', b'y', 0, 0, 0], &[])
+                .unwrap();
+        }
+        if version == 3 {
+            assert!(meta.delete(&mut wtxn, b"search_indexed").unwrap());
+        } else if version == 2 {
             let terms: Db = env
                 .create_database(&mut wtxn, Some("search_terms"))
                 .unwrap();
@@ -472,7 +488,7 @@ fn upgrade_from(version: u32) {
         let meta: Db = env.open_database(&rtxn, Some("meta")).unwrap().unwrap();
         assert_eq!(
             meta.get(&rtxn, b"schema").unwrap(),
-            Some(&3u32.to_le_bytes()[..])
+            Some(&4u32.to_le_bytes()[..])
         );
     }
     let store = LmdbStore::open(dir.path(), &options(0)).unwrap();
@@ -521,6 +537,10 @@ fn agrees_with_model(options: &OpenOptions) -> nostrwire_relay::store::Stats {
         }
         let records: Vec<Vec<u8>> = events.iter().map(nostrwire_wire::encode_event).collect();
         let verdicts = store.write_batch(&records, 0).unwrap();
+        if batch % 7 == 3 {
+            // What the writer does when idle, cut short.
+            store.index_pending(17).unwrap();
+        }
         for (e, got) in events.iter().zip(verdicts) {
             let expected = model.apply(e);
             let name = match (&expected, &got) {

@@ -29,6 +29,10 @@ type Db = Database<Bytes, Bytes>;
 /// `meta` key present while the tag index is being rebuilt (schema upgrade).
 const TAG_REBUILD: &[u8] = b"tag_rebuild";
 
+/// `meta` key: the serial (u64 BE) up to which every stored event is in the
+/// search index. Events above it are found by scanning them (`plan_search`).
+const SEARCH_INDEXED: &[u8] = b"search_indexed";
+
 /// Stored value header: bit 0 set = an 8-byte expiration follows.
 const FLAG_EXPIRES: u8 = 1;
 
@@ -56,6 +60,8 @@ pub struct LmdbStore {
     search_on: bool,
     /// Most search-index entries one search filter reads.
     search_max_reads: usize,
+    /// Stored events the search index may trail by before a commit indexes them.
+    search_lag: u64,
     relay_urls: Vec<String>,
     /// Dictionaries of the compressed records (also in `meta/dicts`); leaked
     /// once per open store so compressors and per-thread decompressors can
@@ -88,6 +94,11 @@ pub struct OpenOptions {
     pub search: bool,
     /// Most search-index entries one search filter reads.
     pub search_max_reads: usize,
+    /// Stored events the search index may trail by: a commit that leaves
+    /// more unindexed indexes them all, in the same transaction. 0 indexes
+    /// every event in its own commit. The writer also calls
+    /// [`EventStore::index_pending`] when it is idle.
+    pub search_lag: u64,
 }
 
 impl Default for OpenOptions {
@@ -101,6 +112,7 @@ impl Default for OpenOptions {
             dictionaries: None,
             search: true,
             search_max_reads: 100_000,
+            search_lag: 0,
         }
     }
 }
@@ -287,6 +299,7 @@ impl LmdbStore {
             meta,
             search_on: options.search,
             search_max_reads: options.search_max_reads.max(1),
+            search_lag: options.search_lag,
             relay_urls: options.relay_urls.clone(),
             dicts,
             compressor,
@@ -301,6 +314,24 @@ impl LmdbStore {
                 let version = u32::from_le_bytes(v.try_into().unwrap_or([0xff; 4]));
                 match version {
                     schema::SCHEMA_VERSION => {}
+                    // Version 3 indexed every event in its own commit: the
+                    // whole store is indexed.
+                    3 => {
+                        tracing::info!(from = version, "upgrading the database schema");
+                        if store.search_totals(&wtxn)?.is_some() {
+                            let last = store.last_serial(&wtxn)?;
+                            store.meta.put(
+                                &mut wtxn,
+                                SEARCH_INDEXED,
+                                &schema::serial_bytes(last),
+                            )?;
+                        }
+                        store.meta.put(
+                            &mut wtxn,
+                            b"schema",
+                            &schema::SCHEMA_VERSION.to_le_bytes(),
+                        )?;
+                    }
                     // Versions 1 and 2 have longer tag keys and (2) document
                     // frequencies in their own table: both indexes are
                     // emptied here and rebuilt from `events` below. The
@@ -332,6 +363,8 @@ impl LmdbStore {
         wtxn.commit()?;
         store.rebuild_tag_index()?;
         store.prepare_search_index()?;
+        // Events a crash left unindexed (at most the lag and one batch).
+        while store.index_pending(10_000)? {}
         Ok(store)
     }
 
@@ -417,7 +450,7 @@ impl LmdbStore {
 
     /// Makes the search index match `search_on`: builds it (in batches,
     /// logging progress) when on and `meta/search` is absent, drops it when
-    /// off. `meta/search` is written last, so an interrupted build restarts.
+    /// off. An interrupted build resumes from `meta/search_indexed`.
     fn prepare_search_index(&self) -> StoreResult<()> {
         let (complete, leftovers) = {
             let txn = self.env.read_txn()?;
@@ -432,6 +465,7 @@ impl LmdbStore {
         let mut wtxn = self.env.write_txn()?;
         self.search.clear(&mut wtxn)?;
         self.meta.delete(&mut wtxn, b"search")?;
+        self.meta.delete(&mut wtxn, SEARCH_INDEXED)?;
         wtxn.commit()?;
         if !self.search_on {
             tracing::info!("search is off: search index dropped");
@@ -442,25 +476,19 @@ impl LmdbStore {
             self.events.len(&txn)?
         };
         tracing::info!(events = total, "building the search index");
-        let (mut docs, mut tokens) = (0u64, 0u64);
-        self.for_each_event_batch(
-            "building the search index",
-            EventTerms::of,
-            |wtxn, batch, last| {
-                for (serial, terms) in batch {
-                    if let Some(terms) = terms {
-                        self.index_terms(wtxn, *serial, terms)?;
-                        docs += 1;
-                        tokens += u64::from(terms.len);
-                    }
-                }
-                if last {
-                    self.put_search_totals(wtxn, docs, tokens)?;
-                }
-                Ok(())
-            },
-        )?;
-        tracing::info!(indexed = docs, "search index ready");
+        // An empty index trailing every stored event: the catch-up below
+        // (and, if it is interrupted, the next open) fills it.
+        let mut wtxn = self.env.write_txn()?;
+        self.put_search_totals(&mut wtxn, 0, 0)?;
+        self.meta
+            .put(&mut wtxn, SEARCH_INDEXED, &schema::serial_bytes(0))?;
+        wtxn.commit()?;
+        let mut done = 0u64;
+        while self.index_pending(10_000)? {
+            done += 10_000;
+            tracing::info!(done, total, "building the search index");
+        }
+        tracing::info!("search index ready");
         Ok(())
     }
 
@@ -491,29 +519,96 @@ impl LmdbStore {
             .map_or(0, u64::from_le_bytes))
     }
 
-    /// Adds one event's postings and raises its terms' document frequencies
-    /// (the totals are the caller's).
-    fn index_terms(
-        &self,
-        wtxn: &mut RwTxn<'_>,
-        serial: u64,
-        terms: &EventTerms,
-    ) -> StoreResult<()> {
-        let mut posting = [0u8; 4];
-        posting[2..].copy_from_slice(&terms.len.to_le_bytes());
-        for (term, tf) in &terms.terms {
-            let prefix = schema::term_prefix(term);
-            posting[..2].copy_from_slice(&tf.to_le_bytes());
-            self.search
-                .put(wtxn, &schema::search_key(&prefix, serial), &posting)?;
-            let df = self.document_frequency(wtxn, &prefix)? + 1;
+    /// The serial up to which every stored event is in the search index.
+    /// Absent (a schema 3 database, or search off) means all of them.
+    fn search_indexed(&self, txn: &RoTxn<'_>) -> StoreResult<u64> {
+        match self.meta.get(txn, SEARCH_INDEXED)? {
+            Some(v) => schema::serial_from(v)
+                .ok_or_else(|| StoreError::Corrupt("bad meta/search_indexed".into())),
+            None => self.last_serial(txn),
+        }
+    }
+
+    /// The newest serial handed out (0 before the first event).
+    fn last_serial(&self, txn: &RoTxn<'_>) -> StoreResult<u64> {
+        Ok(self
+            .meta
+            .get(txn, b"next_serial")?
+            .and_then(schema::serial_from)
+            .map_or(0, |next| next - 1))
+    }
+
+    /// Indexes the stored events above `meta/search_indexed`, oldest first,
+    /// at most `max` of them, and raises the mark past them. Postings are
+    /// written in key order and each term's document frequency once per
+    /// call, so a batch dirties far fewer pages than one event at a time.
+    /// Returns whether unindexed events remain.
+    fn index_up_to(&self, wtxn: &mut RwTxn<'_>, max: usize) -> StoreResult<bool> {
+        let Some((mut docs, mut tokens)) = self.search_totals(wtxn)?.filter(|_| self.search_on)
+        else {
+            return Ok(false);
+        };
+        let from = self.search_indexed(wtxn)?;
+        let last = self.last_serial(wtxn)?;
+        if from >= last {
+            return Ok(false);
+        }
+        let mut postings: Vec<(Vec<u8>, [u8; 4])> = Vec::new();
+        let mut frequencies: std::collections::BTreeMap<Vec<u8>, u64> = Default::default();
+        let mut indexed = from;
+        let mut events = 0usize;
+        let lower = schema::serial_bytes(from);
+        for item in self
+            .events
+            .range(wtxn, &(Bound::Excluded(&lower[..]), Bound::Unbounded))?
+        {
+            if events == max {
+                break;
+            }
+            let (k, value) = item?;
+            let serial = schema::serial_from(k)
+                .ok_or_else(|| StoreError::Corrupt("bad serial key".into()))?;
+            indexed = serial;
+            events += 1;
+            let record = unpack(self.dicts, split_value(value)?.1)?;
+            let Some(terms) = EventTerms::of(&decode(&record)?) else {
+                continue;
+            };
+            docs += 1;
+            tokens += u64::from(terms.len);
+            for (term, tf) in &terms.terms {
+                let prefix = schema::term_prefix(term);
+                let mut posting = [0u8; 4];
+                posting[..2].copy_from_slice(&tf.to_le_bytes());
+                posting[2..].copy_from_slice(&terms.len.to_le_bytes());
+                postings.push((schema::search_key(&prefix, serial), posting));
+                *frequencies.entry(prefix).or_default() += 1;
+            }
+        }
+        // Removed events leave gaps: the mark may pass serials up to `last`
+        // once the walk has run out of events.
+        let more = events == max && indexed < last;
+        if !more {
+            indexed = last;
+        }
+        postings.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        for (key, posting) in &postings {
+            self.search.put(wtxn, key, posting)?;
+        }
+        for (prefix, added) in frequencies {
+            let df = self.document_frequency(wtxn, &prefix)? + added;
             self.search
                 .put(wtxn, &schema::df_key(&prefix), &df.to_le_bytes())?;
         }
-        Ok(())
+        self.put_search_totals(wtxn, docs, tokens)?;
+        self.meta
+            .put(wtxn, SEARCH_INDEXED, &schema::serial_bytes(indexed))?;
+        Ok(more)
     }
 
-    /// Inverse of [`Self::index_terms`]; a term no event holds any more is dropped.
+    /// Removes one indexed event's postings and lowers its terms' document
+    /// frequencies (the totals are the caller's); a term no event holds any
+    /// more is dropped.
     fn unindex_terms(
         &self,
         wtxn: &mut RwTxn<'_>,
@@ -536,29 +631,26 @@ impl LmdbStore {
         Ok(())
     }
 
-    /// Keeps the search index in step with one stored (`added`) or removed event.
-    fn update_search(
+    /// Takes a removed event out of the search index, if it was in it.
+    fn unindex_removed(
         &self,
         wtxn: &mut RwTxn<'_>,
         serial: u64,
         view: &EventView<'_>,
-        added: bool,
     ) -> StoreResult<()> {
-        if !self.search_on {
+        if !self.search_on || serial > self.search_indexed(wtxn)? {
             return Ok(());
         }
         let Some(terms) = EventTerms::of(view) else {
             return Ok(());
         };
         let (docs, tokens) = self.search_totals(wtxn)?.unwrap_or((0, 0));
-        let len = u64::from(terms.len);
-        if added {
-            self.index_terms(wtxn, serial, &terms)?;
-            self.put_search_totals(wtxn, docs + 1, tokens + len)
-        } else {
-            self.unindex_terms(wtxn, serial, &terms)?;
-            self.put_search_totals(wtxn, docs.saturating_sub(1), tokens.saturating_sub(len))
-        }
+        self.unindex_terms(wtxn, serial, &terms)?;
+        self.put_search_totals(
+            wtxn,
+            docs.saturating_sub(1),
+            tokens.saturating_sub(u64::from(terms.len)),
+        )
     }
 
     /// The dictionary set records are compressed with: the one the database
@@ -658,13 +750,9 @@ impl LmdbStore {
         Ok(Cow::Owned(out))
     }
 
-    fn insert(
-        &self,
-        wtxn: &mut RwTxn<'_>,
-        d: &Derived,
-        view: &EventView<'_>,
-        record: &[u8],
-    ) -> StoreResult<u64> {
+    /// Stores the record and its index entries; the search index follows
+    /// later (`index_up_to`).
+    fn insert(&self, wtxn: &mut RwTxn<'_>, d: &Derived, record: &[u8]) -> StoreResult<u64> {
         let serial = self.next_serial(wtxn)?;
         let sb = schema::serial_bytes(serial);
         let suffix = schema::time_suffix(d.created_at, serial);
@@ -700,7 +788,6 @@ impl LmdbStore {
         if let Some(address) = &d.address {
             self.replace.put(wtxn, address, &sb)?;
         }
-        self.update_search(wtxn, serial, view, true)?;
         Ok(serial)
     }
 
@@ -738,7 +825,7 @@ impl LmdbStore {
             self.expiration
                 .delete(wtxn, &schema::expiration_key(t, serial))?;
         }
-        self.update_search(wtxn, serial, &view, false)?;
+        self.unindex_removed(wtxn, serial, &view)?;
         Ok(true)
     }
 
@@ -789,7 +876,7 @@ impl LmdbStore {
         if d.kind.as_u16() == 62 && self.vanish_applies(&view) {
             self.apply_vanish(wtxn, &view)?;
         }
-        let serial = self.insert(wtxn, &d, &view, record)?;
+        let serial = self.insert(wtxn, &d, record)?;
         Ok(Verdict::Stored(serial))
     }
 
@@ -1004,21 +1091,70 @@ impl LmdbStore {
         if query.terms.is_empty() {
             return Ok(None);
         }
-        let mut terms = Vec::with_capacity(query.terms.len());
-        for term in &query.terms {
-            let prefix = schema::term_prefix(term);
-            match self.document_frequency(txn, &prefix)? {
-                0 => return Ok(None),
-                df => terms.push((df, prefix)),
+        // The stored events above the index's mark (at most the lag and one
+        // batch) are tokenized here, with the same rules as the index.
+        let (mut docs, mut tokens) = (docs, tokens);
+        let mut tail_df = vec![0u64; query.terms.len()];
+        let mut tail: Vec<(u64, Vec<u16>, u16)> = Vec::new();
+        let indexed = schema::serial_bytes(self.search_indexed(txn)?);
+        for item in self
+            .events
+            .range(txn, &(Bound::Excluded(&indexed[..]), Bound::Unbounded))?
+        {
+            let (k, value) = item?;
+            let serial = schema::serial_from(k)
+                .ok_or_else(|| StoreError::Corrupt("bad serial key".into()))?;
+            let record = unpack(self.dicts, split_value(value)?.1)?;
+            let Some(terms) = EventTerms::of(&decode(&record)?) else {
+                continue;
+            };
+            docs += 1;
+            tokens += u64::from(terms.len);
+            let tfs: Vec<u16> = query
+                .terms
+                .iter()
+                .map(|t| terms.terms.get(t).copied().unwrap_or(0))
+                .collect();
+            for (df, &tf) in tail_df.iter_mut().zip(&tfs) {
+                *df += u64::from(tf > 0);
+            }
+            if tfs.iter().all(|&tf| tf > 0) {
+                tail.push((serial, tfs, terms.len));
             }
         }
-        terms.sort();
+        let avg_len = tokens as f64 / docs.max(1) as f64;
+        let mut idfs = Vec::with_capacity(query.terms.len());
+        let mut terms = Vec::with_capacity(query.terms.len());
+        for (term, tail_df) in query.terms.iter().zip(tail_df) {
+            let prefix = schema::term_prefix(term);
+            match self.document_frequency(txn, &prefix)? + tail_df {
+                0 => return Ok(None),
+                df => {
+                    let idf = search::idf(docs, df);
+                    idfs.push(idf);
+                    terms.push((df, prefix, idf));
+                }
+            }
+        }
+        let tail = tail
+            .into_iter()
+            .map(|(serial, tfs, len)| {
+                let score = idfs
+                    .iter()
+                    .zip(tfs)
+                    .map(|(&idf, tf)| search::term_score(idf, tf, len, avg_len))
+                    .sum();
+                (serial, score)
+            })
+            .collect();
+        terms.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
         Ok(Some(Plan::Search {
             terms: terms
                 .into_iter()
-                .map(|(df, prefix)| (prefix, search::idf(docs, df)))
+                .map(|(_, prefix, idf)| (prefix, idf))
                 .collect(),
-            avg_len: tokens as f64 / docs.max(1) as f64,
+            avg_len,
+            tail,
             resume_below: None,
             reads: 0,
             done: false,
@@ -1039,6 +1175,7 @@ impl LmdbStore {
         let Some(Plan::Search {
             terms,
             avg_len,
+            tail,
             mut resume_below,
             mut reads,
             done,
@@ -1047,6 +1184,9 @@ impl LmdbStore {
             unreachable!("search plan");
         };
         let mut status = ScanStatus::Done;
+        for (serial, score) in tail {
+            self.rank(txn, serial, score, filter, cursor, now)?;
+        }
         if !done {
             let (rarest, rest) = terms.split_first().expect("at least one term");
             let lower = schema::search_key(&rarest.0, 0);
@@ -1102,6 +1242,7 @@ impl LmdbStore {
         cursor.plan = Some(Plan::Search {
             terms,
             avg_len,
+            tail: Vec::new(),
             resume_below,
             reads,
             done: status == ScanStatus::Done,
@@ -1269,8 +1410,32 @@ impl EventStore for LmdbStore {
         for record in records {
             verdicts.push(self.apply_one(&mut wtxn, record, now)?);
         }
+        if self.search_on {
+            let behind = self.last_serial(&wtxn)? - self.search_indexed(&wtxn)?;
+            if behind > self.search_lag {
+                self.index_up_to(&mut wtxn, usize::MAX)?;
+            }
+        }
         wtxn.commit()?;
         Ok(verdicts)
+    }
+
+    fn index_pending(&self, max: usize) -> StoreResult<bool> {
+        if !self.search_on {
+            return Ok(false);
+        }
+        {
+            let txn = self.env.read_txn()?;
+            if self.search_totals(&txn)?.is_none()
+                || self.search_indexed(&txn)? >= self.last_serial(&txn)?
+            {
+                return Ok(false);
+            }
+        }
+        let mut wtxn = self.env.write_txn()?;
+        let more = self.index_up_to(&mut wtxn, max.max(1))?;
+        wtxn.commit()?;
+        Ok(more)
     }
 
     fn scan(

@@ -118,6 +118,11 @@ pub trait EventStore: Send + Sync + 'static {
     /// Applies a batch of verified events (nwb records) in one transaction.
     fn write_batch(&self, records: &[Vec<u8>], now: u64) -> StoreResult<Vec<Verdict>>;
 
+    /// Brings derived indexes that may trail the stored events (the search
+    /// index) up to date, at most `max` events in one transaction; returns
+    /// whether more remain. The writer calls it when it has nothing to do.
+    fn index_pending(&self, max: usize) -> StoreResult<bool>;
+
     /// Continues a query: examines at most `budget` index entries.
     fn scan(
         &self,

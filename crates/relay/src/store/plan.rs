@@ -40,6 +40,9 @@ pub(crate) enum Plan {
         terms: Vec<(Vec<u8>, f64)>,
         /// Mean indexed length of an event (BM25).
         avg_len: f64,
+        /// Matches among the stored events the index does not hold yet
+        /// (serial, score), ranked by the first slice.
+        tail: Vec<(u64, f64)>,
         /// Exclusive upper bound: the last serial examined.
         resume_below: Option<u64>,
         /// Index entries read so far (capped by the store's `search_max_reads`).

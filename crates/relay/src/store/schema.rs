@@ -11,8 +11,10 @@ use sha2::{Digest, Sha256};
 
 /// On-disk schema version, stored in `meta`. Version 1 and 2 databases are
 /// upgraded on open (tag index and search index rebuilt from `events`);
-/// version 3 refuses older binaries, which would read its tag keys wrongly.
-pub const SCHEMA_VERSION: u32 = 3;
+/// version 3 refuses older binaries, which would read its tag keys wrongly;
+/// version 4 (the search index may trail the stored events, up to
+/// `meta/search_indexed`) refuses binaries that would not look past it.
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// Table names.
 pub mod table {
