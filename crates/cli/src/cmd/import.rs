@@ -120,6 +120,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     for (name, n) in verdicts {
         *counts.entry(name).or_default() += n;
     }
+    // The search index may trail the last batch; leave it complete.
+    while store.index_pending(10_000)? {}
     store.sync()?;
     eprintln!();
     let elapsed = started.elapsed().as_secs_f64();
