@@ -538,6 +538,36 @@ impl LmdbStore {
             .map_or(0, |next| next - 1))
     }
 
+    /// Walks the stored events above `meta/search_indexed`, oldest first, at
+    /// most `max` of them, handing `f` each serial and its indexed terms
+    /// (`None` for events search does not index). Returns how many were
+    /// walked and the last serial walked.
+    fn walk_unindexed(
+        &self,
+        txn: &RoTxn<'_>,
+        max: usize,
+        mut f: impl FnMut(u64, Option<EventTerms>),
+    ) -> StoreResult<(usize, Option<u64>)> {
+        let lower = schema::serial_bytes(self.search_indexed(txn)?);
+        let (mut walked, mut last) = (0, None);
+        for item in self
+            .events
+            .range(txn, &(Bound::Excluded(&lower[..]), Bound::Unbounded))?
+        {
+            if walked == max {
+                break;
+            }
+            let (k, value) = item?;
+            let serial = schema::serial_from(k)
+                .ok_or_else(|| StoreError::Corrupt("bad serial key".into()))?;
+            let record = unpack(self.dicts, split_value(value)?.1)?;
+            f(serial, EventTerms::of(&decode(&record)?));
+            walked += 1;
+            last = Some(serial);
+        }
+        Ok((walked, last))
+    }
+
     /// Indexes the stored events above `meta/search_indexed`, oldest first,
     /// at most `max` of them, and raises the mark past them. Postings are
     /// written in key order and each term's document frequency once per
@@ -555,24 +585,9 @@ impl LmdbStore {
         }
         let mut postings: Vec<(Vec<u8>, [u8; 4])> = Vec::new();
         let mut frequencies: std::collections::BTreeMap<Vec<u8>, u64> = Default::default();
-        let mut indexed = from;
-        let mut events = 0usize;
-        let lower = schema::serial_bytes(from);
-        for item in self
-            .events
-            .range(wtxn, &(Bound::Excluded(&lower[..]), Bound::Unbounded))?
-        {
-            if events == max {
-                break;
-            }
-            let (k, value) = item?;
-            let serial = schema::serial_from(k)
-                .ok_or_else(|| StoreError::Corrupt("bad serial key".into()))?;
-            indexed = serial;
-            events += 1;
-            let record = unpack(self.dicts, split_value(value)?.1)?;
-            let Some(terms) = EventTerms::of(&decode(&record)?) else {
-                continue;
+        let (walked, walked_to) = self.walk_unindexed(wtxn, max, |serial, terms| {
+            let Some(terms) = terms else {
+                return;
             };
             docs += 1;
             tokens += u64::from(terms.len);
@@ -584,13 +599,15 @@ impl LmdbStore {
                 postings.push((schema::search_key(&prefix, serial), posting));
                 *frequencies.entry(prefix).or_default() += 1;
             }
-        }
-        // Removed events leave gaps: the mark may pass serials up to `last`
-        // once the walk has run out of events.
-        let more = events == max && indexed < last;
-        if !more {
-            indexed = last;
-        }
+        })?;
+        // Removed events leave gaps: once the walk has run out of events,
+        // the mark passes every serial handed out.
+        let more = walked == max && walked_to.is_some_and(|s| s < last);
+        let indexed = if more {
+            walked_to.unwrap_or(last)
+        } else {
+            last
+        };
         postings.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         for (key, posting) in &postings {
             self.search.put(wtxn, key, posting)?;
@@ -712,11 +729,7 @@ impl LmdbStore {
     }
 
     fn next_serial(&self, wtxn: &mut RwTxn<'_>) -> StoreResult<u64> {
-        let next = self
-            .meta
-            .get(wtxn, b"next_serial")?
-            .and_then(schema::serial_from)
-            .unwrap_or(1);
+        let next = self.last_serial(wtxn)? + 1;
         self.meta
             .put(wtxn, b"next_serial", &schema::serial_bytes(next + 1))?;
         Ok(next)
@@ -1096,17 +1109,9 @@ impl LmdbStore {
         let (mut docs, mut tokens) = (docs, tokens);
         let mut tail_df = vec![0u64; query.terms.len()];
         let mut tail: Vec<(u64, Vec<u16>, u16)> = Vec::new();
-        let indexed = schema::serial_bytes(self.search_indexed(txn)?);
-        for item in self
-            .events
-            .range(txn, &(Bound::Excluded(&indexed[..]), Bound::Unbounded))?
-        {
-            let (k, value) = item?;
-            let serial = schema::serial_from(k)
-                .ok_or_else(|| StoreError::Corrupt("bad serial key".into()))?;
-            let record = unpack(self.dicts, split_value(value)?.1)?;
-            let Some(terms) = EventTerms::of(&decode(&record)?) else {
-                continue;
+        self.walk_unindexed(txn, usize::MAX, |serial, terms| {
+            let Some(terms) = terms else {
+                return;
             };
             docs += 1;
             tokens += u64::from(terms.len);
@@ -1121,7 +1126,7 @@ impl LmdbStore {
             if tfs.iter().all(|&tf| tf > 0) {
                 tail.push((serial, tfs, terms.len));
             }
-        }
+        })?;
         let avg_len = tokens as f64 / docs.max(1) as f64;
         let mut idfs = Vec::with_capacity(query.terms.len());
         let mut terms = Vec::with_capacity(query.terms.len());
