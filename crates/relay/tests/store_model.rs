@@ -123,19 +123,21 @@ impl Model {
         Verdict::Stored(0)
     }
 
-    /// Ids matching `filter` whose indexed text holds `term`, sorted: content
-    /// here is one word, `t` tags the only text tags, and kinds 3 and 1059 are
-    /// not indexed.
-    fn search(&self, filter: &Filter, term: &str) -> Vec<EventId> {
+    /// Ids matching `filter` whose indexed text holds every word of `terms`,
+    /// sorted: content here is one word, `t` tags the only text tags, and
+    /// kinds 3 and 1059 are not indexed.
+    fn search(&self, filter: &Filter, terms: &str) -> Vec<EventId> {
         sorted(
             self.live
                 .iter()
                 .filter(|e| filter.matches(*e) && ![3, 1059].contains(&e.kind.as_u16()))
                 .filter(|e| {
-                    e.content == term
-                        || e.tags
-                            .iter()
-                            .any(|t| t.name() == "t" && t.first_value() == Some(term))
+                    terms.split(' ').all(|term| {
+                        e.content == term
+                            || e.tags
+                                .iter()
+                                .any(|t| t.name() == "t" && t.first_value() == Some(term))
+                    })
                 })
                 .map(|e| e.id)
                 .collect(),
@@ -297,8 +299,10 @@ fn store_agrees_with_naive_model() {
 fn store_with_a_trailing_search_index_agrees_with_naive_model() {
     // Searches must find the events the index does not hold yet, and
     // removals must work on both sides of the index's mark.
+    // Blocks of a few postings each: terms span many blocks.
     let trailing = OpenOptions {
         search_lag: 120,
+        posting_block_bytes: 12,
         ..options(3)
     };
     agrees_with_model(&trailing);
@@ -378,7 +382,7 @@ fn a_database_keeps_its_dictionary_set() {
 
 #[test]
 fn an_older_database_is_upgraded_on_open() {
-    for version in [1u32, 2, 3] {
+    for version in [1u32, 2, 3, 4] {
         upgrade_from(version);
     }
 }
@@ -420,8 +424,8 @@ fn upgrade_from(version: u32) {
     drop(store);
     // Turn it into what schema 1 or 2 left: other tag keys (an entry the
     // upgrade must drop), no search index (1) or frequencies in their own
-    // table (2); or what schema 3 left: a complete search index with no
-    // mark of how far it goes.
+    // table (2); or what schema 3 and 4 left: one entry per posting (an
+    // entry the rebuild must drop), and (3) no mark of how far it goes.
     {
         // SAFETY: the store above is closed; nothing else opens this path.
         let env = unsafe {
@@ -440,6 +444,12 @@ fn upgrade_from(version: u32) {
             tag.put(&mut wtxn, &[b't', 0, 2, b'x', b'y', 0, 0, 0], &[])
                 .unwrap();
         }
+        if version >= 3 {
+            let search: Db = env.open_database(&wtxn, Some("search")).unwrap().unwrap();
+            let mut old_posting = b"\x06keeper".to_vec();
+            old_posting.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 99]); // serial 99, BE
+            search.put(&mut wtxn, &old_posting, &[1, 0, 5, 0]).unwrap();
+        }
         if version == 3 {
             assert!(meta.delete(&mut wtxn, b"search_indexed").unwrap());
         } else if version == 2 {
@@ -449,7 +459,7 @@ fn upgrade_from(version: u32) {
             terms
                 .put(&mut wtxn, b"\x06keeper", &[2, 0, 0, 0, 0, 0, 0, 0])
                 .unwrap();
-        } else {
+        } else if version == 1 {
             meta.delete(&mut wtxn, b"search").unwrap();
         }
         meta.put(&mut wtxn, b"schema", &version.to_le_bytes())
@@ -488,7 +498,7 @@ fn upgrade_from(version: u32) {
         let meta: Db = env.open_database(&rtxn, Some("meta")).unwrap().unwrap();
         assert_eq!(
             meta.get(&rtxn, b"schema").unwrap(),
-            Some(&4u32.to_le_bytes()[..])
+            Some(&5u32.to_le_bytes()[..])
         );
     }
     let store = LmdbStore::open(dir.path(), &options(0)).unwrap();
@@ -576,10 +586,15 @@ fn agrees_with_model(options: &OpenOptions) -> nostrwire_relay::store::Stats {
             for _ in 0..30 {
                 let mut filter = gen_filter(&mut rng, &keys, &history);
                 filter.limit = None;
-                let term = match rng.below(4) {
+                // Two words: the other term is probed per candidate of the
+                // rarer one, across blocks of both.
+                let content = &history[rng.below(history.len())].content;
+                let term = match rng.below(6) {
                     0 => "nostr".to_string(),
                     1 => "zap".to_string(),
-                    _ => history[rng.below(history.len())].content.clone(),
+                    2 => "nostr zap".to_string(),
+                    3 => format!("{content} nostr"),
+                    _ => content.clone(),
                 };
                 filter.search = Some(term.to_uppercase());
                 let expected = model.search(&filter, &term);

@@ -19,7 +19,7 @@ use nostrwire_wire::compress::{DictSet, RecordCompressor, RecordDecompressor};
 use nostrwire_wire::{EventView, Value};
 
 use super::plan::{plan, Plan, QueryCursor, Ranked, ScanStatus};
-use super::schema::{self, table, TIME_SUFFIX};
+use super::schema::{self, table, Posting, TIME_SUFFIX};
 use super::{Durability, EventStore, Found, Presence, Stats, StoreError, StoreResult, Verdict};
 use crate::policy::ReadGate;
 use crate::search::{self, EventTerms, Query};
@@ -58,10 +58,12 @@ pub struct LmdbStore {
     meta: Db,
     /// Whether the search index is kept (and `meta/search` present).
     search_on: bool,
-    /// Most search-index entries one search filter reads.
+    /// Most postings (and probes of other terms) one search filter reads.
     search_max_reads: usize,
     /// Stored events the search index may trail by before a commit indexes them.
     search_lag: u64,
+    /// Size a block of search postings grows to before a new one starts.
+    posting_block_bytes: usize,
     relay_urls: Vec<String>,
     /// Dictionaries of the compressed records (also in `meta/dicts`); leaked
     /// once per open store so compressors and per-thread decompressors can
@@ -92,13 +94,18 @@ pub struct OpenOptions {
     /// Keep the NIP-50 search index (built on open when missing, dropped
     /// on open when off).
     pub search: bool,
-    /// Most search-index entries one search filter reads.
+    /// Most postings (and probes of other terms) one search filter reads.
     pub search_max_reads: usize,
     /// Stored events the search index may trail by: a commit that leaves
     /// more unindexed indexes them all, in the same transaction. 0 indexes
     /// every event in its own commit. The writer also calls
     /// [`EventStore::index_pending`] when it is idle.
     pub search_lag: u64,
+    /// Bytes a block of search postings grows to before the next posting
+    /// starts a new block ([`schema::POSTING_BLOCK_BYTES`]; at most that).
+    /// Smaller blocks only cost space and time: tests use them to exercise
+    /// many blocks per term.
+    pub posting_block_bytes: usize,
 }
 
 impl Default for OpenOptions {
@@ -113,6 +120,7 @@ impl Default for OpenOptions {
             search: true,
             search_max_reads: 100_000,
             search_lag: 0,
+            posting_block_bytes: schema::POSTING_BLOCK_BYTES,
         }
     }
 }
@@ -224,12 +232,15 @@ fn unpack<'a>(dicts: &'static DictSet, stored: &'a [u8]) -> StoreResult<Cow<'a, 
     })
 }
 
-/// A search posting: (term frequency, document length).
-fn posting(value: &[u8]) -> StoreResult<(u16, u16)> {
-    match value {
-        [a, b, c, d] => Ok((u16::from_le_bytes([*a, *b]), u16::from_le_bytes([*c, *d]))),
-        _ => Err(StoreError::Corrupt("bad search posting".into())),
-    }
+/// The serial a key of the search index ends with.
+fn block_serial(key: &[u8]) -> StoreResult<u64> {
+    schema::serial_from(&key[key.len().saturating_sub(8)..])
+        .ok_or_else(|| StoreError::Corrupt("bad search key".into()))
+}
+
+/// The postings of one block of the search index, from its key and value.
+fn postings(key: &[u8], block: &[u8]) -> StoreResult<Vec<Posting>> {
+    schema::decode_postings(block_serial(key)?, block).map_err(StoreError::Corrupt)
 }
 
 fn decode(record: &[u8]) -> StoreResult<EventView<'_>> {
@@ -300,6 +311,9 @@ impl LmdbStore {
             search_on: options.search,
             search_max_reads: options.search_max_reads.max(1),
             search_lag: options.search_lag,
+            posting_block_bytes: options
+                .posting_block_bytes
+                .clamp(1, schema::POSTING_BLOCK_BYTES),
             relay_urls: options.relay_urls.clone(),
             dicts,
             compressor,
@@ -314,18 +328,14 @@ impl LmdbStore {
                 let version = u32::from_le_bytes(v.try_into().unwrap_or([0xff; 4]));
                 match version {
                     schema::SCHEMA_VERSION => {}
-                    // Version 3 indexed every event in its own commit: the
-                    // whole store is indexed.
-                    3 => {
+                    // Versions 3 and 4 keep one entry per posting: the
+                    // search index is emptied here and rebuilt in blocks
+                    // below (`prepare_search_index`).
+                    3 | 4 => {
                         tracing::info!(from = version, "upgrading the database schema");
-                        if store.search_totals(&wtxn)?.is_some() {
-                            let last = store.last_serial(&wtxn)?;
-                            store.meta.put(
-                                &mut wtxn,
-                                SEARCH_INDEXED,
-                                &schema::serial_bytes(last),
-                            )?;
-                        }
+                        store.search.clear(&mut wtxn)?;
+                        store.meta.delete(&mut wtxn, b"search")?;
+                        store.meta.delete(&mut wtxn, SEARCH_INDEXED)?;
                         store.meta.put(
                             &mut wtxn,
                             b"schema",
@@ -583,21 +593,23 @@ impl LmdbStore {
         if from >= last {
             return Ok(false);
         }
-        let mut postings: Vec<(Vec<u8>, [u8; 4])> = Vec::new();
-        let mut frequencies: std::collections::BTreeMap<Vec<u8>, u64> = Default::default();
+        // Term prefix → its new postings, in serial order (the walk's).
+        let mut added: std::collections::BTreeMap<Vec<u8>, Vec<Posting>> = Default::default();
         let (walked, walked_to) = self.walk_unindexed(wtxn, max, |serial, terms| {
             let Some(terms) = terms else {
                 return;
             };
             docs += 1;
             tokens += u64::from(terms.len);
-            for (term, tf) in &terms.terms {
-                let prefix = schema::term_prefix(term);
-                let mut posting = [0u8; 4];
-                posting[..2].copy_from_slice(&tf.to_le_bytes());
-                posting[2..].copy_from_slice(&terms.len.to_le_bytes());
-                postings.push((schema::search_key(&prefix, serial), posting));
-                *frequencies.entry(prefix).or_default() += 1;
+            for (term, &tf) in &terms.terms {
+                added
+                    .entry(schema::term_prefix(term))
+                    .or_default()
+                    .push(Posting {
+                        serial,
+                        tf,
+                        len: terms.len,
+                    });
             }
         })?;
         // Removed events leave gaps: once the walk has run out of events,
@@ -608,12 +620,9 @@ impl LmdbStore {
         } else {
             last
         };
-        postings.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        for (key, posting) in &postings {
-            self.search.put(wtxn, key, posting)?;
-        }
-        for (prefix, added) in frequencies {
-            let df = self.document_frequency(wtxn, &prefix)? + added;
+        for (prefix, new) in added {
+            self.append_postings(wtxn, &prefix, &new)?;
+            let df = self.document_frequency(wtxn, &prefix)? + new.len() as u64;
             self.search
                 .put(wtxn, &schema::df_key(&prefix), &df.to_le_bytes())?;
         }
@@ -621,6 +630,70 @@ impl LmdbStore {
         self.meta
             .put(wtxn, SEARCH_INDEXED, &schema::serial_bytes(indexed))?;
         Ok(more)
+    }
+
+    /// Appends postings (serials strictly increasing, all above the term's
+    /// postings so far: the index grows in serial order) to a term's last
+    /// block, starting new blocks as they fill.
+    fn append_postings(
+        &self,
+        wtxn: &mut RwTxn<'_>,
+        prefix: &[u8],
+        new: &[Posting],
+    ) -> StoreResult<()> {
+        let Some(first) = new.first() else {
+            return Ok(());
+        };
+        let last_block = {
+            let lower = schema::search_key(prefix, 0);
+            let upper = schema::df_key(prefix);
+            let range = (Bound::Included(&lower[..]), Bound::Excluded(&upper[..]));
+            match self.search.rev_range(wtxn, &range)?.next().transpose()? {
+                Some((k, v)) if v.len() < self.posting_block_bytes => {
+                    let key_serial = block_serial(k)?;
+                    let prev = postings(k, v)?.last().map_or(key_serial, |p| p.serial);
+                    Some((key_serial, prev, v.to_vec()))
+                }
+                _ => None,
+            }
+        };
+        let (mut key_serial, mut prev, mut block) =
+            last_block.unwrap_or((first.serial, first.serial, Vec::new()));
+        if first.serial <= prev && !block.is_empty() {
+            return Err(StoreError::Corrupt(
+                "search postings would not be in serial order".into(),
+            ));
+        }
+        for &posting in new {
+            if block.len() >= self.posting_block_bytes {
+                self.search
+                    .put(wtxn, &schema::search_key(prefix, key_serial), &block)?;
+                (key_serial, prev) = (posting.serial, posting.serial);
+                block.clear();
+            }
+            schema::push_posting(&mut block, prev, posting);
+            prev = posting.serial;
+        }
+        self.search
+            .put(wtxn, &schema::search_key(prefix, key_serial), &block)?;
+        Ok(())
+    }
+
+    /// The block of a term's postings that would hold `serial` (the last one
+    /// keyed at or below it), with its key, decoded.
+    fn block_holding(
+        &self,
+        txn: &RoTxn<'_>,
+        prefix: &[u8],
+        serial: u64,
+    ) -> StoreResult<Option<(Vec<u8>, Vec<Posting>)>> {
+        let lower = schema::search_key(prefix, 0);
+        let upper = schema::search_key(prefix, serial);
+        let range = (Bound::Included(&lower[..]), Bound::Included(&upper[..]));
+        match self.search.rev_range(txn, &range)?.next().transpose()? {
+            Some((k, v)) => Ok(Some((k.to_vec(), postings(k, v)?))),
+            None => Ok(None),
+        }
     }
 
     /// Removes one indexed event's postings and lowers its terms' document
@@ -634,8 +707,15 @@ impl LmdbStore {
     ) -> StoreResult<()> {
         for term in terms.terms.keys() {
             let prefix = schema::term_prefix(term);
-            self.search
-                .delete(wtxn, &schema::search_key(&prefix, serial))?;
+            if let Some((key, mut block)) = self.block_holding(wtxn, &prefix, serial)? {
+                block.retain(|p| p.serial != serial);
+                if block.is_empty() {
+                    self.search.delete(wtxn, &key)?;
+                } else {
+                    let value = schema::encode_postings(block_serial(&key)?, &block);
+                    self.search.put(wtxn, &key, &value)?;
+                }
+            }
             match self.document_frequency(wtxn, &prefix)? {
                 0 | 1 => {
                     self.search.delete(wtxn, &schema::df_key(&prefix))?;
@@ -1195,48 +1275,69 @@ impl LmdbStore {
         if !done {
             let (rarest, rest) = terms.split_first().expect("at least one term");
             let lower = schema::search_key(&rarest.0, 0);
-            // Below the term's document frequency entry (serial FF×8).
-            let upper = schema::search_key(&rarest.0, resume_below.unwrap_or(u64::MAX));
-            let upper = Bound::Excluded(&upper[..]);
+            // Blocks keyed below the resume point (a block may still hold
+            // serials at or above it: they are skipped), else every block:
+            // below the term's document frequency entry (serial FF×8).
+            let upper = match resume_below {
+                Some(serial) => schema::search_key(&rarest.0, serial),
+                None => schema::df_key(&rarest.0),
+            };
+            let range = (Bound::Included(&lower[..]), Bound::Excluded(&upper[..]));
+            // The block each other term was last probed in: candidates come
+            // newest first, so consecutive probes mostly land in it again.
+            let mut probed: Vec<Option<(u64, Vec<Posting>)>> = vec![None; rest.len()];
             let mut spent = 0;
-            for item in self
-                .search
-                .rev_range(txn, &(Bound::Included(&lower[..]), upper))?
-            {
-                if reads >= self.search_max_reads {
-                    tracing::debug!(reads, "search stopped at its read cap");
-                    cursor.capped = true;
-                    break;
-                }
-                if spent >= budget {
-                    status = ScanStatus::More;
-                    break;
-                }
+            'blocks: for item in self.search.rev_range(txn, &range)? {
                 let (k, v) = item?;
-                let serial = schema::serial_from(&k[k.len().saturating_sub(8)..])
-                    .ok_or_else(|| StoreError::Corrupt("bad search key".into()))?;
-                let (tf, len) = posting(v)?;
-                resume_below = Some(serial);
-                reads += 1;
-                spent += 1;
-                cursor.examined += 1;
-                let mut score = search::term_score(rarest.1, tf, len, avg_len);
-                let mut all = true;
-                for (prefix, idf) in rest {
+                for posting in postings(k, v)?.into_iter().rev() {
+                    if resume_below.is_some_and(|below| posting.serial >= below) {
+                        continue;
+                    }
+                    if reads >= self.search_max_reads {
+                        tracing::debug!(reads, "search stopped at its read cap");
+                        cursor.capped = true;
+                        break 'blocks;
+                    }
+                    if spent >= budget {
+                        status = ScanStatus::More;
+                        break 'blocks;
+                    }
+                    let serial = posting.serial;
+                    resume_below = Some(serial);
                     reads += 1;
                     spent += 1;
-                    match self.search.get(txn, &schema::search_key(prefix, serial))? {
-                        Some(v) => score += search::term_score(*idf, posting(v)?.0, len, avg_len),
-                        None => {
-                            all = false;
-                            break;
+                    cursor.examined += 1;
+                    let len = posting.len;
+                    let mut score = search::term_score(rarest.1, posting.tf, len, avg_len);
+                    let mut all = true;
+                    for ((prefix, idf), cached) in rest.iter().zip(&mut probed) {
+                        reads += 1;
+                        spent += 1;
+                        if cached.as_ref().is_none_or(|(from, _)| *from > serial) {
+                            *cached = self
+                                .block_holding(txn, prefix, serial)?
+                                .map(|(key, block)| block_serial(&key).map(|s| (s, block)))
+                                .transpose()?;
+                        }
+                        let tf = cached.as_ref().and_then(|(_, block)| {
+                            block
+                                .binary_search_by_key(&serial, |p| p.serial)
+                                .ok()
+                                .map(|i| block[i].tf)
+                        });
+                        match tf {
+                            Some(tf) => score += search::term_score(*idf, tf, len, avg_len),
+                            None => {
+                                all = false;
+                                break;
+                            }
                         }
                     }
-                }
-                if all {
-                    self.rank(txn, serial, score, filter, cursor, now)?;
-                    if cursor.count_only && cursor.counted >= cursor.limit as u64 {
-                        break;
+                    if all {
+                        self.rank(txn, serial, score, filter, cursor, now)?;
+                        if cursor.count_only && cursor.counted >= cursor.limit as u64 {
+                            break 'blocks;
+                        }
                     }
                 }
             }

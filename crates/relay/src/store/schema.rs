@@ -9,12 +9,12 @@
 use nostrwire_event::{EventId, Kind, PublicKey, Timestamp};
 use sha2::{Digest, Sha256};
 
-/// On-disk schema version, stored in `meta`. Version 1 and 2 databases are
-/// upgraded on open (tag index and search index rebuilt from `events`);
-/// version 3 refuses older binaries, which would read its tag keys wrongly;
-/// version 4 (the search index may trail the stored events, up to
-/// `meta/search_indexed`) refuses binaries that would not look past it.
-pub const SCHEMA_VERSION: u32 = 4;
+/// On-disk schema version, stored in `meta`. Older databases are upgraded on
+/// open: 1 and 2 rebuild the tag and search indexes from `events`, 3 and 4
+/// the search index. Each version refuses older binaries: 3 changed the tag
+/// keys; 4 let the search index trail the stored events, up to
+/// `meta/search_indexed`; 5 stores postings in blocks.
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// Table names.
 pub mod table {
@@ -40,7 +40,7 @@ pub mod table {
     pub const DELETED_ADDRS: &str = "deleted_addrs";
     /// expiration ‖ serial → ().
     pub const EXPIRATION: &str = "expiration";
-    /// term key ‖ serial → tf (2, LE) ‖ document length (2, LE); and
+    /// term key ‖ serial → a block of postings (`encode_postings`); and
     /// term key ‖ FF×8 → number of events holding the term (8, LE).
     pub const SEARCH: &str = "search";
     /// Schema 2 only (document frequencies); emptied by the upgrade.
@@ -167,12 +167,86 @@ pub fn df_key(prefix: &[u8]) -> Vec<u8> {
     search_key(prefix, u64::MAX)
 }
 
-/// Key of the search index: `term prefix ‖ serial (8, BE)`.
+/// Key of a block of postings in the search index: `term prefix ‖ serial
+/// (8, BE)`, where the serial is at most the block's first posting and
+/// above every posting of the term's previous block.
 pub fn search_key(prefix: &[u8], serial: u64) -> Vec<u8> {
     let mut out = Vec::with_capacity(prefix.len() + 8);
     out.extend_from_slice(prefix);
     out.extend_from_slice(&serial.to_be_bytes());
     out
+}
+
+/// A block of postings grows to about this many bytes before the next
+/// posting starts a new block. Small enough that a block (and its key) stays
+/// inside a leaf page: LMDB moves values over ~2 KB to overflow pages.
+pub const POSTING_BLOCK_BYTES: usize = 1024;
+
+/// One event in a term's postings: the event's serial, how often the term
+/// occurs in it, and its indexed length (both for BM25).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Posting {
+    /// Serial of the event.
+    pub serial: u64,
+    /// Occurrences of the term in the event.
+    pub tf: u16,
+    /// Terms the event has in all.
+    pub len: u16,
+}
+
+/// Appends `posting` to a block whose previous posting (or, for the first
+/// one, whose key) has serial `prev`: `varint(serial − prev) ‖ varint(tf) ‖
+/// varint(len)`. Serials in a block strictly increase.
+pub fn push_posting(block: &mut Vec<u8>, prev: u64, posting: Posting) {
+    debug_assert!(posting.serial >= prev);
+    nostrwire_wire::varint::push(block, posting.serial - prev);
+    nostrwire_wire::varint::push(block, u64::from(posting.tf));
+    nostrwire_wire::varint::push(block, u64::from(posting.len));
+}
+
+/// Encodes postings (serials strictly increasing, the first at least
+/// `key_serial`) as the value of the block keyed by `key_serial`.
+pub fn encode_postings(key_serial: u64, postings: &[Posting]) -> Vec<u8> {
+    let mut block = Vec::with_capacity(postings.len() * 5);
+    let mut prev = key_serial;
+    for &posting in postings {
+        push_posting(&mut block, prev, posting);
+        prev = posting.serial;
+    }
+    block
+}
+
+/// Decodes the block keyed by `key_serial`. Rejects (never panics on)
+/// truncated or overlong varints, values out of range and serials that do
+/// not strictly increase.
+pub fn decode_postings(key_serial: u64, block: &[u8]) -> Result<Vec<Posting>, String> {
+    use nostrwire_wire::varint;
+    let bad = |what: &str| format!("bad search posting block: {what}");
+    let mut out = Vec::with_capacity(block.len() / 3);
+    let mut pos = 0;
+    let mut prev = key_serial;
+    while pos < block.len() {
+        let delta = varint::read(block, &mut pos).map_err(|e| bad(&e.to_string()))?;
+        if delta == 0 && !out.is_empty() {
+            return Err(bad("serials do not increase"));
+        }
+        let serial = prev
+            .checked_add(delta)
+            .filter(|&s| s < u64::MAX)
+            .ok_or_else(|| bad("serial out of range"))?;
+        let mut small = || -> Result<u16, String> {
+            let v = varint::read(block, &mut pos).map_err(|e| bad(&e.to_string()))?;
+            u16::try_from(v).map_err(|_| bad("value over 65,535"))
+        };
+        let tf = small()?;
+        let len = small()?;
+        out.push(Posting { serial, tf, len });
+        prev = serial;
+    }
+    if out.is_empty() {
+        return Err(bad("empty"));
+    }
+    Ok(out)
 }
 
 /// Id as a key.
@@ -224,5 +298,52 @@ mod tests {
         assert!(!term_prefix("nostrich").starts_with(&p));
         assert!(search_key(&p, u64::MAX - 1) < df_key(&p));
         assert!(df_key(&p) < search_key(&term_prefix("nostrz"), 0));
+    }
+
+    #[test]
+    fn posting_blocks_have_golden_bytes() {
+        let postings = [
+            Posting {
+                serial: 300,
+                tf: 1,
+                len: 12,
+            },
+            Posting {
+                serial: 301,
+                tf: 2,
+                len: 200,
+            },
+            Posting {
+                serial: 1_000,
+                tf: 1,
+                len: 7,
+            },
+        ];
+        let block = encode_postings(300, &postings);
+        assert_eq!(
+            block,
+            [0x00, 0x01, 0x0c, 0x01, 0x02, 0xc8, 0x01, 0xbb, 0x05, 0x01, 0x07]
+        );
+        assert_eq!(decode_postings(300, &block).unwrap(), postings);
+        // A key below the first posting (it was removed) shifts the first delta.
+        let rest = encode_postings(300, &postings[1..]);
+        assert_eq!(rest[0], 0x01);
+        assert_eq!(decode_postings(300, &rest).unwrap(), postings[1..]);
+    }
+
+    #[test]
+    fn hostile_posting_blocks_are_errors() {
+        for block in [
+            &[][..],                               // empty
+            &[0x00, 0x01],                         // truncated
+            &[0x00, 0x01, 0x01, 0x00, 0x01, 0x01], // serial repeats
+            &[0x00, 0x80, 0x80, 0x04, 0x01],       // tf over u16
+            &[0x00, 0x81, 0x00, 0x01],             // overlong varint
+            &[
+                0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0x01, 0x01,
+            ], // overflow
+        ] {
+            assert!(decode_postings(5, block).is_err(), "{block:?}");
+        }
     }
 }
