@@ -29,6 +29,9 @@ enum Command {
     Import(cmd::import::Args),
     /// Write stored events as JSON Lines, newest first.
     Export(cmd::export::Args),
+    /// Write a compacted copy of the relay database (free pages dropped,
+    /// pages packed); safe while the relay runs.
+    Compact(cmd::compact::Args),
     /// Write signed synthetic events as JSON Lines: the load tester's
     /// workload (real kind mix, corpus tags and contents), for `import`.
     Generate(cmd::generate::Args),
@@ -89,6 +92,7 @@ fn main() -> ExitCode {
         Command::Relay(args) => cmd::relay::run(args),
         Command::Import(args) => cmd::import::run(args),
         Command::Export(args) => cmd::export::run(args),
+        Command::Compact(args) => cmd::compact::run(args),
         Command::Generate(args) => cmd::generate::run(args),
         Command::Verify(args) => cmd::verify::run(args),
         Command::Load(args) => cmd::load::run(*args),

@@ -265,6 +265,28 @@ fn parse_address(value: &str) -> Option<(Kind, PublicKey, String)> {
 }
 
 impl LmdbStore {
+    /// Writes a compacted copy of the database to `dir/data.mdb`: live pages
+    /// only, packed in key order, so free pages and half-full leaves are
+    /// gone. The copy is a consistent snapshot (one read transaction) and
+    /// may be taken while the relay writes. `dir` is created if needed; an
+    /// existing `data.mdb` there is refused, never overwritten. Returns the
+    /// size of the copy in bytes.
+    pub fn compact_to(&self, dir: &Path) -> StoreResult<u64> {
+        let io = |e: std::io::Error| StoreError::Lmdb(heed::Error::Io(e));
+        std::fs::create_dir_all(dir).map_err(io)?;
+        let target = dir.join("data.mdb");
+        if target.exists() {
+            return Err(io(std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                format!("{} already exists", target.display()),
+            )));
+        }
+        let file = self
+            .env
+            .copy_to_path(&target, heed::CompactionOption::Enabled)?;
+        Ok(file.metadata().map_err(io)?.len())
+    }
+
     /// Opens (creating if needed) the store in directory `path`.
     pub fn open(path: &Path, options: &OpenOptions) -> StoreResult<LmdbStore> {
         std::fs::create_dir_all(path).map_err(|e| StoreError::Lmdb(heed::Error::Io(e)))?;

@@ -1,0 +1,50 @@
+//! `nostrwire compact`: a compacted copy of the relay database.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::Context;
+use nostrwire_relay::store::EventStore;
+
+/// Arguments of `nostrwire compact`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Relay configuration file (for the database location).
+    #[arg(long, short = 'c')]
+    pub config: Option<PathBuf>,
+    /// Database directory (overrides the file).
+    #[arg(long)]
+    pub data: Option<PathBuf>,
+    /// Directory to write the compacted `data.mdb` into (created if needed;
+    /// an existing `data.mdb` there is never overwritten).
+    #[arg(long, short = 'o', value_name = "DIR")]
+    pub output: PathBuf,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let config = super::relay::load_config(args.config.as_ref(), args.data)?;
+    let store = nostrwire_relay::open_store(&config)?;
+    let before = store.stats()?;
+    eprintln!(
+        "compacting {} ({} events, {:.1} MB) into {}",
+        config.relay.data.display(),
+        before.events,
+        before.disk_bytes as f64 / 1e6,
+        args.output.display()
+    );
+    let started = Instant::now();
+    let after = store
+        .compact_to(&args.output)
+        .with_context(|| format!("cannot write the copy into {}", args.output.display()))?;
+    eprintln!(
+        "wrote {:.1} MB ({:.0}% of {:.1} MB) in {:.1} s; to use it, stop the relay and put {} in place of {}",
+        after as f64 / 1e6,
+        100.0 * after as f64 / before.disk_bytes.max(1) as f64,
+        before.disk_bytes as f64 / 1e6,
+        started.elapsed().as_secs_f64(),
+        args.output.join("data.mdb").display(),
+        config.relay.data.join("data.mdb").display(),
+    );
+    Ok(ExitCode::SUCCESS)
+}
