@@ -98,6 +98,8 @@ settings! {
         "Records smaller than this many bytes are stored raw (zstd gains little on them and costs time on every read)."
     dictionaries: PathBuf = PathBuf::new(); reloadable = false;
         "Dictionary set file from `nostrwire dict train --per-kind` (empty: compress without dictionaries). The first set given is copied into the database and kept there for good, because stored records name its dictionaries."
+    tag_index_lag: u64 = 256; reloadable = false;
+        "Stored events whose tag-index entries may wait. The writer writes them in one batch, in key order, when it has been idle for 20 ms, or in the commit that would leave more than this many waiting; tag queries read the waiting events' tags directly, so results never miss a stored event. 0 writes each event's entries in its own commit (slower publishing: a follow list has hundreds)."
 
     [limits: LimitSettings] "Limits; each violation is answered with its NIP-01 prefix."
     max_message_bytes: usize = 1 << 20; reloadable = false;
@@ -185,7 +187,7 @@ settings! {
     enabled: bool = true; reloadable = false;
         "Keep an inverted index of event text and answer `search` filters. Turning it off drops the index (no write cost); turning it on again rebuilds it when the database opens."
     max_reads: usize = 100_000; reloadable = false;
-        "Most search-index entries one search filter reads; past it, results are ranked among the newest events examined and COUNT answers `approximate: true`."
+        "Most postings (and probes of other terms) one search filter reads; past it, results are ranked among the newest events examined and COUNT answers `approximate: true`."
     index_lag: u64 = 256; reloadable = false;
         "Stored events the search index may trail by. The writer indexes them in one batch when it has been idle for 20 ms, or in the commit that would leave more than this many behind; searches scan the trailing events directly, so results never miss a stored event. 0 indexes each event in its own commit (slower publishing)."
 

@@ -10,7 +10,7 @@ use nostrwire_event::{
     UnsignedEvent,
 };
 use nostrwire_relay::store::lmdb::{LmdbStore, OpenOptions};
-use nostrwire_relay::store::{Durability, EventStore, QueryCursor, ScanStatus, Verdict};
+use nostrwire_relay::store::{schema, Durability, EventStore, QueryCursor, ScanStatus, Verdict};
 
 struct Rng(u64);
 
@@ -296,12 +296,13 @@ fn store_agrees_with_naive_model() {
 }
 
 #[test]
-fn store_with_a_trailing_search_index_agrees_with_naive_model() {
-    // Searches must find the events the index does not hold yet, and
-    // removals must work on both sides of the index's mark.
+fn store_with_trailing_indexes_agrees_with_naive_model() {
+    // Searches and tag queries must find the events the indexes do not
+    // hold yet, and removals must work on both sides.
     // Blocks of a few postings each: terms span many blocks.
     let trailing = OpenOptions {
         search_lag: 120,
+        tag_lag: 90,
         posting_block_bytes: 12,
         ..options(3)
     };
@@ -382,7 +383,7 @@ fn a_database_keeps_its_dictionary_set() {
 
 #[test]
 fn an_older_database_is_upgraded_on_open() {
-    for version in [1u32, 2, 3, 4] {
+    for version in [1u32, 2, 3, 4, 5] {
         upgrade_from(version);
     }
 }
@@ -425,7 +426,8 @@ fn upgrade_from(version: u32) {
     // Turn it into what schema 1 or 2 left: other tag keys (an entry the
     // upgrade must drop), no search index (1) or frequencies in their own
     // table (2); or what schema 3 and 4 left: one entry per posting (an
-    // entry the rebuild must drop), and (3) no mark of how far it goes.
+    // entry the rebuild must drop), and (3) no mark of how far it goes; or
+    // what schema 5 left: every tag entry written, nothing pending.
     {
         // SAFETY: the store above is closed; nothing else opens this path.
         let env = unsafe {
@@ -444,7 +446,7 @@ fn upgrade_from(version: u32) {
             tag.put(&mut wtxn, &[b't', 0, 2, b'x', b'y', 0, 0, 0], &[])
                 .unwrap();
         }
-        if version >= 3 {
+        if version == 3 || version == 4 {
             let search: Db = env.open_database(&wtxn, Some("search")).unwrap().unwrap();
             let mut old_posting = b"\x06keeper".to_vec();
             old_posting.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 99]); // serial 99, BE
@@ -498,7 +500,7 @@ fn upgrade_from(version: u32) {
         let meta: Db = env.open_database(&rtxn, Some("meta")).unwrap().unwrap();
         assert_eq!(
             meta.get(&rtxn, b"schema").unwrap(),
-            Some(&5u32.to_le_bytes()[..])
+            Some(&6u32.to_le_bytes()[..])
         );
     }
     let store = LmdbStore::open(dir.path(), &options(0)).unwrap();
@@ -636,6 +638,38 @@ fn agrees_with_model(options: &OpenOptions) -> nostrwire_relay::store::Stats {
         "{} events not exported",
         expected.len()
     );
+    // No tag entry outlives its event: once nothing waits, `tag` holds
+    // exactly the live events' entries and `pending_tags` is empty.
+    while store.index_pending(1000).unwrap() {}
     store.sync().unwrap();
-    store.stats().unwrap()
+    let stats = store.stats().unwrap();
+    drop(store);
+    let expected_tags: usize = model
+        .live
+        .iter()
+        .map(|e| {
+            let mut keys: Vec<_> = e
+                .tags
+                .iter()
+                .filter(|t| t.name().len() == 1 && t.name().as_bytes()[0].is_ascii_alphabetic())
+                .filter_map(|t| Some(schema::tag_prefix(t.name().as_bytes()[0], t.first_value()?)))
+                .collect();
+            keys.sort_unstable();
+            keys.dedup();
+            keys.len()
+        })
+        .sum();
+    // SAFETY: the store above is closed; nothing else opens this path.
+    let env = unsafe {
+        heed::EnvOpenOptions::new()
+            .max_dbs(16)
+            .open(dir.path())
+            .unwrap()
+    };
+    type Db = heed::Database<heed::types::Bytes, heed::types::Bytes>;
+    let rtxn = env.read_txn().unwrap();
+    let table = |name: &str| -> Db { env.open_database(&rtxn, Some(name)).unwrap().unwrap() };
+    assert_eq!(table("tag").len(&rtxn).unwrap() as usize, expected_tags);
+    assert!(table("pending_tags").is_empty(&rtxn).unwrap());
+    stats
 }

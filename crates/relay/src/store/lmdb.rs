@@ -55,7 +55,10 @@ pub struct LmdbStore {
     deleted_addrs: Db,
     expiration: Db,
     search: Db,
+    pending_tags: Db,
     meta: Db,
+    /// Stored events whose tag entries may wait in `pending_tags`.
+    tag_lag: u64,
     /// Whether the search index is kept (and `meta/search` present).
     search_on: bool,
     /// Most postings (and probes of other terms) one search filter reads.
@@ -101,6 +104,11 @@ pub struct OpenOptions {
     /// every event in its own commit. The writer also calls
     /// [`EventStore::index_pending`] when it is idle.
     pub search_lag: u64,
+    /// Stored events whose `tag` entries may wait in `pending_tags`: a
+    /// commit that leaves more waiting writes them all, in the same
+    /// transaction. 0 writes every event's tag entries in its own commit.
+    /// The writer also calls [`EventStore::index_pending`] when it is idle.
+    pub tag_lag: u64,
     /// Bytes a block of search postings grows to before the next posting
     /// starts a new block ([`schema::POSTING_BLOCK_BYTES`]; at most that).
     /// Smaller blocks only cost space and time: tests use them to exercise
@@ -120,6 +128,7 @@ impl Default for OpenOptions {
             search: true,
             search_max_reads: 100_000,
             search_lag: 0,
+            tag_lag: 0,
             posting_block_bytes: schema::POSTING_BLOCK_BYTES,
         }
     }
@@ -329,7 +338,9 @@ impl LmdbStore {
             deleted_addrs: db(table::DELETED_ADDRS)?,
             expiration: db(table::EXPIRATION)?,
             search: db(table::SEARCH)?,
+            pending_tags: db(table::PENDING_TAGS)?,
             meta,
+            tag_lag: options.tag_lag,
             search_on: options.search,
             search_max_reads: options.search_max_reads.max(1),
             search_lag: options.search_lag,
@@ -350,6 +361,16 @@ impl LmdbStore {
                 let version = u32::from_le_bytes(v.try_into().unwrap_or([0xff; 4]));
                 match version {
                     schema::SCHEMA_VERSION => {}
+                    // Version 5 wrote every tag entry with its event: an
+                    // empty `pending_tags` (created above) is its state.
+                    5 => {
+                        tracing::info!(from = version, "upgrading the database schema");
+                        store.meta.put(
+                            &mut wtxn,
+                            b"schema",
+                            &schema::SCHEMA_VERSION.to_le_bytes(),
+                        )?;
+                    }
                     // Versions 3 and 4 keep one entry per posting: the
                     // search index is emptied here and rebuilt in blocks
                     // below (`prepare_search_index`).
@@ -457,6 +478,7 @@ impl LmdbStore {
         }
         let mut wtxn = self.env.write_txn()?;
         self.tag.clear(&mut wtxn)?;
+        self.pending_tags.clear(&mut wtxn)?;
         wtxn.commit()?;
         tracing::info!("rebuilding the tag index");
         self.for_each_event_batch(
@@ -897,13 +919,50 @@ impl LmdbStore {
             &key(&[&schema::pubkey_kind_prefix(&d.pubkey, d.kind), &suffix]),
             &[],
         )?;
-        for prefix in &d.tag_prefixes {
-            self.tag.put(wtxn, &key(&[prefix, &suffix]), &[])?;
+        // Tag entries wait (`index_tags` writes them in batches): a follow
+        // list alone has hundreds, each on its own page of `tag`.
+        if !d.tag_prefixes.is_empty() {
+            self.pending_tags.put_with_flags(
+                wtxn,
+                PutFlags::APPEND,
+                &sb,
+                &schema::pending_tags_value(d.created_at, &d.tag_prefixes),
+            )?;
         }
         if let Some(address) = &d.address {
             self.replace.put(wtxn, address, &sb)?;
         }
         Ok(serial)
+    }
+
+    /// Writes the `tag` entries of the oldest `max` events in
+    /// `pending_tags` (in key order: entries of one value share pages) and
+    /// drops their rows. Returns whether rows remain.
+    fn index_tags(&self, wtxn: &mut RwTxn<'_>, max: usize) -> StoreResult<bool> {
+        let mut keys = Vec::new();
+        let mut last = None;
+        for item in self.pending_tags.iter(wtxn)?.take(max) {
+            let (k, v) = item?;
+            let serial = schema::serial_from(k)
+                .ok_or_else(|| StoreError::Corrupt("bad pending_tags key".into()))?;
+            let (created_at, prefixes) = schema::split_pending_tags(v)
+                .ok_or_else(|| StoreError::Corrupt("bad pending_tags value".into()))?;
+            let created_at = created_at.to_be_bytes();
+            let serial_bytes = schema::serial_bytes(serial);
+            keys.extend(prefixes.map(|prefix| key(&[prefix, &created_at, &serial_bytes])));
+            last = Some(serial);
+        }
+        let Some(last) = last else {
+            return Ok(false);
+        };
+        keys.sort_unstable();
+        for k in &keys {
+            self.tag.put(wtxn, k, &[])?;
+        }
+        let upper = schema::serial_bytes(last);
+        self.pending_tags
+            .delete_range(wtxn, &(Bound::Unbounded, Bound::Included(&upper[..])))?;
+        Ok(!self.pending_tags.is_empty(wtxn)?)
     }
 
     /// Removes a stored event and all its index entries.
@@ -928,8 +987,10 @@ impl LmdbStore {
             wtxn,
             &key(&[&schema::pubkey_kind_prefix(&d.pubkey, d.kind), &suffix]),
         )?;
-        for prefix in &d.tag_prefixes {
-            self.tag.delete(wtxn, &key(&[prefix, &suffix]))?;
+        if !self.pending_tags.delete(wtxn, &sb)? {
+            for prefix in &d.tag_prefixes {
+                self.tag.delete(wtxn, &key(&[prefix, &suffix]))?;
+            }
         }
         if let Some(address) = &d.address {
             if self.replace.get(wtxn, address)? == Some(&sb[..]) {
@@ -1106,6 +1167,8 @@ impl LmdbStore {
         let author = *request.pubkey();
         let until = request.created_at();
         self.raise_marker(wtxn, &key(&[b"vanish:", author.as_bytes()]), until.as_u64())?;
+        // The sweep below reads `tag`: nothing may wait in `pending_tags`.
+        self.index_tags(wtxn, usize::MAX)?;
         let mut doomed = Vec::new();
         {
             let lower = key(&[author.as_bytes(), &[0u8; TIME_SUFFIX]]);
@@ -1448,10 +1511,17 @@ impl LmdbStore {
         let db = self.table(table_name);
         let since = filter.since.unwrap_or_default();
         let until = filter.until.unwrap_or(Timestamp::MAX);
-        let Some(Plan::Index { ranges, .. }) = cursor.plan.take() else {
+        let Some(Plan::Index { ranges, tail, .. }) = cursor.plan.take() else {
             unreachable!("index plan");
         };
         let mut ranges = ranges;
+        let mut tail = match tail {
+            Some(tail) => tail,
+            None if table_name == table::TAG => self.pending_matches(txn, &ranges, since, until)?,
+            None => Vec::new(),
+        };
+        // The tail's place in the heap: after the ranges.
+        let from_tail = ranges.len();
         let result = (|| {
             // One reverse iterator per live range, merged on (created_at, serial).
             let mut iters = Vec::with_capacity(ranges.len());
@@ -1480,6 +1550,9 @@ impl LmdbStore {
                     }
                 }
             }
+            if let Some(&(t, s)) = tail.last() {
+                heap.push((t, s, from_tail, Vec::new()));
+            }
             let mut spent = 0usize;
             loop {
                 let Some((t, serial, i, k)) = heap.pop() else {
@@ -1494,6 +1567,17 @@ impl LmdbStore {
                 self.consider(txn, serial, filter, cursor, now)?;
                 if cursor.count_only && cursor.counted >= cursor.limit as u64 {
                     return Ok(ScanStatus::Done);
+                }
+                if i == from_tail {
+                    tail.pop();
+                    if let Some(&(t2, s2)) = tail.last() {
+                        heap.push((t2, s2, from_tail, Vec::new()));
+                    }
+                    spent += 1;
+                    if spent >= budget {
+                        return Ok(ScanStatus::More);
+                    }
+                    continue;
                 }
                 ranges[i].resume_below = Some(k);
                 if let Some(it) = iters[i].as_mut() {
@@ -1514,8 +1598,36 @@ impl LmdbStore {
         cursor.plan = Some(Plan::Index {
             table: table_name,
             ranges,
+            tail: Some(tail),
         });
         result
+    }
+
+    /// The stored events whose tag entries still wait in `pending_tags`,
+    /// created in `since..=until` and holding one of the ranges' tag keys,
+    /// as (created_at, serial), oldest first.
+    fn pending_matches(
+        &self,
+        txn: &RoTxn<'_>,
+        ranges: &[super::plan::Range],
+        since: Timestamp,
+        until: Timestamp,
+    ) -> StoreResult<Vec<(u64, u64)>> {
+        let mut matches = Vec::new();
+        for item in self.pending_tags.iter(txn)? {
+            let (k, v) = item?;
+            let serial = schema::serial_from(k)
+                .ok_or_else(|| StoreError::Corrupt("bad pending_tags key".into()))?;
+            let (created_at, mut prefixes) = schema::split_pending_tags(v)
+                .ok_or_else(|| StoreError::Corrupt("bad pending_tags value".into()))?;
+            if (since.as_u64()..=until.as_u64()).contains(&created_at)
+                && prefixes.any(|p| ranges.iter().any(|r| r.prefix == p))
+            {
+                matches.push((created_at, serial));
+            }
+        }
+        matches.sort_unstable();
+        Ok(matches)
     }
 }
 
@@ -1538,6 +1650,9 @@ impl EventStore for LmdbStore {
         for record in records {
             verdicts.push(self.apply_one(&mut wtxn, record, now)?);
         }
+        if self.pending_tags.len(&wtxn)? > self.tag_lag {
+            self.index_tags(&mut wtxn, usize::MAX)?;
+        }
         if self.search_on {
             let behind = self.last_serial(&wtxn)? - self.search_indexed(&wtxn)?;
             if behind > self.search_lag {
@@ -1549,21 +1664,23 @@ impl EventStore for LmdbStore {
     }
 
     fn index_pending(&self, max: usize) -> StoreResult<bool> {
-        if !self.search_on {
+        let (tags, search) = {
+            let txn = self.env.read_txn()?;
+            (
+                !self.pending_tags.is_empty(&txn)?,
+                self.search_on
+                    && self.search_totals(&txn)?.is_some()
+                    && self.search_indexed(&txn)? < self.last_serial(&txn)?,
+            )
+        };
+        if !tags && !search {
             return Ok(false);
         }
-        {
-            let txn = self.env.read_txn()?;
-            if self.search_totals(&txn)?.is_none()
-                || self.search_indexed(&txn)? >= self.last_serial(&txn)?
-            {
-                return Ok(false);
-            }
-        }
         let mut wtxn = self.env.write_txn()?;
-        let more = self.index_up_to(&mut wtxn, max.max(1))?;
+        let more_tags = tags && self.index_tags(&mut wtxn, max.max(1))?;
+        let more_search = search && self.index_up_to(&mut wtxn, max.max(1))?;
         wtxn.commit()?;
-        Ok(more)
+        Ok(more_tags || more_search)
     }
 
     fn scan(

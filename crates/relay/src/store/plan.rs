@@ -32,6 +32,11 @@ pub(crate) enum Plan {
     Index {
         table: &'static str,
         ranges: Vec<Range>,
+        /// Tag index only: stored events whose tag entries are still pending
+        /// (`pending_tags`) and hold one of the prefixes, as (created_at,
+        /// serial), oldest first; read by the first slice, merged by time
+        /// with the ranges, and consumed from the end.
+        tail: Option<Vec<(u64, u64)>>,
     },
     /// NIP-50: the rarest term's postings walked newest serial first, each
     /// candidate probed for the other terms (`lmdb.rs`, `scan_search`).
@@ -204,6 +209,7 @@ pub(crate) fn plan(filter: &Filter) -> Plan {
             return Plan::Index {
                 table: table::PUBKEY_KIND,
                 ranges: ranges(prefixes),
+                tail: None,
             };
         }
     }
@@ -211,6 +217,7 @@ pub(crate) fn plan(filter: &Filter) -> Plan {
         return Plan::Index {
             table: table::PUBKEY,
             ranges: ranges(authors.iter().map(|a| a.as_bytes().to_vec()).collect()),
+            tail: None,
         };
     }
     if let Some(cond) = filter.tags.iter().min_by_key(|c| c.values.len()) {
@@ -222,6 +229,7 @@ pub(crate) fn plan(filter: &Filter) -> Plan {
                     .map(|v| schema::tag_prefix(cond.letter, v).to_vec())
                     .collect(),
             ),
+            tail: None,
         };
     }
     if let Some(kinds) = &filter.kinds {
@@ -233,10 +241,12 @@ pub(crate) fn plan(filter: &Filter) -> Plan {
                     .map(|k| schema::kind_prefix(*k).to_vec())
                     .collect(),
             ),
+            tail: None,
         };
     }
     Plan::Index {
         table: table::CREATED,
         ranges: ranges(vec![Vec::new()]),
+        tail: None,
     }
 }

@@ -13,8 +13,9 @@ use sha2::{Digest, Sha256};
 /// open: 1 and 2 rebuild the tag and search indexes from `events`, 3 and 4
 /// the search index. Each version refuses older binaries: 3 changed the tag
 /// keys; 4 let the search index trail the stored events, up to
-/// `meta/search_indexed`; 5 stores postings in blocks.
-pub const SCHEMA_VERSION: u32 = 5;
+/// `meta/search_indexed`; 5 stores postings in blocks; 6 lets tag entries
+/// wait in `pending_tags`.
+pub const SCHEMA_VERSION: u32 = 6;
 
 /// Table names.
 pub mod table {
@@ -32,6 +33,9 @@ pub mod table {
     pub const PUBKEY_KIND: &str = "pubkey_kind";
     /// tag key ‖ created_at ‖ serial → ().
     pub const TAG: &str = "tag";
+    /// serial → created_at ‖ tag keys: stored events whose `tag` entries
+    /// are not written yet.
+    pub const PENDING_TAGS: &str = "pending_tags";
     /// replaceable / addressable address → serial of the version kept.
     pub const REPLACE: &str = "replace";
     /// deleted id → pubkey of the author whose deletion removed it.
@@ -113,6 +117,30 @@ pub fn tag_prefix(letter: u8, value: &str) -> [u8; TAG_PREFIX] {
         out[1..].copy_from_slice(&Sha256::digest(bytes)[..8]);
     }
     out
+}
+
+/// The value of a `pending_tags` row: `created_at (8, BE) ‖ tag key × n`,
+/// the tag keys sorted and distinct.
+pub fn pending_tags_value(created_at: Timestamp, prefixes: &[[u8; TAG_PREFIX]]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(8 + prefixes.len() * TAG_PREFIX);
+    out.extend_from_slice(&created_at.as_u64().to_be_bytes());
+    for prefix in prefixes {
+        out.extend_from_slice(prefix);
+    }
+    out
+}
+
+/// Splits a `pending_tags` value into created_at and its tag keys; `None`
+/// when it is not 8 bytes plus whole keys.
+pub fn split_pending_tags(value: &[u8]) -> Option<(u64, std::slice::ChunksExact<'_, u8>)> {
+    let (created, prefixes) = value.split_first_chunk::<8>()?;
+    if prefixes.len() % TAG_PREFIX != 0 {
+        return None;
+    }
+    Some((
+        u64::from_be_bytes(*created),
+        prefixes.chunks_exact(TAG_PREFIX),
+    ))
 }
 
 /// [`tag_prefix`] of a value held as its 32 bytes (a 64-char lowercase
@@ -298,6 +326,22 @@ mod tests {
         assert!(!term_prefix("nostrich").starts_with(&p));
         assert!(search_key(&p, u64::MAX - 1) < df_key(&p));
         assert!(df_key(&p) < search_key(&term_prefix("nostrz"), 0));
+    }
+
+    #[test]
+    fn pending_tags_have_golden_bytes() {
+        let prefixes = [*b"e\x01\x02\x03\x04\x05\x06\x07\x08", *b"tabcdefgh"];
+        let value = pending_tags_value(Timestamp::new(0x0102).unwrap(), &prefixes);
+        assert_eq!(&value[..8], &[0, 0, 0, 0, 0, 0, 1, 2]);
+        assert_eq!(&value[8..], b"e\x01\x02\x03\x04\x05\x06\x07\x08tabcdefgh");
+        let (created, keys) = split_pending_tags(&value).unwrap();
+        assert_eq!(created, 0x0102);
+        assert_eq!(
+            keys.collect::<Vec<_>>(),
+            vec![&prefixes[0][..], &prefixes[1][..]]
+        );
+        assert!(split_pending_tags(&value[..value.len() - 1]).is_none());
+        assert!(split_pending_tags(&value[..7]).is_none());
     }
 
     #[test]
