@@ -274,6 +274,15 @@ fn query_store(store: &LmdbStore, filter: &Filter, budget: usize) -> Vec<EventId
     cursor.into_results().into_iter().map(|f| f.id).collect()
 }
 
+type Db = heed::Database<heed::types::Bytes, heed::types::Bytes>;
+
+/// The database's LMDB environment, opened directly (to age it to an older
+/// schema, or to look at its tables). The store must be closed.
+fn raw_env(path: &std::path::Path) -> heed::Env {
+    // SAFETY: callers drop the store first; nothing else opens this path.
+    unsafe { heed::EnvOpenOptions::new().max_dbs(16).open(path).unwrap() }
+}
+
 fn options(compression_level: i32) -> OpenOptions {
     OpenOptions {
         map_size: 1 << 30,
@@ -429,14 +438,7 @@ fn upgrade_from(version: u32) {
     // entry the rebuild must drop), and (3) no mark of how far it goes; or
     // what schema 5 left: every tag entry written, nothing pending.
     {
-        // SAFETY: the store above is closed; nothing else opens this path.
-        let env = unsafe {
-            heed::EnvOpenOptions::new()
-                .max_dbs(16)
-                .open(dir.path())
-                .unwrap()
-        };
-        type Db = heed::Database<heed::types::Bytes, heed::types::Bytes>;
+        let env = raw_env(dir.path());
         let mut wtxn = env.write_txn().unwrap();
         let meta: Db = env.open_database(&wtxn, Some("meta")).unwrap().unwrap();
         if version < 3 {
@@ -480,14 +482,7 @@ fn upgrade_from(version: u32) {
     assert_eq!(store.stats().unwrap().events, 2);
     drop(store);
     {
-        // SAFETY: the store above is closed; nothing else opens this path.
-        let env = unsafe {
-            heed::EnvOpenOptions::new()
-                .max_dbs(16)
-                .open(dir.path())
-                .unwrap()
-        };
-        type Db = heed::Database<heed::types::Bytes, heed::types::Bytes>;
+        let env = raw_env(dir.path());
         let rtxn = env.read_txn().unwrap();
         let tag: Db = env.open_database(&rtxn, Some("tag")).unwrap().unwrap();
         assert_eq!(tag.len(&rtxn).unwrap(), 4, "old tag keys are gone");
@@ -659,14 +654,7 @@ fn agrees_with_model(options: &OpenOptions) -> nostrwire_relay::store::Stats {
             keys.len()
         })
         .sum();
-    // SAFETY: the store above is closed; nothing else opens this path.
-    let env = unsafe {
-        heed::EnvOpenOptions::new()
-            .max_dbs(16)
-            .open(dir.path())
-            .unwrap()
-    };
-    type Db = heed::Database<heed::types::Bytes, heed::types::Bytes>;
+    let env = raw_env(dir.path());
     let rtxn = env.read_txn().unwrap();
     let table = |name: &str| -> Db { env.open_database(&rtxn, Some(name)).unwrap().unwrap() };
     assert_eq!(table("tag").len(&rtxn).unwrap() as usize, expected_tags);

@@ -10,12 +10,8 @@ use nostrwire_relay::store::EventStore;
 /// Arguments of `nostrwire compact`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Relay configuration file (for the database location).
-    #[arg(long, short = 'c')]
-    pub config: Option<PathBuf>,
-    /// Database directory (overrides the file).
-    #[arg(long)]
-    pub data: Option<PathBuf>,
+    #[command(flatten)]
+    pub database: super::relay::DatabaseArgs,
     /// Directory to write the compacted `data.mdb` into (created if needed;
     /// an existing `data.mdb` there is never overwritten).
     #[arg(long, short = 'o', value_name = "DIR")]
@@ -23,7 +19,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let config = super::relay::load_config(args.config.as_ref(), args.data)?;
+    let config = args.database.load()?;
     let store = nostrwire_relay::open_store(&config)?;
     let before = store.stats()?;
     eprintln!(

@@ -1,7 +1,6 @@
 //! `nostrwire export`: stored events as JSON Lines, newest first, streamed.
 
 use std::io::{BufWriter, Write};
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -11,19 +10,15 @@ use nostrwire_relay::store::EventStore;
 /// Arguments of `nostrwire export`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Relay configuration file (for the database location).
-    #[arg(long, short = 'c')]
-    pub config: Option<PathBuf>,
-    /// Database directory (overrides the file).
-    #[arg(long)]
-    pub data: Option<PathBuf>,
+    #[command(flatten)]
+    pub database: super::relay::DatabaseArgs,
     /// Only events matching this NIP-01 filter (JSON); `limit` is ignored.
     #[arg(long)]
     pub filter: Option<String>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let config = super::relay::load_config(args.config.as_ref(), args.data)?;
+    let config = args.database.load()?;
     let filter = match &args.filter {
         Some(text) => Filter::from_json(text.as_bytes()).context("invalid --filter")?,
         None => Filter::new(),

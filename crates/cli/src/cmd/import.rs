@@ -19,12 +19,8 @@ use crate::input::{self, Line, Lines};
 pub struct Args {
     /// JSON Lines input (`-` or nothing: standard input).
     pub input: Option<PathBuf>,
-    /// Relay configuration file (for the database location and durability).
-    #[arg(long, short = 'c')]
-    pub config: Option<PathBuf>,
-    /// Database directory (overrides the file).
-    #[arg(long)]
-    pub data: Option<PathBuf>,
+    #[command(flatten)]
+    pub database: super::relay::DatabaseArgs,
     /// Verification threads (default: all cores).
     #[arg(long, short = 'j')]
     pub threads: Option<usize>,
@@ -39,7 +35,7 @@ enum Outcome {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let config = super::relay::load_config(args.config.as_ref(), args.data)?;
+    let config = args.database.load()?;
     let store = nostrwire_relay::open_store(&config)?;
     let threads = crate::parallel::default_threads(args.threads);
     let limits = Limits {

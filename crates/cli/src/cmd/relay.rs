@@ -23,6 +23,25 @@ pub struct Args {
     pub print_config: bool,
 }
 
+/// Where a command finds the relay database: the configuration file's
+/// `relay.data` (and storage settings), or `--data`.
+#[derive(Debug, clap::Args)]
+pub struct DatabaseArgs {
+    /// Relay configuration file (for the database location and its settings).
+    #[arg(long, short = 'c')]
+    pub config: Option<PathBuf>,
+    /// Database directory (overrides the file).
+    #[arg(long)]
+    pub data: Option<PathBuf>,
+}
+
+impl DatabaseArgs {
+    /// The configuration these arguments name.
+    pub fn load(self) -> anyhow::Result<Config> {
+        load_config(self.config.as_ref(), self.data)
+    }
+}
+
 /// Reads the config file (if any) and applies command-line overrides.
 pub fn load_config(file: Option<&PathBuf>, data: Option<PathBuf>) -> anyhow::Result<Config> {
     let mut config = match file {

@@ -353,66 +353,47 @@ impl LmdbStore {
             compress_min_bytes: options.compress_min_bytes,
             env: env.clone(),
         };
-        match store.meta.get(&wtxn, b"schema")? {
-            None => store
-                .meta
-                .put(&mut wtxn, b"schema", &schema::SCHEMA_VERSION.to_le_bytes())?,
-            Some(v) => {
-                let version = u32::from_le_bytes(v.try_into().unwrap_or([0xff; 4]));
-                match version {
-                    schema::SCHEMA_VERSION => {}
-                    // Version 5 wrote every tag entry with its event: an
-                    // empty `pending_tags` (created above) is its state.
-                    5 => {
-                        tracing::info!(from = version, "upgrading the database schema");
-                        store.meta.put(
-                            &mut wtxn,
-                            b"schema",
-                            &schema::SCHEMA_VERSION.to_le_bytes(),
-                        )?;
-                    }
-                    // Versions 3 and 4 keep one entry per posting: the
-                    // search index is emptied here and rebuilt in blocks
-                    // below (`prepare_search_index`).
-                    3 | 4 => {
-                        tracing::info!(from = version, "upgrading the database schema");
-                        store.search.clear(&mut wtxn)?;
-                        store.meta.delete(&mut wtxn, b"search")?;
-                        store.meta.delete(&mut wtxn, SEARCH_INDEXED)?;
-                        store.meta.put(
-                            &mut wtxn,
-                            b"schema",
-                            &schema::SCHEMA_VERSION.to_le_bytes(),
-                        )?;
-                    }
-                    // Versions 1 and 2 have longer tag keys and (2) document
-                    // frequencies in their own table: both indexes are
-                    // emptied here and rebuilt from `events` below. The
-                    // markers (`meta/tag_rebuild` present, `meta/search`
-                    // absent) make an interrupted rebuild start over.
-                    1 | 2 => {
-                        tracing::info!(from = version, "upgrading the database schema");
-                        store.tag.clear(&mut wtxn)?;
-                        store.meta.put(&mut wtxn, TAG_REBUILD, &[])?;
-                        store.search.clear(&mut wtxn)?;
-                        store.meta.delete(&mut wtxn, b"search")?;
-                        let legacy = env.open_database::<Bytes, Bytes>(
-                            &wtxn,
-                            Some(table::LEGACY_SEARCH_TERMS),
-                        )?;
-                        if let Some(legacy) = legacy {
-                            legacy.clear(&mut wtxn)?;
-                        }
-                        store.meta.put(
-                            &mut wtxn,
-                            b"schema",
-                            &schema::SCHEMA_VERSION.to_le_bytes(),
-                        )?;
-                    }
-                    _ => return Err(StoreError::Schema(version)),
+        let version = match store.meta.get(&wtxn, b"schema")? {
+            None => schema::SCHEMA_VERSION,
+            Some(v) => u32::from_le_bytes(v.try_into().unwrap_or([0xff; 4])),
+        };
+        match version {
+            schema::SCHEMA_VERSION => {}
+            // Version 5 wrote every tag entry with its event: an empty
+            // `pending_tags` (created above) is its state.
+            5 => {}
+            // Versions 3 and 4 keep one entry per posting: the search index
+            // is emptied here and rebuilt in blocks below
+            // (`prepare_search_index`).
+            3 | 4 => {
+                store.search.clear(&mut wtxn)?;
+                store.meta.delete(&mut wtxn, b"search")?;
+                store.meta.delete(&mut wtxn, SEARCH_INDEXED)?;
+            }
+            // Versions 1 and 2 have longer tag keys and (2) document
+            // frequencies in their own table: both indexes are emptied here
+            // and rebuilt from `events` below. The markers
+            // (`meta/tag_rebuild` present, `meta/search` absent) make an
+            // interrupted rebuild start over.
+            1 | 2 => {
+                store.tag.clear(&mut wtxn)?;
+                store.meta.put(&mut wtxn, TAG_REBUILD, &[])?;
+                store.search.clear(&mut wtxn)?;
+                store.meta.delete(&mut wtxn, b"search")?;
+                let legacy =
+                    env.open_database::<Bytes, Bytes>(&wtxn, Some(table::LEGACY_SEARCH_TERMS))?;
+                if let Some(legacy) = legacy {
+                    legacy.clear(&mut wtxn)?;
                 }
             }
+            _ => return Err(StoreError::Schema(version)),
         }
+        if version != schema::SCHEMA_VERSION {
+            tracing::info!(from = version, "upgrading the database schema");
+        }
+        store
+            .meta
+            .put(&mut wtxn, b"schema", &schema::SCHEMA_VERSION.to_le_bytes())?;
         wtxn.commit()?;
         store.rebuild_tag_index()?;
         store.prepare_search_index()?;
