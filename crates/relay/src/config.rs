@@ -98,8 +98,8 @@ settings! {
         "Records smaller than this many bytes are stored raw (zstd gains little on them and costs time on every read)."
     dictionaries: PathBuf = PathBuf::new(); reloadable = false;
         "Dictionary set file from `nostrwire dict train --per-kind` (empty: compress without dictionaries). The first set given is copied into the database and kept there for good, because stored records name its dictionaries."
-    tag_index_lag: u64 = 256; reloadable = false;
-        "Stored events whose tag-index entries may wait. The writer writes them in one batch, in key order, when it has been idle for 20 ms, or in the commit that would leave more than this many waiting; tag queries read the waiting events' tags directly, so results never miss a stored event. 0 writes each event's entries in its own commit (slower publishing: a follow list has hundreds)."
+    index_lag: u64 = 256; reloadable = false;
+        "Stored events whose entries in the time-ordered indexes (created_at, kind, author, author and kind, tags) may wait. The writer writes them in one batch, in key order, when it has been idle for 20 ms, or in the commit that would leave more than this many waiting; queries read the waiting events' keys directly, so results never miss a stored event. 0 writes each event's entries in its own commit (slower publishing: a follow list alone has hundreds)."
 
     [limits: LimitSettings] "Limits; each violation is answered with its NIP-01 prefix."
     max_message_bytes: usize = 1 << 20; reloadable = false;

@@ -112,7 +112,7 @@ pub fn open_store(config: &Config) -> anyhow::Result<LmdbStore> {
         search: config.search.enabled,
         search_max_reads: config.search.max_reads,
         search_lag: config.search.index_lag,
-        tag_lag: config.storage.tag_index_lag,
+        index_lag: config.storage.index_lag,
         ..OpenOptions::default()
     };
     LmdbStore::open(&config.relay.data, &options).with_context(|| {

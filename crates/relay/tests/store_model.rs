@@ -311,7 +311,7 @@ fn store_with_trailing_indexes_agrees_with_naive_model() {
     // Blocks of a few postings each: terms span many blocks.
     let trailing = OpenOptions {
         search_lag: 120,
-        tag_lag: 90,
+        index_lag: 90,
         posting_block_bytes: 12,
         ..options(3)
     };
@@ -392,7 +392,7 @@ fn a_database_keeps_its_dictionary_set() {
 
 #[test]
 fn an_older_database_is_upgraded_on_open() {
-    for version in [1u32, 2, 3, 4, 5] {
+    for version in [1u32, 2, 3, 4, 5, 6] {
         upgrade_from(version);
     }
 }
@@ -436,7 +436,8 @@ fn upgrade_from(version: u32) {
     // upgrade must drop), no search index (1) or frequencies in their own
     // table (2); or what schema 3 and 4 left: one entry per posting (an
     // entry the rebuild must drop), and (3) no mark of how far it goes; or
-    // what schema 5 left: every tag entry written, nothing pending.
+    // what schema 5 left: every index entry written; or what schema 6 left:
+    // tag entries waiting in `pending_tags` (here all of them).
     {
         let env = raw_env(dir.path());
         let mut wtxn = env.write_txn().unwrap();
@@ -453,6 +454,25 @@ fn upgrade_from(version: u32) {
             let mut old_posting = b"\x06keeper".to_vec();
             old_posting.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 99]); // serial 99, BE
             search.put(&mut wtxn, &old_posting, &[1, 0, 5, 0]).unwrap();
+        }
+        if version == 6 {
+            let tag: Db = env.open_database(&wtxn, Some("tag")).unwrap().unwrap();
+            let mut rows: std::collections::BTreeMap<Vec<u8>, Vec<u8>> = Default::default();
+            for item in tag.iter(&wtxn).unwrap() {
+                let (k, _) = item.unwrap();
+                // tag key (9) ‖ created_at (8) ‖ serial (8) → serial: created_at ‖ tag keys
+                let row = rows
+                    .entry(k[17..].to_vec())
+                    .or_insert_with(|| k[9..17].to_vec());
+                row.extend_from_slice(&k[..9]);
+            }
+            tag.clear(&mut wtxn).unwrap();
+            let legacy: Db = env
+                .create_database(&mut wtxn, Some("pending_tags"))
+                .unwrap();
+            for (serial, row) in rows {
+                legacy.put(&mut wtxn, &serial, &row).unwrap();
+            }
         }
         if version == 3 {
             assert!(meta.delete(&mut wtxn, b"search_indexed").unwrap());
@@ -486,6 +506,12 @@ fn upgrade_from(version: u32) {
         let rtxn = env.read_txn().unwrap();
         let tag: Db = env.open_database(&rtxn, Some("tag")).unwrap().unwrap();
         assert_eq!(tag.len(&rtxn).unwrap(), 4, "old tag keys are gone");
+        if let Some(legacy) = env
+            .open_database::<heed::types::Bytes, heed::types::Bytes>(&rtxn, Some("pending_tags"))
+            .unwrap()
+        {
+            assert!(legacy.is_empty(&rtxn).unwrap());
+        }
         if let Some(terms) = env
             .open_database::<heed::types::Bytes, heed::types::Bytes>(&rtxn, Some("search_terms"))
             .unwrap()
@@ -495,7 +521,7 @@ fn upgrade_from(version: u32) {
         let meta: Db = env.open_database(&rtxn, Some("meta")).unwrap().unwrap();
         assert_eq!(
             meta.get(&rtxn, b"schema").unwrap(),
-            Some(&6u32.to_le_bytes()[..])
+            Some(&7u32.to_le_bytes()[..])
         );
     }
     let store = LmdbStore::open(dir.path(), &options(0)).unwrap();
@@ -633,8 +659,9 @@ fn agrees_with_model(options: &OpenOptions) -> nostrwire_relay::store::Stats {
         "{} events not exported",
         expected.len()
     );
-    // No tag entry outlives its event: once nothing waits, `tag` holds
-    // exactly the live events' entries and `pending_tags` is empty.
+    // No index entry outlives its event: once nothing waits, the
+    // time-ordered indexes hold exactly the live events' entries and
+    // `pending` is empty.
     while store.index_pending(1000).unwrap() {}
     store.sync().unwrap();
     let stats = store.stats().unwrap();
@@ -658,6 +685,13 @@ fn agrees_with_model(options: &OpenOptions) -> nostrwire_relay::store::Stats {
     let rtxn = env.read_txn().unwrap();
     let table = |name: &str| -> Db { env.open_database(&rtxn, Some(name)).unwrap().unwrap() };
     assert_eq!(table("tag").len(&rtxn).unwrap() as usize, expected_tags);
-    assert!(table("pending_tags").is_empty(&rtxn).unwrap());
+    for name in ["created", "kind", "pubkey", "pubkey_kind"] {
+        assert_eq!(
+            table(name).len(&rtxn).unwrap() as usize,
+            model.live.len(),
+            "{name}"
+        );
+    }
+    assert!(table("pending").is_empty(&rtxn).unwrap());
     stats
 }

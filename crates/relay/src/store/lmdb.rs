@@ -55,10 +55,10 @@ pub struct LmdbStore {
     deleted_addrs: Db,
     expiration: Db,
     search: Db,
-    pending_tags: Db,
+    pending: Db,
     meta: Db,
-    /// Stored events whose tag entries may wait in `pending_tags`.
-    tag_lag: u64,
+    /// Stored events whose time-ordered index entries may wait in `pending`.
+    index_lag: u64,
     /// Whether the search index is kept (and `meta/search` present).
     search_on: bool,
     /// Most postings (and probes of other terms) one search filter reads.
@@ -104,11 +104,12 @@ pub struct OpenOptions {
     /// every event in its own commit. The writer also calls
     /// [`EventStore::index_pending`] when it is idle.
     pub search_lag: u64,
-    /// Stored events whose `tag` entries may wait in `pending_tags`: a
-    /// commit that leaves more waiting writes them all, in the same
-    /// transaction. 0 writes every event's tag entries in its own commit.
-    /// The writer also calls [`EventStore::index_pending`] when it is idle.
-    pub tag_lag: u64,
+    /// Stored events whose entries in the time-ordered indexes
+    /// ([`table::TIME_ORDERED`]) may wait in `pending`: a commit that
+    /// leaves more waiting writes them all, in the same transaction. 0
+    /// writes every event's entries in its own commit. The writer also
+    /// calls [`EventStore::index_pending`] when it is idle.
+    pub index_lag: u64,
     /// Bytes a block of search postings grows to before the next posting
     /// starts a new block ([`schema::POSTING_BLOCK_BYTES`]; at most that).
     /// Smaller blocks only cost space and time: tests use them to exercise
@@ -128,7 +129,7 @@ impl Default for OpenOptions {
             search: true,
             search_max_reads: 100_000,
             search_lag: 0,
-            tag_lag: 0,
+            index_lag: 0,
             posting_block_bytes: schema::POSTING_BLOCK_BYTES,
         }
     }
@@ -338,9 +339,9 @@ impl LmdbStore {
             deleted_addrs: db(table::DELETED_ADDRS)?,
             expiration: db(table::EXPIRATION)?,
             search: db(table::SEARCH)?,
-            pending_tags: db(table::PENDING_TAGS)?,
+            pending: db(table::PENDING)?,
             meta,
-            tag_lag: options.tag_lag,
+            index_lag: options.index_lag,
             search_on: options.search,
             search_max_reads: options.search_max_reads.max(1),
             search_lag: options.search_lag,
@@ -359,8 +360,11 @@ impl LmdbStore {
         };
         match version {
             schema::SCHEMA_VERSION => {}
-            // Version 5 wrote every tag entry with its event: an empty
-            // `pending_tags` (created above) is its state.
+            // Version 6 kept waiting tag entries in `pending_tags`: they are
+            // written here; the other indexes were complete.
+            6 => store.write_legacy_pending_tags(&mut wtxn)?,
+            // Version 5 wrote every index entry with its event: an empty
+            // `pending` (created above) is its state.
             5 => {}
             // Versions 3 and 4 keep one entry per posting: the search index
             // is emptied here and rebuilt in blocks below
@@ -459,7 +463,6 @@ impl LmdbStore {
         }
         let mut wtxn = self.env.write_txn()?;
         self.tag.clear(&mut wtxn)?;
-        self.pending_tags.clear(&mut wtxn)?;
         wtxn.commit()?;
         tracing::info!("rebuilding the tag index");
         self.for_each_event_batch(
@@ -868,12 +871,13 @@ impl LmdbStore {
         Ok(Cow::Owned(out))
     }
 
-    /// Stores the record and its index entries; the search index follows
-    /// later (`index_up_to`).
+    /// Stores the record with the entries a writer needs at once (`ids`,
+    /// `replace`, `expiration`) and a `pending` row for the time-ordered
+    /// indexes (`index_waiting`); the search index follows later
+    /// (`index_up_to`).
     fn insert(&self, wtxn: &mut RwTxn<'_>, d: &Derived, record: &[u8]) -> StoreResult<u64> {
         let serial = self.next_serial(wtxn)?;
         let sb = schema::serial_bytes(serial);
-        let suffix = schema::time_suffix(d.created_at, serial);
         let mut value = Vec::with_capacity(record.len() + 9);
         match d.expires {
             Some(t) => {
@@ -890,60 +894,82 @@ impl LmdbStore {
         self.events
             .put_with_flags(wtxn, PutFlags::APPEND, &sb, &value)?;
         self.ids.put(wtxn, schema::id_key(&d.id), &sb)?;
-        self.created.put(wtxn, &suffix, &[])?;
-        self.kind
-            .put(wtxn, &key(&[&schema::kind_prefix(d.kind), &suffix]), &[])?;
-        self.pubkey
-            .put(wtxn, &key(&[d.pubkey.as_bytes(), &suffix]), &[])?;
-        self.pubkey_kind.put(
+        // The time-ordered index entries wait (`index_waiting` writes them
+        // in batches, in key order): each sits on its own page of its
+        // index, and a follow list alone has hundreds.
+        self.pending.put_with_flags(
             wtxn,
-            &key(&[&schema::pubkey_kind_prefix(&d.pubkey, d.kind), &suffix]),
-            &[],
+            PutFlags::APPEND,
+            &sb,
+            &schema::pending_value(d.created_at, d.kind, &d.pubkey, &d.tag_prefixes),
         )?;
-        // Tag entries wait (`index_tags` writes them in batches): a follow
-        // list alone has hundreds, each on its own page of `tag`.
-        if !d.tag_prefixes.is_empty() {
-            self.pending_tags.put_with_flags(
-                wtxn,
-                PutFlags::APPEND,
-                &sb,
-                &schema::pending_tags_value(d.created_at, &d.tag_prefixes),
-            )?;
-        }
         if let Some(address) = &d.address {
             self.replace.put(wtxn, address, &sb)?;
         }
         Ok(serial)
     }
 
-    /// Writes the `tag` entries of the oldest `max` events in
-    /// `pending_tags` (in key order: entries of one value share pages) and
-    /// drops their rows. Returns whether rows remain.
-    fn index_tags(&self, wtxn: &mut RwTxn<'_>, max: usize) -> StoreResult<bool> {
-        let mut keys = Vec::new();
+    /// Writes the time-ordered index entries of the oldest `max` events in
+    /// `pending` (each index's in key order: entries of one prefix share
+    /// pages) and drops their rows. Returns whether rows remain.
+    fn index_waiting(&self, wtxn: &mut RwTxn<'_>, max: usize) -> StoreResult<bool> {
+        let mut keys: [Vec<Vec<u8>>; 5] = Default::default();
         let mut last = None;
-        for item in self.pending_tags.iter(wtxn)?.take(max) {
+        for item in self.pending.iter(wtxn)?.take(max) {
             let (k, v) = item?;
             let serial = schema::serial_from(k)
-                .ok_or_else(|| StoreError::Corrupt("bad pending_tags key".into()))?;
-            let (created_at, prefixes) = schema::split_pending_tags(v)
-                .ok_or_else(|| StoreError::Corrupt("bad pending_tags value".into()))?;
-            let created_at = created_at.to_be_bytes();
-            let serial_bytes = schema::serial_bytes(serial);
-            keys.extend(prefixes.map(|prefix| key(&[prefix, &created_at, &serial_bytes])));
+                .ok_or_else(|| StoreError::Corrupt("bad pending key".into()))?;
+            let row = schema::PendingRow::parse(v)
+                .ok_or_else(|| StoreError::Corrupt("bad pending row".into()))?;
+            let suffix = key(&[&row.created_at.to_be_bytes(), &schema::serial_bytes(serial)]);
+            for (name, keys) in table::TIME_ORDERED.iter().zip(&mut keys) {
+                row.for_each_prefix(name, |prefix| keys.push(key(&[prefix, &suffix])));
+            }
             last = Some(serial);
         }
         let Some(last) = last else {
             return Ok(false);
         };
+        for (name, mut keys) in table::TIME_ORDERED.into_iter().zip(keys) {
+            keys.sort_unstable();
+            let db = self.table(name);
+            for k in &keys {
+                db.put(wtxn, k, &[])?;
+            }
+        }
+        let upper = schema::serial_bytes(last);
+        self.pending
+            .delete_range(wtxn, &(Bound::Unbounded, Bound::Included(&upper[..])))?;
+        Ok(!self.pending.is_empty(wtxn)?)
+    }
+
+    /// Schema 6 upgrade: writes the tag entries waiting in `pending_tags`
+    /// (`created_at (8, BE) ‖ tag key × n` per serial) and empties it.
+    fn write_legacy_pending_tags(&self, wtxn: &mut RwTxn<'_>) -> StoreResult<()> {
+        let Some(legacy) = self
+            .env
+            .open_database::<Bytes, Bytes>(wtxn, Some(table::LEGACY_PENDING_TAGS))?
+        else {
+            return Ok(());
+        };
+        let mut keys = Vec::new();
+        for item in legacy.iter(wtxn)? {
+            let (k, v) = item?;
+            let bad = || StoreError::Corrupt("bad pending_tags row".into());
+            let (created, tag_keys) = v.split_first_chunk::<8>().ok_or_else(bad)?;
+            if k.len() != 8 || tag_keys.len() % schema::TAG_PREFIX != 0 {
+                return Err(bad());
+            }
+            for tag_key in tag_keys.chunks_exact(schema::TAG_PREFIX) {
+                keys.push(key(&[tag_key, created, k]));
+            }
+        }
         keys.sort_unstable();
         for k in &keys {
             self.tag.put(wtxn, k, &[])?;
         }
-        let upper = schema::serial_bytes(last);
-        self.pending_tags
-            .delete_range(wtxn, &(Bound::Unbounded, Bound::Included(&upper[..])))?;
-        Ok(!self.pending_tags.is_empty(wtxn)?)
+        legacy.clear(wtxn)?;
+        Ok(())
     }
 
     /// Removes a stored event and all its index entries.
@@ -959,16 +985,18 @@ impl LmdbStore {
         let suffix = schema::time_suffix(d.created_at, serial);
         self.events.delete(wtxn, &sb)?;
         self.ids.delete(wtxn, schema::id_key(&d.id))?;
-        self.created.delete(wtxn, &suffix)?;
-        self.kind
-            .delete(wtxn, &key(&[&schema::kind_prefix(d.kind), &suffix]))?;
-        self.pubkey
-            .delete(wtxn, &key(&[d.pubkey.as_bytes(), &suffix]))?;
-        self.pubkey_kind.delete(
-            wtxn,
-            &key(&[&schema::pubkey_kind_prefix(&d.pubkey, d.kind), &suffix]),
-        )?;
-        if !self.pending_tags.delete(wtxn, &sb)? {
+        // Its entries were either never written (the row is still waiting)
+        // or all written.
+        if !self.pending.delete(wtxn, &sb)? {
+            self.created.delete(wtxn, &suffix)?;
+            self.kind
+                .delete(wtxn, &key(&[&schema::kind_prefix(d.kind), &suffix]))?;
+            self.pubkey
+                .delete(wtxn, &key(&[d.pubkey.as_bytes(), &suffix]))?;
+            self.pubkey_kind.delete(
+                wtxn,
+                &key(&[&schema::pubkey_kind_prefix(&d.pubkey, d.kind), &suffix]),
+            )?;
             for prefix in &d.tag_prefixes {
                 self.tag.delete(wtxn, &key(&[prefix, &suffix]))?;
             }
@@ -1148,8 +1176,8 @@ impl LmdbStore {
         let author = *request.pubkey();
         let until = request.created_at();
         self.raise_marker(wtxn, &key(&[b"vanish:", author.as_bytes()]), until.as_u64())?;
-        // The sweep below reads `tag`: nothing may wait in `pending_tags`.
-        self.index_tags(wtxn, usize::MAX)?;
+        // The sweep below reads `pubkey` and `tag`: nothing may wait.
+        self.index_waiting(wtxn, usize::MAX)?;
         let mut doomed = Vec::new();
         {
             let lower = key(&[author.as_bytes(), &[0u8; TIME_SUFFIX]]);
@@ -1498,8 +1526,9 @@ impl LmdbStore {
         let mut ranges = ranges;
         let mut tail = match tail {
             Some(tail) => tail,
-            None if table_name == table::TAG => self.pending_matches(txn, &ranges, since, until)?,
-            None => Vec::new(),
+            None => self.pending_matches(txn, table_name, since, until, |prefix| {
+                ranges.iter().any(|r| r.prefix == prefix)
+            })?,
         };
         // The tail's place in the heap: after the ranges.
         let from_tail = ranges.len();
@@ -1584,27 +1613,31 @@ impl LmdbStore {
         result
     }
 
-    /// The stored events whose tag entries still wait in `pending_tags`,
-    /// created in `since..=until` and holding one of the ranges' tag keys,
+    /// The stored events whose entries still wait in `pending`, created in
+    /// `since..=until` and with a key in `table` under a `wanted` prefix,
     /// as (created_at, serial), oldest first.
     fn pending_matches(
         &self,
         txn: &RoTxn<'_>,
-        ranges: &[super::plan::Range],
+        table_name: &str,
         since: Timestamp,
         until: Timestamp,
+        wanted: impl Fn(&[u8]) -> bool,
     ) -> StoreResult<Vec<(u64, u64)>> {
         let mut matches = Vec::new();
-        for item in self.pending_tags.iter(txn)? {
+        for item in self.pending.iter(txn)? {
             let (k, v) = item?;
             let serial = schema::serial_from(k)
-                .ok_or_else(|| StoreError::Corrupt("bad pending_tags key".into()))?;
-            let (created_at, mut prefixes) = schema::split_pending_tags(v)
-                .ok_or_else(|| StoreError::Corrupt("bad pending_tags value".into()))?;
-            if (since.as_u64()..=until.as_u64()).contains(&created_at)
-                && prefixes.any(|p| ranges.iter().any(|r| r.prefix == p))
-            {
-                matches.push((created_at, serial));
+                .ok_or_else(|| StoreError::Corrupt("bad pending key".into()))?;
+            let row = schema::PendingRow::parse(v)
+                .ok_or_else(|| StoreError::Corrupt("bad pending row".into()))?;
+            if !(since.as_u64()..=until.as_u64()).contains(&row.created_at) {
+                continue;
+            }
+            let mut hit = false;
+            row.for_each_prefix(table_name, |prefix| hit |= wanted(prefix));
+            if hit {
+                matches.push((row.created_at, serial));
             }
         }
         matches.sort_unstable();
@@ -1631,8 +1664,8 @@ impl EventStore for LmdbStore {
         for record in records {
             verdicts.push(self.apply_one(&mut wtxn, record, now)?);
         }
-        if self.pending_tags.len(&wtxn)? > self.tag_lag {
-            self.index_tags(&mut wtxn, usize::MAX)?;
+        if self.pending.len(&wtxn)? > self.index_lag {
+            self.index_waiting(&mut wtxn, usize::MAX)?;
         }
         if self.search_on {
             let behind = self.last_serial(&wtxn)? - self.search_indexed(&wtxn)?;
@@ -1645,23 +1678,23 @@ impl EventStore for LmdbStore {
     }
 
     fn index_pending(&self, max: usize) -> StoreResult<bool> {
-        let (tags, search) = {
+        let (waiting, search) = {
             let txn = self.env.read_txn()?;
             (
-                !self.pending_tags.is_empty(&txn)?,
+                !self.pending.is_empty(&txn)?,
                 self.search_on
                     && self.search_totals(&txn)?.is_some()
                     && self.search_indexed(&txn)? < self.last_serial(&txn)?,
             )
         };
-        if !tags && !search {
+        if !waiting && !search {
             return Ok(false);
         }
         let mut wtxn = self.env.write_txn()?;
-        let more_tags = tags && self.index_tags(&mut wtxn, max.max(1))?;
+        let more_waiting = waiting && self.index_waiting(&mut wtxn, max.max(1))?;
         let more_search = search && self.index_up_to(&mut wtxn, max.max(1))?;
         wtxn.commit()?;
-        Ok(more_tags || more_search)
+        Ok(more_waiting || more_search)
     }
 
     fn scan(
@@ -1747,9 +1780,33 @@ impl EventStore for LmdbStore {
 
     fn export(&self, filter: &Filter, emit: &mut dyn FnMut(&Found) -> bool) -> StoreResult<()> {
         let txn = self.env.read_txn()?;
-        for item in self.created.rev_iter(&txn)? {
-            let (k, _) = item?;
-            let serial = schema::split_time_suffix(k).1;
+        // Events still waiting in `pending` are not in `created` yet: they
+        // are merged in by (created_at, serial).
+        let mut waiting = self.pending_matches(
+            &txn,
+            table::CREATED,
+            Timestamp::default(),
+            Timestamp::MAX,
+            |_| true,
+        )?;
+        let mut indexed = self.created.rev_iter(&txn)?;
+        let mut next_indexed = indexed
+            .next()
+            .transpose()?
+            .map(|(k, _)| schema::split_time_suffix(k));
+        loop {
+            let serial = match (waiting.last(), next_indexed) {
+                (None, None) => break,
+                (Some(&w), Some(i)) if w > i => waiting.pop().map_or(0, |w| w.1),
+                (Some(_), None) => waiting.pop().map_or(0, |w| w.1),
+                (_, Some((_, serial))) => {
+                    next_indexed = indexed
+                        .next()
+                        .transpose()?
+                        .map(|(k, _)| schema::split_time_suffix(k));
+                    serial
+                }
+            };
             let Some((_, record)) = self.load(&txn, serial)? else {
                 continue;
             };

@@ -32,8 +32,8 @@ pub(crate) enum Plan {
     Index {
         table: &'static str,
         ranges: Vec<Range>,
-        /// Tag index only: stored events whose tag entries are still pending
-        /// (`pending_tags`) and hold one of the prefixes, as (created_at,
+        /// Stored events whose entries still wait in `pending` and have a
+        /// key in this index under one of the prefixes, as (created_at,
         /// serial), oldest first; read by the first slice, merged by time
         /// with the ranges, and consumed from the end.
         tail: Option<Vec<(u64, u64)>>,

@@ -13,9 +13,10 @@ use sha2::{Digest, Sha256};
 /// open: 1 and 2 rebuild the tag and search indexes from `events`, 3 and 4
 /// the search index. Each version refuses older binaries: 3 changed the tag
 /// keys; 4 let the search index trail the stored events, up to
-/// `meta/search_indexed`; 5 stores postings in blocks; 6 lets tag entries
-/// wait in `pending_tags`.
-pub const SCHEMA_VERSION: u32 = 6;
+/// `meta/search_indexed`; 5 stores postings in blocks; 6 let tag entries
+/// wait in `pending_tags`; 7 lets the entries of every time-ordered index
+/// wait in `pending`.
+pub const SCHEMA_VERSION: u32 = 7;
 
 /// Table names.
 pub mod table {
@@ -33,9 +34,14 @@ pub mod table {
     pub const PUBKEY_KIND: &str = "pubkey_kind";
     /// tag key ‖ created_at ‖ serial → ().
     pub const TAG: &str = "tag";
-    /// serial → created_at ‖ tag keys: stored events whose `tag` entries
-    /// are not written yet.
-    pub const PENDING_TAGS: &str = "pending_tags";
+    /// serial → [`PendingRow`]: stored events whose entries in the
+    /// time-ordered indexes ([`TIME_ORDERED`]) are not written yet.
+    pub const PENDING: &str = "pending";
+    /// Schema 6 only (tag entries waiting); emptied by the upgrade.
+    pub const LEGACY_PENDING_TAGS: &str = "pending_tags";
+    /// The indexes whose keys end with `created_at ‖ serial`, written in
+    /// batches from `pending`.
+    pub const TIME_ORDERED: [&str; 5] = [CREATED, KIND, PUBKEY, PUBKEY_KIND, TAG];
     /// replaceable / addressable address → serial of the version kept.
     pub const REPLACE: &str = "replace";
     /// deleted id → pubkey of the author whose deletion removed it.
@@ -119,28 +125,70 @@ pub fn tag_prefix(letter: u8, value: &str) -> [u8; TAG_PREFIX] {
     out
 }
 
-/// The value of a `pending_tags` row: `created_at (8, BE) ‖ tag key × n`,
-/// the tag keys sorted and distinct.
-pub fn pending_tags_value(created_at: Timestamp, prefixes: &[[u8; TAG_PREFIX]]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(8 + prefixes.len() * TAG_PREFIX);
+/// Length of a `pending` row before its tag keys.
+const PENDING_FIXED: usize = 8 + 2 + 32;
+
+/// The value of a `pending` row: `created_at (8, BE) ‖ kind (2, BE) ‖
+/// pubkey (32) ‖ tag key (9) × n`, the tag keys sorted and distinct.
+pub fn pending_value(
+    created_at: Timestamp,
+    kind: Kind,
+    pubkey: &PublicKey,
+    tag_keys: &[[u8; TAG_PREFIX]],
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(PENDING_FIXED + tag_keys.len() * TAG_PREFIX);
     out.extend_from_slice(&created_at.as_u64().to_be_bytes());
-    for prefix in prefixes {
-        out.extend_from_slice(prefix);
+    out.extend_from_slice(&kind_prefix(kind));
+    out.extend_from_slice(pubkey.as_bytes());
+    for key in tag_keys {
+        out.extend_from_slice(key);
     }
     out
 }
 
-/// Splits a `pending_tags` value into created_at and its tag keys; `None`
-/// when it is not 8 bytes plus whole keys.
-pub fn split_pending_tags(value: &[u8]) -> Option<(u64, std::slice::ChunksExact<'_, u8>)> {
-    let (created, prefixes) = value.split_first_chunk::<8>()?;
-    if prefixes.len() % TAG_PREFIX != 0 {
-        return None;
+/// A `pending` row, read in place: what the keys of the time-ordered
+/// indexes are made of.
+#[derive(Clone, Copy, Debug)]
+pub struct PendingRow<'a> {
+    /// `created_at` of the event.
+    pub created_at: u64,
+    kind: &'a [u8; 2],
+    pubkey: &'a [u8; 32],
+    tag_keys: &'a [u8],
+}
+
+impl<'a> PendingRow<'a> {
+    /// Reads a row; `None` when it is shorter than the fixed fields or its
+    /// tag keys are not whole.
+    pub fn parse(value: &'a [u8]) -> Option<PendingRow<'a>> {
+        let (created, rest) = value.split_first_chunk::<8>()?;
+        let (kind, rest) = rest.split_first_chunk::<2>()?;
+        let (pubkey, tag_keys) = rest.split_first_chunk::<32>()?;
+        (tag_keys.len() % TAG_PREFIX == 0).then_some(PendingRow {
+            created_at: u64::from_be_bytes(*created),
+            kind,
+            pubkey,
+            tag_keys,
+        })
     }
-    Some((
-        u64::from_be_bytes(*created),
-        prefixes.chunks_exact(TAG_PREFIX),
-    ))
+
+    /// Calls `f` with each key prefix (the key without its `created_at ‖
+    /// serial` suffix) the event has in `table`, one of [`TIME_ORDERED`].
+    pub fn for_each_prefix(&self, table: &str, mut f: impl FnMut(&[u8])) {
+        match table {
+            table::CREATED => f(&[]),
+            table::KIND => f(self.kind),
+            table::PUBKEY => f(self.pubkey),
+            table::PUBKEY_KIND => {
+                let mut prefix = [0u8; 34];
+                prefix[..32].copy_from_slice(self.pubkey);
+                prefix[32..].copy_from_slice(self.kind);
+                f(&prefix)
+            }
+            table::TAG => self.tag_keys.chunks_exact(TAG_PREFIX).for_each(f),
+            _ => {}
+        }
+    }
 }
 
 /// [`tag_prefix`] of a value held as its 32 bytes (a 64-char lowercase
@@ -329,19 +377,34 @@ mod tests {
     }
 
     #[test]
-    fn pending_tags_have_golden_bytes() {
-        let prefixes = [*b"e\x01\x02\x03\x04\x05\x06\x07\x08", *b"tabcdefgh"];
-        let value = pending_tags_value(Timestamp::new(0x0102).unwrap(), &prefixes);
-        assert_eq!(&value[..8], &[0, 0, 0, 0, 0, 0, 1, 2]);
-        assert_eq!(&value[8..], b"e\x01\x02\x03\x04\x05\x06\x07\x08tabcdefgh");
-        let (created, keys) = split_pending_tags(&value).unwrap();
-        assert_eq!(created, 0x0102);
+    fn pending_rows_have_golden_bytes() {
+        let tag_keys = [*b"e\x01\x02\x03\x04\x05\x06\x07\x08", *b"tabcdefgh"];
+        let pubkey = PublicKey::from_bytes([7; 32]);
+        let value = pending_value(Timestamp::new(0x0102).unwrap(), Kind(3), &pubkey, &tag_keys);
+        assert_eq!(&value[..10], &[0, 0, 0, 0, 0, 0, 1, 2, 0, 3]);
+        assert_eq!(&value[10..42], &[7; 32]);
+        assert_eq!(&value[42..], b"e\x01\x02\x03\x04\x05\x06\x07\x08tabcdefgh");
+        let row = PendingRow::parse(&value).unwrap();
+        assert_eq!(row.created_at, 0x0102);
+        let prefixes = |table| {
+            let mut out = Vec::new();
+            row.for_each_prefix(table, |p| out.push(p.to_vec()));
+            out
+        };
+        assert_eq!(prefixes(table::CREATED), vec![Vec::<u8>::new()]);
+        assert_eq!(prefixes(table::KIND), vec![vec![0, 3]]);
+        assert_eq!(prefixes(table::PUBKEY), vec![vec![7; 32]]);
         assert_eq!(
-            keys.collect::<Vec<_>>(),
-            vec![&prefixes[0][..], &prefixes[1][..]]
+            prefixes(table::PUBKEY_KIND),
+            vec![pubkey_kind_prefix(&pubkey, Kind(3)).to_vec()]
         );
-        assert!(split_pending_tags(&value[..value.len() - 1]).is_none());
-        assert!(split_pending_tags(&value[..7]).is_none());
+        assert_eq!(
+            prefixes(table::TAG),
+            vec![tag_keys[0].to_vec(), tag_keys[1].to_vec()]
+        );
+        assert!(PendingRow::parse(&value[..value.len() - 1]).is_none());
+        assert!(PendingRow::parse(&value[..41]).is_none());
+        assert!(PendingRow::parse(&value[..42]).is_some());
     }
 
     #[test]
