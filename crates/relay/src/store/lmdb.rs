@@ -679,7 +679,8 @@ impl LmdbStore {
             match self.search.rev_range(wtxn, &range)?.next().transpose()? {
                 Some((k, v)) if v.len() < self.posting_block_bytes => {
                     let key_serial = block_serial(k)?;
-                    let prev = postings(k, v)?.last().map_or(key_serial, |p| p.serial);
+                    let prev =
+                        schema::last_posting_serial(key_serial, v).map_err(StoreError::Corrupt)?;
                     Some((key_serial, prev, v.to_vec()))
                 }
                 _ => None,

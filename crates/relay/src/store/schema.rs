@@ -296,14 +296,31 @@ pub fn encode_postings(key_serial: u64, postings: &[Posting]) -> Vec<u8> {
 /// truncated or overlong varints, values out of range and serials that do
 /// not strictly increase.
 pub fn decode_postings(key_serial: u64, block: &[u8]) -> Result<Vec<Posting>, String> {
+    let mut out = Vec::with_capacity(block.len() / 3);
+    walk_postings(key_serial, block, |posting| out.push(posting))?;
+    Ok(out)
+}
+
+/// The serial of a block's last posting, checked as [`decode_postings`]
+/// checks, without collecting the postings.
+pub fn last_posting_serial(key_serial: u64, block: &[u8]) -> Result<u64, String> {
+    let mut last = key_serial;
+    walk_postings(key_serial, block, |posting| last = posting.serial)?;
+    Ok(last)
+}
+
+fn walk_postings(key_serial: u64, block: &[u8], mut f: impl FnMut(Posting)) -> Result<(), String> {
     use nostrwire_wire::varint;
     let bad = |what: &str| format!("bad search posting block: {what}");
-    let mut out = Vec::with_capacity(block.len() / 3);
+    if block.is_empty() {
+        return Err(bad("empty"));
+    }
     let mut pos = 0;
     let mut prev = key_serial;
+    let mut first = true;
     while pos < block.len() {
         let delta = varint::read(block, &mut pos).map_err(|e| bad(&e.to_string()))?;
-        if delta == 0 && !out.is_empty() {
+        if delta == 0 && !first {
             return Err(bad("serials do not increase"));
         }
         let serial = prev
@@ -316,13 +333,11 @@ pub fn decode_postings(key_serial: u64, block: &[u8]) -> Result<Vec<Posting>, St
         };
         let tf = small()?;
         let len = small()?;
-        out.push(Posting { serial, tf, len });
+        f(Posting { serial, tf, len });
         prev = serial;
+        first = false;
     }
-    if out.is_empty() {
-        return Err(bad("empty"));
-    }
-    Ok(out)
+    Ok(())
 }
 
 /// Id as a key.
@@ -432,6 +447,7 @@ mod tests {
             [0x00, 0x01, 0x0c, 0x01, 0x02, 0xc8, 0x01, 0xbb, 0x05, 0x01, 0x07]
         );
         assert_eq!(decode_postings(300, &block).unwrap(), postings);
+        assert_eq!(last_posting_serial(300, &block).unwrap(), 1_000);
         // A key below the first posting (it was removed) shifts the first delta.
         let rest = encode_postings(300, &postings[1..]);
         assert_eq!(rest[0], 0x01);
@@ -451,6 +467,7 @@ mod tests {
             ], // overflow
         ] {
             assert!(decode_postings(5, block).is_err(), "{block:?}");
+            assert!(last_posting_serial(5, block).is_err(), "{block:?}");
         }
     }
 }
