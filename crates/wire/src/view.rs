@@ -429,6 +429,24 @@ impl<'a> Value<'a> {
         }
     }
 
+    /// The string value, encoding a hex value of up to 64 bytes into `buf`
+    /// instead of a new allocation (for tests run on every tag).
+    pub fn to_str_in<'b>(&self, buf: &'b mut [u8; 128]) -> Cow<'b, str>
+    where
+        'a: 'b,
+    {
+        match *self {
+            Value::Text(s) => Cow::Borrowed(s),
+            Value::Hex(b) if b.len() <= 64 => {
+                let out = &mut buf[..2 * b.len()];
+                encode_hex(b, out);
+                // Hex digits are ASCII.
+                Cow::Borrowed(std::str::from_utf8(out).unwrap_or_default())
+            }
+            Value::Hex(b) => Cow::Owned(hex::encode(b)),
+        }
+    }
+
     /// Length of the string value in bytes.
     pub fn text_len(&self) -> usize {
         match self {
@@ -632,10 +650,16 @@ impl PreimageFields for EventView<'_> {
         write_escaped(out, self.content);
     }
     fn any_tag(&self, visit: &mut dyn FnMut(&str, Option<&str>) -> bool) -> bool {
+        // Hex values (ids and pubkeys: most tags) are spelled out on the
+        // stack: a follow list has hundreds.
+        let (mut name_buf, mut value_buf) = ([0u8; 128], [0u8; 128]);
         self.tags().any(|tag| {
             let mut elements = tag.iter();
-            let name = elements.next().map(|v| v.to_str()).unwrap_or_default();
-            let value = elements.next().map(|v| v.to_str());
+            let name = elements
+                .next()
+                .map(|v| v.to_str_in(&mut name_buf))
+                .unwrap_or_default();
+            let value = elements.next().map(|v| v.to_str_in(&mut value_buf));
             visit(&name, value.as_deref())
         })
     }
@@ -657,6 +681,21 @@ impl SignedFields for EventView<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn values_spell_out_in_a_buffer_or_allocate() {
+        let mut buf = [0u8; 128];
+        assert_eq!(Value::Text("nostr").to_str_in(&mut buf), "nostr");
+        let raw: Vec<u8> = (0..64u8).collect();
+        for len in [0, 1, 32, 64] {
+            let value = Value::Hex(&raw[..len]);
+            let expected = hex::encode(&raw[..len]);
+            assert_eq!(value.to_str_in(&mut buf), expected.as_str());
+            assert!(matches!(value.to_str_in(&mut buf), Cow::Borrowed(_)));
+        }
+        let long = [0xabu8; 65];
+        assert_eq!(Value::Hex(&long).to_str_in(&mut buf), "ab".repeat(65));
+    }
 
     #[test]
     fn hex_encoding_matches_the_reference() {
