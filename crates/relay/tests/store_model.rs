@@ -37,6 +37,8 @@ struct Model {
     live: Vec<Event>,
     deleted_ids: HashMap<EventId, PublicKey>,
     deleted_addrs: HashMap<(u16, PublicKey, String), u64>,
+    /// NIP-62: author → created_at of their newest request to vanish.
+    vanished: HashMap<PublicKey, u64>,
 }
 
 fn d_tag(e: &Event) -> String {
@@ -60,6 +62,14 @@ impl Model {
             return Verdict::Duplicate;
         }
         if self.deleted_ids.get(&e.id) == Some(&e.pubkey) {
+            return Verdict::Deleted;
+        }
+        if e.kind.as_u16() != 62
+            && self
+                .vanished
+                .get(&e.pubkey)
+                .is_some_and(|&t| e.created_at.as_u64() <= t)
+        {
             return Verdict::Deleted;
         }
         if e.kind.is_replaceable() || e.kind.is_addressable() {
@@ -89,7 +99,9 @@ impl Model {
                     ("e", Some(v)) => {
                         let id = EventId::from_hex(v).unwrap();
                         self.live.retain(|x| {
-                            !(x.id == id && x.pubkey == e.pubkey && x.kind.as_u16() != 5)
+                            !(x.id == id
+                                && x.pubkey == e.pubkey
+                                && ![5, 62].contains(&x.kind.as_u16()))
                         });
                         self.deleted_ids.insert(id, e.pubkey);
                     }
@@ -118,6 +130,23 @@ impl Model {
                     _ => {}
                 }
             }
+        }
+        let everywhere = e
+            .tags
+            .iter()
+            .any(|t| t.name() == "relay" && t.first_value() == Some("ALL_RELAYS"));
+        if e.kind.as_u16() == 62 && everywhere {
+            let until = e.created_at;
+            let t = self.vanished.entry(e.pubkey).or_insert(0);
+            *t = (*t).max(until.as_u64());
+            let author = e.pubkey.to_hex();
+            self.live.retain(|x| {
+                let wrap_for_author = x.kind.as_u16() == 1059
+                    && x.tags
+                        .iter()
+                        .any(|t| t.name() == "p" && t.first_value() == Some(author.as_str()));
+                !((x.pubkey == e.pubkey || wrap_for_author) && x.created_at <= until)
+            });
         }
         self.live.push(e.clone());
         Verdict::Stored(0)
@@ -157,9 +186,19 @@ impl Model {
 
 fn gen_event(rng: &mut Rng, keys: &[Keys], history: &[Event]) -> Event {
     let k = &keys[rng.below(keys.len())];
-    let kind = Kind(KINDS[rng.below(KINDS.len())]);
+    // Rare, early requests to vanish (NIP-62), most of them for every relay:
+    // each one removes and blocks part of an author's history.
+    let vanish = rng.next() % 300 == 0;
+    let kind = if vanish {
+        Kind(62)
+    } else {
+        Kind(KINDS[rng.below(KINDS.len())])
+    };
     let mut tags = Vec::new();
-    if kind == Kind::DELETION && !history.is_empty() {
+    if vanish {
+        let relay = ["ALL_RELAYS", "ALL_RELAYS", "wss://elsewhere.example"][rng.below(3)];
+        tags.push(Tag::from_strs(&["relay", relay]));
+    } else if kind == Kind::DELETION && !history.is_empty() {
         for _ in 0..1 + rng.below(3) {
             let target = &history[rng.below(history.len())];
             if rng.chance(50) || !(target.kind.is_replaceable() || target.kind.is_addressable()) {
@@ -191,7 +230,7 @@ fn gen_event(rng: &mut Rng, keys: &[Keys], history: &[Event]) -> Event {
             tags.push(tag);
         }
     }
-    let created_at = Timestamp::new(1000 + rng.below(40) as u64).unwrap();
+    let created_at = Timestamp::new(1000 + rng.below(if vanish { 15 } else { 40 }) as u64).unwrap();
     let unsigned = UnsignedEvent::new(k, created_at, kind, tags, format!("n{}", rng.next() % 1000));
     // The store does not verify signatures; ids must be real.
     let id = unsigned.compute_id();
@@ -641,6 +680,11 @@ fn agrees_with_model(options: &OpenOptions) -> nostrwire_relay::store::Stats {
             "too few {kind}: {stats:?}"
         );
     }
+    assert!(
+        model.vanished.len() >= 3,
+        "too few vanished authors: {:?}",
+        model.vanished
+    );
     assert_eq!(store.stats().unwrap().events as usize, model.live.len());
     // Every stored event comes back byte for byte (through decompression).
     let mut expected: HashMap<EventId, String> =
