@@ -113,6 +113,7 @@ pub fn open_store(config: &Config) -> anyhow::Result<LmdbStore> {
         search_max_reads: config.search.max_reads,
         search_lag: config.search.index_lag,
         index_lag: config.storage.index_lag,
+        auto_dictionaries: config.storage.auto_dictionaries,
         ..OpenOptions::default()
     };
     LmdbStore::open(&config.relay.data, &options).with_context(|| {

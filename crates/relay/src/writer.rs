@@ -33,6 +33,8 @@ pub fn run(shared: Arc<Shared>, inbox: Receiver<WriterMsg>) {
     let mut stop = false;
     // Stored events may be waiting for the search index.
     let mut unindexed = true;
+    // Dictionaries are trained at most once per run, on their own thread.
+    let mut training = false;
     loop {
         let first = if unindexed {
             match inbox.recv_timeout(INDEX_WHEN_IDLE) {
@@ -76,6 +78,10 @@ pub fn run(shared: Arc<Shared>, inbox: Receiver<WriterMsg>) {
             publishers.record(&batch);
             commit(&shared, &mut batch);
             unindexed = true;
+            if !training && shared.store.wants_dictionaries().unwrap_or(false) {
+                training = true;
+                train_dictionaries(&shared);
+            }
         }
         if purge {
             purge = false;
@@ -91,6 +97,23 @@ pub fn run(shared: Arc<Shared>, inbox: Receiver<WriterMsg>) {
     }
     if let Err(e) = shared.store.sync() {
         tracing::error!("final sync failed: {e}");
+    }
+}
+
+/// Trains the store's compression dictionaries on a thread of its own (it
+/// reads thousands of records and takes seconds); the writer goes on, and
+/// new records are compressed with the set once it is installed.
+fn train_dictionaries(shared: &Arc<Shared>) {
+    let store = Arc::clone(&shared.store);
+    let spawned = std::thread::Builder::new()
+        .name("dictionaries".into())
+        .spawn(move || {
+            if let Err(e) = store.train_dictionaries() {
+                tracing::error!("training compression dictionaries failed: {e}");
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::error!("cannot start the dictionary training thread: {e}");
     }
 }
 

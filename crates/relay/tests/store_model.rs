@@ -386,6 +386,83 @@ fn store_with_dictionaries_agrees_with_naive_model() {
 }
 
 #[test]
+fn a_database_trains_its_own_dictionaries() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = OpenOptions {
+        auto_dictionaries: 300,
+        ..options(3)
+    };
+    let store = LmdbStore::open(dir.path(), &opts).unwrap();
+    let mut rng = Rng(21);
+    let keys: Vec<Keys> = (0..6).map(|i| Keys::derive(12, i)).collect();
+    let mut model = Model::default();
+    let mut history = Vec::new();
+    let mut write = |store: &LmdbStore, n: usize| {
+        for _ in 0..n {
+            let e = gen_event(&mut rng, &keys, &history);
+            history.push(e.clone());
+            store
+                .write_batch(&[nostrwire_wire::encode_event(&e)], 0)
+                .unwrap();
+            model.apply(&e);
+        }
+    };
+    while store.stats().unwrap().events < 300 {
+        assert!(!store.wants_dictionaries().unwrap());
+        write(&store, 50);
+    }
+    assert!(store.wants_dictionaries().unwrap());
+    assert!(store.train_dictionaries().unwrap());
+    assert!(!store.wants_dictionaries().unwrap());
+    assert!(!store.train_dictionaries().unwrap(), "trained twice");
+    write(&store, 300);
+    let exported = |store: &LmdbStore| {
+        let mut out = HashMap::new();
+        store
+            .export(&Filter::new(), &mut |found| {
+                out.insert(found.id, found.json.clone());
+                true
+            })
+            .unwrap();
+        out
+    };
+    let expected: HashMap<EventId, String> =
+        model.live.iter().map(|e| (e.id, e.to_json())).collect();
+    assert_eq!(exported(&store), expected);
+    drop(store);
+    // Records written after training name a dictionary; older ones none.
+    let (mut with_dictionary, mut without) = (0, 0);
+    {
+        let env = raw_env(dir.path());
+        let rtxn = env.read_txn().unwrap();
+        let table = |name: &str| -> Db { env.open_database(&rtxn, Some(name)).unwrap().unwrap() };
+        assert!(table("meta").get(&rtxn, b"dicts").unwrap().is_some());
+        for item in table("events").iter(&rtxn).unwrap() {
+            let (_, value) = item.unwrap();
+            let record = if value[0] == 0 {
+                &value[1..]
+            } else {
+                &value[9..]
+            };
+            // Compressed: 0x81 ‖ dictionary id (varint) ‖ ...
+            match record {
+                [0x81, 0, ..] => without += 1,
+                [0x81, ..] => with_dictionary += 1,
+                _ => {}
+            }
+        }
+    }
+    assert!(
+        with_dictionary > 50 && without > 50,
+        "{with_dictionary} / {without}"
+    );
+    // The set is the database's: a reopened store reads every record.
+    let store = LmdbStore::open(dir.path(), &opts).unwrap();
+    assert_eq!(exported(&store), expected);
+    assert!(!store.wants_dictionaries().unwrap());
+}
+
+#[test]
 fn a_database_keeps_its_dictionary_set() {
     let dir = tempfile::tempdir().unwrap();
     let write_set = |name: &str, seed: u64| {

@@ -66,6 +66,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     };
                     *verdicts.entry(name).or_default() += 1;
                 }
+                if store.wants_dictionaries()? {
+                    eprint!("\rimported {seen} events; training compression dictionaries");
+                    store.train_dictionaries()?;
+                }
                 let rate = seen as f64 / started.elapsed().as_secs_f64().max(1e-9);
                 eprint!("\rimported {seen} events ({rate:.0}/s)");
                 let _ = std::io::stderr().flush();

@@ -10,7 +10,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Mutex, RwLock};
 
 use heed::types::Bytes;
 use heed::{Database, Env, EnvFlags, EnvOpenOptions, PutFlags, RoTxn, RwTxn};
@@ -69,14 +69,23 @@ pub struct LmdbStore {
     posting_block_bytes: usize,
     relay_urls: Vec<String>,
     /// Dictionaries of the compressed records (also in `meta/dicts`); leaked
-    /// once per open store so compressors and per-thread decompressors can
-    /// hold prepared dictionaries without lifetimes.
-    dicts: &'static DictSet,
+    /// once per set (at most two per open store: the one it opened with and
+    /// one trained from its events) so compressors and per-thread
+    /// decompressors can hold prepared dictionaries without lifetimes.
+    dicts: RwLock<&'static DictSet>,
     /// The writer's compressor; `None` when compression is off.
     compressor: Option<Mutex<RecordCompressor<'static>>>,
     /// Records smaller than this are stored raw.
     compress_min_bytes: usize,
+    /// zstd level of stored records (and of a trained set).
+    compression_level: i32,
+    /// Stored events after which a database without dictionaries trains
+    /// its own; 0 never.
+    auto_dictionaries: u64,
 }
+
+/// Most stored records a trained dictionary set learns from (the newest).
+const DICTIONARY_SAMPLES: usize = 20_000;
 
 /// Options for opening a store.
 #[derive(Clone, Debug)]
@@ -115,6 +124,11 @@ pub struct OpenOptions {
     /// Smaller blocks only cost space and time: tests use them to exercise
     /// many blocks per term.
     pub posting_block_bytes: usize,
+    /// Once this many events are stored in a database without a dictionary
+    /// set (and none is configured), [`EventStore::wants_dictionaries`]
+    /// turns true and [`EventStore::train_dictionaries`] trains per-kind
+    /// dictionaries from the newest stored events. 0 never trains.
+    pub auto_dictionaries: u64,
 }
 
 impl Default for OpenOptions {
@@ -131,6 +145,7 @@ impl Default for OpenOptions {
             search_lag: 0,
             index_lag: 0,
             posting_block_bytes: schema::POSTING_BLOCK_BYTES,
+            auto_dictionaries: 0,
         }
     }
 }
@@ -349,9 +364,11 @@ impl LmdbStore {
                 .posting_block_bytes
                 .clamp(1, schema::POSTING_BLOCK_BYTES),
             relay_urls: options.relay_urls.clone(),
-            dicts,
+            dicts: RwLock::new(dicts),
             compressor,
             compress_min_bytes: options.compress_min_bytes,
+            compression_level: options.compression_level.max(1),
+            auto_dictionaries: options.auto_dictionaries,
             env: env.clone(),
         };
         let version = match store.meta.get(&wtxn, b"schema")? {
@@ -432,7 +449,7 @@ impl LmdbStore {
                     let (k, value) = item?;
                     let serial = schema::serial_from(k)
                         .ok_or_else(|| StoreError::Corrupt("bad serial key".into()))?;
-                    let record = unpack(self.dicts, split_value(value)?.1)?;
+                    let record = unpack(self.dicts(), split_value(value)?.1)?;
                     batch.push((serial, extract(&decode(&record)?)));
                     if batch.len() == BATCH {
                         break;
@@ -598,7 +615,7 @@ impl LmdbStore {
             let (k, value) = item?;
             let serial = schema::serial_from(k)
                 .ok_or_else(|| StoreError::Corrupt("bad serial key".into()))?;
-            let record = unpack(self.dicts, split_value(value)?.1)?;
+            let record = unpack(self.dicts(), split_value(value)?.1)?;
             f(serial, EventTerms::of(&decode(&record)?));
             walked += 1;
             last = Some(serial);
@@ -826,6 +843,25 @@ impl LmdbStore {
         Ok(Box::leak(Box::new(set)))
     }
 
+    /// The dictionary set records are compressed with now.
+    fn dicts(&self) -> &'static DictSet {
+        *self.dicts.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Samples for a dictionary set: the newest stored records (at most
+    /// [`DICTIONARY_SAMPLES`]), uncompressed, with their kinds.
+    fn dictionary_samples(&self) -> StoreResult<Vec<(Kind, Vec<u8>)>> {
+        let txn = self.env.read_txn()?;
+        let mut samples = Vec::new();
+        for item in self.events.rev_iter(&txn)?.take(DICTIONARY_SAMPLES) {
+            let (_, value) = item?;
+            let record = unpack(self.dicts(), split_value(value)?.1)?;
+            let kind = decode(&record)?.kind();
+            samples.push((kind, record.into_owned()));
+        }
+        Ok(samples)
+    }
+
     fn table(&self, name: &str) -> Db {
         match name {
             table::CREATED => self.created,
@@ -849,7 +885,7 @@ impl LmdbStore {
         match self.events.get(txn, &schema::serial_bytes(serial))? {
             Some(value) => {
                 let (expires, stored) = split_value(value)?;
-                Ok(Some((expires, unpack(self.dicts, stored)?)))
+                Ok(Some((expires, unpack(self.dicts(), stored)?)))
             }
             None => Ok(None),
         }
@@ -980,7 +1016,7 @@ impl LmdbStore {
             return Ok(false);
         };
         let (expires, stored) = split_value(value)?;
-        let record = unpack(self.dicts, stored)?.into_owned();
+        let record = unpack(self.dicts(), stored)?.into_owned();
         let view = decode(&record)?;
         let d = derive(&view);
         let suffix = schema::time_suffix(d.created_at, serial);
@@ -1822,6 +1858,58 @@ impl EventStore for LmdbStore {
     fn sync(&self) -> StoreResult<()> {
         self.env.force_sync()?;
         Ok(())
+    }
+
+    fn wants_dictionaries(&self) -> StoreResult<bool> {
+        if self.auto_dictionaries == 0
+            || self.compressor.is_none()
+            || !self.dicts().dictionaries().is_empty()
+        {
+            return Ok(false);
+        }
+        let txn = self.env.read_txn()?;
+        Ok(self.meta.get(&txn, b"dicts")?.is_none()
+            && self.events.len(&txn)? >= self.auto_dictionaries)
+    }
+
+    fn train_dictionaries(&self) -> StoreResult<bool> {
+        if !self.wants_dictionaries()? {
+            return Ok(false);
+        }
+        let started = std::time::Instant::now();
+        let samples = self.dictionary_samples()?;
+        let borrowed: Vec<(Kind, &[u8])> = samples.iter().map(|(k, r)| (*k, &r[..])).collect();
+        let options = nostrwire_wire::compress::TrainOptions {
+            level: self.compression_level,
+            ..Default::default()
+        };
+        let bad = |e: &dyn std::fmt::Display| StoreError::Dictionaries(e.to_string());
+        let trained = DictSet::train(&borrowed, &options).map_err(|e| bad(&e))?;
+        let bytes = trained.to_bytes();
+        let set: &'static DictSet = Box::leak(Box::new(
+            DictSet::from_bytes_at_level(&bytes, self.compression_level).map_err(|e| bad(&e))?,
+        ));
+        let compressor = RecordCompressor::new(set).map_err(|e| bad(&e))?;
+        // Stored first: a record compressed with the set must never be
+        // committed without it.
+        let mut wtxn = self.env.write_txn()?;
+        if self.meta.get(&wtxn, b"dicts")?.is_some() {
+            return Ok(false);
+        }
+        self.meta.put(&mut wtxn, b"dicts", &bytes)?;
+        wtxn.commit()?;
+        *self.dicts.write().unwrap_or_else(|e| e.into_inner()) = set;
+        if let Some(current) = &self.compressor {
+            *current.lock().unwrap_or_else(|e| e.into_inner()) = compressor;
+        }
+        tracing::info!(
+            samples = samples.len(),
+            dictionaries = set.dictionaries().len(),
+            bytes = bytes.len(),
+            seconds = started.elapsed().as_secs_f64(),
+            "trained a dictionary set from the stored events"
+        );
+        Ok(true)
     }
 }
 

@@ -143,4 +143,18 @@ pub trait EventStore: Send + Sync + 'static {
 
     /// Flushes to disk regardless of the durability mode.
     fn sync(&self) -> StoreResult<()>;
+
+    /// Should [`EventStore::train_dictionaries`] run now? (Enough events
+    /// stored, no dictionary set yet, training enabled.)
+    fn wants_dictionaries(&self) -> StoreResult<bool> {
+        Ok(false)
+    }
+
+    /// Trains compression dictionaries from the stored events and uses them
+    /// for new records from then on (older records stay readable as they
+    /// are). Takes seconds: call it off the writer thread. Returns whether
+    /// a set was installed.
+    fn train_dictionaries(&self) -> StoreResult<bool> {
+        Ok(false)
+    }
 }
