@@ -508,7 +508,7 @@ fn a_database_keeps_its_dictionary_set() {
 
 #[test]
 fn an_older_database_is_upgraded_on_open() {
-    for version in [1u32, 2, 3, 4, 5, 6] {
+    for version in [1u32, 2, 3, 4, 5, 6, 7] {
         upgrade_from(version);
     }
 }
@@ -637,7 +637,7 @@ fn upgrade_from(version: u32) {
         let meta: Db = env.open_database(&rtxn, Some("meta")).unwrap().unwrap();
         assert_eq!(
             meta.get(&rtxn, b"schema").unwrap(),
-            Some(&7u32.to_le_bytes()[..])
+            Some(&8u32.to_le_bytes()[..])
         );
     }
     let store = LmdbStore::open(dir.path(), &options(0)).unwrap();
@@ -814,5 +814,6 @@ fn agrees_with_model(options: &OpenOptions) -> nostrwire_relay::store::Stats {
         );
     }
     assert!(table("pending").is_empty(&rtxn).unwrap());
+    assert!(table("removed").is_empty(&rtxn).unwrap());
     stats
 }

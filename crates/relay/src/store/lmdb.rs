@@ -56,6 +56,7 @@ pub struct LmdbStore {
     expiration: Db,
     search: Db,
     pending: Db,
+    removed: Db,
     meta: Db,
     /// Stored events whose time-ordered index entries may wait in `pending`.
     index_lag: u64,
@@ -355,6 +356,7 @@ impl LmdbStore {
             expiration: db(table::EXPIRATION)?,
             search: db(table::SEARCH)?,
             pending: db(table::PENDING)?,
+            removed: db(table::REMOVED)?,
             meta,
             index_lag: options.index_lag,
             search_on: options.search,
@@ -380,9 +382,10 @@ impl LmdbStore {
             // Version 6 kept waiting tag entries in `pending_tags`: they are
             // written here; the other indexes were complete.
             6 => store.write_legacy_pending_tags(&mut wtxn)?,
-            // Version 5 wrote every index entry with its event: an empty
-            // `pending` (created above) is its state.
-            5 => {}
+            // Version 7 deleted the entries of a removed event with it, and
+            // version 5 wrote every entry with its event: empty `pending`
+            // and `removed` tables (created above) are their state.
+            5 | 7 => {}
             // Versions 3 and 4 keep one entry per posting: the search index
             // is emptied here and rebuilt in blocks below
             // (`prepare_search_index`).
@@ -947,37 +950,60 @@ impl LmdbStore {
     }
 
     /// Writes the time-ordered index entries of the oldest `max` events in
-    /// `pending` (each index's in key order: entries of one prefix share
-    /// pages) and drops their rows. Returns whether rows remain.
+    /// `pending` and deletes those of the first `max` removed events in
+    /// `removed`, each index's keys in key order (entries of one prefix
+    /// share pages: a replaced follow list's old and new entries sit side
+    /// by side), and drops their rows. Returns whether rows remain.
     fn index_waiting(&self, wtxn: &mut RwTxn<'_>, max: usize) -> StoreResult<bool> {
+        let (added, last_added) = self.waiting_keys(wtxn, self.pending, max)?;
+        let (dropped, last_dropped) = self.waiting_keys(wtxn, self.removed, max)?;
+        for (name, (mut added, mut dropped)) in table::TIME_ORDERED
+            .into_iter()
+            .zip(added.into_iter().zip(dropped))
+        {
+            let db = self.table(name);
+            dropped.sort_unstable();
+            for k in &dropped {
+                db.delete(wtxn, k)?;
+            }
+            added.sort_unstable();
+            for k in &added {
+                db.put(wtxn, k, &[])?;
+            }
+        }
+        for (rows, last) in [(self.pending, last_added), (self.removed, last_dropped)] {
+            if let Some(last) = last {
+                let upper = schema::serial_bytes(last);
+                rows.delete_range(wtxn, &(Bound::Unbounded, Bound::Included(&upper[..])))?;
+            }
+        }
+        Ok(!self.pending.is_empty(wtxn)? || !self.removed.is_empty(wtxn)?)
+    }
+
+    /// The keys, per time-ordered index, of the first `max` rows of
+    /// `pending` or `removed`, and the last serial read.
+    #[allow(clippy::type_complexity)]
+    fn waiting_keys(
+        &self,
+        txn: &RoTxn<'_>,
+        rows: Db,
+        max: usize,
+    ) -> StoreResult<([Vec<Vec<u8>>; 5], Option<u64>)> {
         let mut keys: [Vec<Vec<u8>>; 5] = Default::default();
         let mut last = None;
-        for item in self.pending.iter(wtxn)?.take(max) {
+        for item in rows.iter(txn)?.take(max) {
             let (k, v) = item?;
             let serial = schema::serial_from(k)
-                .ok_or_else(|| StoreError::Corrupt("bad pending key".into()))?;
+                .ok_or_else(|| StoreError::Corrupt("bad waiting-row key".into()))?;
             let row = schema::PendingRow::parse(v)
-                .ok_or_else(|| StoreError::Corrupt("bad pending row".into()))?;
+                .ok_or_else(|| StoreError::Corrupt("bad waiting row".into()))?;
             let suffix = key(&[&row.created_at.to_be_bytes(), &schema::serial_bytes(serial)]);
             for (name, keys) in table::TIME_ORDERED.iter().zip(&mut keys) {
                 row.for_each_prefix(name, |prefix| keys.push(key(&[prefix, &suffix])));
             }
             last = Some(serial);
         }
-        let Some(last) = last else {
-            return Ok(false);
-        };
-        for (name, mut keys) in table::TIME_ORDERED.into_iter().zip(keys) {
-            keys.sort_unstable();
-            let db = self.table(name);
-            for k in &keys {
-                db.put(wtxn, k, &[])?;
-            }
-        }
-        let upper = schema::serial_bytes(last);
-        self.pending
-            .delete_range(wtxn, &(Bound::Unbounded, Bound::Included(&upper[..])))?;
-        Ok(!self.pending.is_empty(wtxn)?)
+        Ok((keys, last))
     }
 
     /// Schema 6 upgrade: writes the tag entries waiting in `pending_tags`
@@ -1019,24 +1045,18 @@ impl LmdbStore {
         let record = unpack(self.dicts(), stored)?.into_owned();
         let view = decode(&record)?;
         let d = derive(&view);
-        let suffix = schema::time_suffix(d.created_at, serial);
         self.events.delete(wtxn, &sb)?;
         self.ids.delete(wtxn, schema::id_key(&d.id))?;
-        // Its entries were either never written (the row is still waiting)
-        // or all written.
+        // Its time-ordered entries were either never written (the row is
+        // still waiting: dropped) or all written: they are deleted by the
+        // next batch, and until then lead to a serial that is gone, which
+        // every reader skips.
         if !self.pending.delete(wtxn, &sb)? {
-            self.created.delete(wtxn, &suffix)?;
-            self.kind
-                .delete(wtxn, &key(&[&schema::kind_prefix(d.kind), &suffix]))?;
-            self.pubkey
-                .delete(wtxn, &key(&[d.pubkey.as_bytes(), &suffix]))?;
-            self.pubkey_kind.delete(
+            self.removed.put(
                 wtxn,
-                &key(&[&schema::pubkey_kind_prefix(&d.pubkey, d.kind), &suffix]),
+                &sb,
+                &schema::pending_value(d.created_at, d.kind, &d.pubkey, &d.tag_prefixes),
             )?;
-            for prefix in &d.tag_prefixes {
-                self.tag.delete(wtxn, &key(&[prefix, &suffix]))?;
-            }
         }
         if let Some(address) = &d.address {
             if self.replace.get(wtxn, address)? == Some(&sb[..]) {
@@ -1701,7 +1721,7 @@ impl EventStore for LmdbStore {
         for record in records {
             verdicts.push(self.apply_one(&mut wtxn, record, now)?);
         }
-        if self.pending.len(&wtxn)? > self.index_lag {
+        if self.pending.len(&wtxn)? + self.removed.len(&wtxn)? > self.index_lag {
             self.index_waiting(&mut wtxn, usize::MAX)?;
         }
         if self.search_on {
@@ -1718,7 +1738,7 @@ impl EventStore for LmdbStore {
         let (waiting, search) = {
             let txn = self.env.read_txn()?;
             (
-                !self.pending.is_empty(&txn)?,
+                !self.pending.is_empty(&txn)? || !self.removed.is_empty(&txn)?,
                 self.search_on
                     && self.search_totals(&txn)?.is_some()
                     && self.search_indexed(&txn)? < self.last_serial(&txn)?,

@@ -15,8 +15,9 @@ use sha2::{Digest, Sha256};
 /// keys; 4 let the search index trail the stored events, up to
 /// `meta/search_indexed`; 5 stores postings in blocks; 6 let tag entries
 /// wait in `pending_tags`; 7 lets the entries of every time-ordered index
-/// wait in `pending`.
-pub const SCHEMA_VERSION: u32 = 7;
+/// wait in `pending`; 8 deletes those of a removed event later, from
+/// `removed`.
+pub const SCHEMA_VERSION: u32 = 8;
 
 /// Table names.
 pub mod table {
@@ -37,6 +38,9 @@ pub mod table {
     /// serial → [`PendingRow`]: stored events whose entries in the
     /// time-ordered indexes ([`TIME_ORDERED`]) are not written yet.
     pub const PENDING: &str = "pending";
+    /// serial → [`PendingRow`]: removed events whose entries in the
+    /// time-ordered indexes are not deleted yet.
+    pub const REMOVED: &str = "removed";
     /// Schema 6 only (tag entries waiting); emptied by the upgrade.
     pub const LEGACY_PENDING_TAGS: &str = "pending_tags";
     /// The indexes whose keys end with `created_at ‖ serial`, written in
