@@ -36,6 +36,40 @@ fn start(dir: &std::path::Path, port: u16) -> Child {
     child
 }
 
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// Sends one REQ and collects the ids of the stored events it returns,
+/// each checked to be complete and validly signed.
+async fn query(ws: &mut Socket, filter: Filter) -> Vec<nostrwire_event::EventId> {
+    let mut out = Vec::new();
+    write::req(&mut out, "check", &[filter]);
+    ws.send(Message::text(String::from_utf8(out).unwrap()))
+        .await
+        .unwrap();
+    let mut found = Vec::new();
+    loop {
+        let msg = tokio::time::timeout(Duration::from_secs(10), ws.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        let Message::Text(text) = msg else { continue };
+        match RelayMessage::parse(text.as_bytes()).unwrap() {
+            RelayMessage::Event { event, .. } => {
+                event
+                    .verify()
+                    .expect("a stored event is complete and valid");
+                found.push(*event.id());
+            }
+            RelayMessage::Eose(_) => break,
+            RelayMessage::Auth(_) => {} // the NIP-42 challenge sent on connect
+            other => panic!("{other:?}"),
+        }
+    }
+    found
+}
+
 fn events(n: usize) -> Vec<String> {
     let now = nostrwire_relay::now();
     (0..n)
@@ -104,42 +138,37 @@ async fn acknowledged_events_survive_kill_9() {
     let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://127.0.0.1:{port}"))
         .await
         .unwrap();
-    let mut filter = Filter::new();
-    filter.ids = Some({
+    let mut by_id = Filter::new();
+    by_id.ids = Some({
         let mut ids = acknowledged.clone();
         ids.sort();
         ids
     });
-    filter.limit = Some(5000);
-    let mut out = Vec::new();
-    write::req(&mut out, "check", &[filter]);
-    ws.send(Message::text(String::from_utf8(out).unwrap()))
-        .await
-        .unwrap();
-    let mut found = Vec::new();
-    loop {
-        let msg = tokio::time::timeout(Duration::from_secs(10), ws.next())
-            .await
-            .unwrap()
-            .unwrap()
-            .unwrap();
-        let Message::Text(text) = msg else { continue };
-        match RelayMessage::parse(text.as_bytes()).unwrap() {
-            RelayMessage::Event { event, .. } => {
-                event
-                    .verify()
-                    .expect("a stored event is complete and valid");
-                found.push(*event.id());
-            }
-            RelayMessage::Eose(_) => break,
-            RelayMessage::Auth(_) => {} // the NIP-42 challenge sent on connect
-            other => panic!("{other:?}"),
-        }
-    }
+    by_id.limit = Some(5000);
+    let mut found = query(&mut ws, by_id).await;
     found.sort();
     let mut expected = acknowledged;
     expected.sort();
     assert_eq!(found, expected, "acknowledged events lost after kill -9");
+    // The indexes written after the `OK` (by tag, by kind) were brought up
+    // to date on open: they lead to every acknowledged event too.
+    let by_tag = Filter::new().with_tag(b't', vec!["crash".into()]);
+    let by_kind = Filter {
+        kinds: Some(vec![Kind(1)]),
+        ..Filter::new()
+    };
+    for mut filter in [by_tag, by_kind] {
+        filter.limit = Some(5000);
+        let found: std::collections::HashSet<_> =
+            query(&mut ws, filter.clone()).await.into_iter().collect();
+        let missing = expected.iter().filter(|id| !found.contains(id)).count();
+        assert_eq!(
+            missing,
+            0,
+            "{}: {missing} acknowledged events not found",
+            filter.to_json()
+        );
+    }
 
     // SIGTERM: clean stop, exit status 0.
     let status = Command::new("kill")
