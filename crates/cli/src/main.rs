@@ -29,8 +29,9 @@ enum Command {
     Import(cmd::import::Args),
     /// Write stored events as JSON Lines, newest first.
     Export(cmd::export::Args),
-    /// Write a compacted copy of the relay database, without the free pages
-    /// LMDB keeps for reuse; safe while the relay runs.
+    /// Write a compacted copy of the relay database: index pages packed
+    /// full, without the free pages LMDB keeps for reuse; safe while the
+    /// relay runs.
     Compact(cmd::compact::Args),
     /// Write signed synthetic events as JSON Lines: the load tester's
     /// workload (real kind mix, corpus tags and contents), for `import`.

@@ -30,9 +30,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         args.output.display()
     );
     let started = Instant::now();
+    let mut shown = String::new();
     let after = store
-        .compact_to(&args.output)
+        .compact_to(&args.output, &mut |table, entries| {
+            if table != shown {
+                if !shown.is_empty() {
+                    eprintln!();
+                }
+                shown = table.to_string();
+            }
+            eprint!("\r  {table}: {entries} entries");
+        })
         .with_context(|| format!("cannot write the copy into {}", args.output.display()))?;
+    eprintln!();
     eprintln!(
         "wrote {:.1} MB ({:.0}% of {:.1} MB) in {:.1} s; to use it, stop the relay and put {} in place of {}",
         after as f64 / 1e6,

@@ -291,13 +291,17 @@ fn parse_address(value: &str) -> Option<(Kind, PublicKey, String)> {
 }
 
 impl LmdbStore {
-    /// Writes a compacted copy of the database to `dir/data.mdb`: live pages
-    /// only, packed in key order, so free pages and half-full leaves are
-    /// gone. The copy is a consistent snapshot (one read transaction) and
-    /// may be taken while the relay writes. `dir` is created if needed; an
-    /// existing `data.mdb` there is refused, never overwritten. Returns the
-    /// size of the copy in bytes.
-    pub fn compact_to(&self, dir: &Path) -> StoreResult<u64> {
+    /// Writes a compacted copy of the database to `dir/data.mdb`: every
+    /// table copied in key order with `MDB_APPEND`, so leaves are packed
+    /// full (inserts in the middle of a tree leave them half full) and free
+    /// pages are gone. The copy is a consistent snapshot (one read
+    /// transaction) and may be taken while the relay writes. `dir` is
+    /// created if needed; an existing `data.mdb` there is refused, never
+    /// overwritten. `progress` is told each table and the entries copied so
+    /// far. Returns the size of the copy in bytes.
+    pub fn compact_to(&self, dir: &Path, progress: &mut dyn FnMut(&str, u64)) -> StoreResult<u64> {
+        /// Entries per write transaction of the copy (bounds its dirty pages).
+        const CHUNK: u64 = 100_000;
         let io = |e: std::io::Error| StoreError::Lmdb(heed::Error::Io(e));
         std::fs::create_dir_all(dir).map_err(io)?;
         let target = dir.join("data.mdb");
@@ -307,10 +311,53 @@ impl LmdbStore {
                 format!("{} already exists", target.display()),
             )));
         }
-        let file = self
-            .env
-            .copy_to_path(&target, heed::CompactionOption::Enabled)?;
-        Ok(file.metadata().map_err(io)?.len())
+        let mut options = EnvOpenOptions::new();
+        options.map_size(self.env.info().map_size).max_dbs(16);
+        // SAFETY: a new environment in a directory that holds no database
+        // (checked above), opened once, by this function only; without
+        // syncs until the one at the end (a copy cut short is not used).
+        let copy = unsafe {
+            options.flags(EnvFlags::NO_SYNC);
+            options.open(dir)?
+        };
+        let rtxn = self.env.read_txn()?;
+        let tables = [
+            (table::META, self.meta),
+            (table::EVENTS, self.events),
+            (table::IDS, self.ids),
+            (table::CREATED, self.created),
+            (table::KIND, self.kind),
+            (table::PUBKEY, self.pubkey),
+            (table::PUBKEY_KIND, self.pubkey_kind),
+            (table::TAG, self.tag),
+            (table::PENDING, self.pending),
+            (table::REMOVED, self.removed),
+            (table::REPLACE, self.replace),
+            (table::DELETED_IDS, self.deleted_ids),
+            (table::DELETED_ADDRS, self.deleted_addrs),
+            (table::EXPIRATION, self.expiration),
+            (table::SEARCH, self.search),
+        ];
+        for (name, source) in tables {
+            let mut wtxn = copy.write_txn()?;
+            let target: Db = copy.create_database(&mut wtxn, Some(name))?;
+            let mut copied = 0u64;
+            for item in source.iter(&rtxn)? {
+                let (k, v) = item?;
+                target.put_with_flags(&mut wtxn, PutFlags::APPEND, k, v)?;
+                copied += 1;
+                if copied % CHUNK == 0 {
+                    wtxn.commit()?;
+                    wtxn = copy.write_txn()?;
+                    progress(name, copied);
+                }
+            }
+            wtxn.commit()?;
+            progress(name, copied);
+        }
+        copy.force_sync()?;
+        drop(copy);
+        Ok(std::fs::metadata(&target).map_err(io)?.len())
     }
 
     /// Opens (creating if needed) the store in directory `path`.
