@@ -1,7 +1,9 @@
 //! Stage 6a: the one writer. It drains its inbox into a batch, commits the
 //! batch in one transaction (group commit), and only then answers `OK` and
 //! hands stored events to fan-out. When its inbox stays empty it brings the
-//! search index, which may trail the stored events, up to date.
+//! indexes that trail the stored events (time-ordered entries waiting in
+//! `pending` and `removed`, search postings) up to date, and once it starts
+//! the training of the database's compression dictionaries.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -17,8 +19,8 @@ fn ok(reply: &crate::msg::Outbox, id: &nostrwire_event::EventId, accepted: bool,
     reply.send_ok(id, accepted, message);
 }
 
-/// How long the inbox must stay empty before the writer brings the search
-/// index up to date, and the most events it indexes per transaction then.
+/// How long the inbox must stay empty before the writer brings the trailing
+/// indexes up to date, and the most events it indexes per transaction then.
 const INDEX_WHEN_IDLE: Duration = Duration::from_millis(20);
 const INDEX_CHUNK: usize = 1_000;
 
@@ -31,7 +33,7 @@ pub fn run(shared: Arc<Shared>, inbox: Receiver<WriterMsg>) {
     let mut publishers = Publishers::default();
     let mut purge = false;
     let mut stop = false;
-    // Stored events may be waiting for the search index.
+    // Stored events may be waiting for their index entries.
     let mut unindexed = true;
     // Dictionaries are trained at most once per run, on their own thread.
     let mut training = false;
@@ -43,7 +45,7 @@ pub fn run(shared: Arc<Shared>, inbox: Receiver<WriterMsg>) {
                     unindexed = match shared.store.index_pending(INDEX_CHUNK) {
                         Ok(more) => more,
                         Err(e) => {
-                            tracing::error!("search indexing failed: {e}");
+                            tracing::error!("indexing failed: {e}");
                             false
                         }
                     };

@@ -118,8 +118,9 @@ pub trait EventStore: Send + Sync + 'static {
     /// Applies a batch of verified events (nwb records) in one transaction.
     fn write_batch(&self, records: &[Vec<u8>], now: u64) -> StoreResult<Vec<Verdict>>;
 
-    /// Brings derived indexes that may trail the stored events (the search
-    /// index) up to date, at most `max` events in one transaction; returns
+    /// Brings the indexes that may trail the stored events (time-ordered
+    /// entries waiting to be written or deleted, search postings) up to
+    /// date, at most `max` events of each in one transaction; returns
     /// whether more remain. The writer calls it when it has nothing to do.
     fn index_pending(&self, max: usize) -> StoreResult<bool>;
 
