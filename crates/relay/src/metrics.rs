@@ -179,6 +179,20 @@ impl Metrics {
                 "gauge",
                 stats.disk_bytes,
             );
+            gauge(
+                &mut out,
+                "nostrwire_db_index_backlog_events",
+                "Stored or removed events whose time-ordered index entries are not written or deleted yet.",
+                "gauge",
+                stats.index_backlog,
+            );
+            gauge(
+                &mut out,
+                "nostrwire_db_search_backlog_events",
+                "Stored events the search index does not hold yet.",
+                "gauge",
+                stats.search_backlog,
+            );
         }
         out
     }

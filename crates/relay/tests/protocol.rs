@@ -376,6 +376,14 @@ async fn nip11_and_metrics_over_http() {
     let metrics = get("/metrics", "*/*").await;
     assert!(metrics.contains("nostrwire_connections_open"), "{metrics}");
     assert!(metrics.contains("nostrwire_db_events 0"), "{metrics}");
+    assert!(
+        metrics.contains("nostrwire_db_index_backlog_events 0"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("nostrwire_db_search_backlog_events 0"),
+        "{metrics}"
+    );
 }
 
 #[tokio::test]

@@ -786,6 +786,7 @@ fn agrees_with_model(options: &OpenOptions) -> nostrwire_relay::store::Stats {
     while store.index_pending(1000).unwrap() {}
     store.sync().unwrap();
     let stats = store.stats().unwrap();
+    assert_eq!((stats.index_backlog, stats.search_backlog), (0, 0));
     drop(store);
     let expected_tags: usize = model
         .live

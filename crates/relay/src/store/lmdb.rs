@@ -1876,9 +1876,17 @@ impl EventStore for LmdbStore {
 
     fn stats(&self) -> StoreResult<Stats> {
         let txn = self.env.read_txn()?;
+        let search_backlog = match self.search_totals(&txn)? {
+            Some(_) if self.search_on => self
+                .last_serial(&txn)?
+                .saturating_sub(self.search_indexed(&txn)?),
+            _ => 0,
+        };
         Ok(Stats {
             events: self.events.len(&txn)?,
             disk_bytes: self.env.real_disk_size().unwrap_or(0),
+            index_backlog: self.pending.len(&txn)? + self.removed.len(&txn)?,
+            search_backlog,
         })
     }
 

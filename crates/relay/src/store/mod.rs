@@ -70,6 +70,11 @@ pub struct Stats {
     pub events: u64,
     /// Bytes the database file occupies.
     pub disk_bytes: u64,
+    /// Stored or removed events whose time-ordered index entries are not
+    /// written or deleted yet.
+    pub index_backlog: u64,
+    /// Stored events the search index does not hold yet.
+    pub search_backlog: u64,
 }
 
 /// Errors of the storage layer.
