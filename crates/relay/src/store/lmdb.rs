@@ -321,24 +321,18 @@ impl LmdbStore {
             options.open(dir)?
         };
         let rtxn = self.env.read_txn()?;
-        let tables = [
-            (table::META, self.meta),
-            (table::EVENTS, self.events),
-            (table::IDS, self.ids),
-            (table::CREATED, self.created),
-            (table::KIND, self.kind),
-            (table::PUBKEY, self.pubkey),
-            (table::PUBKEY_KIND, self.pubkey_kind),
-            (table::TAG, self.tag),
-            (table::PENDING, self.pending),
-            (table::REMOVED, self.removed),
-            (table::REPLACE, self.replace),
-            (table::DELETED_IDS, self.deleted_ids),
-            (table::DELETED_ADDRS, self.deleted_addrs),
-            (table::EXPIRATION, self.expiration),
-            (table::SEARCH, self.search),
-        ];
-        for (name, source) in tables {
+        // Every table the environment holds, as its main database lists
+        // them: a table added later is copied without being named here.
+        let mut tables = Vec::new();
+        if let Some(main) = self.env.open_database::<Bytes, Bytes>(&rtxn, None)? {
+            for item in main.iter(&rtxn)? {
+                let name = String::from_utf8_lossy(item?.0).into_owned();
+                if let Some(db) = self.env.open_database::<Bytes, Bytes>(&rtxn, Some(&name))? {
+                    tables.push((name, db));
+                }
+            }
+        }
+        for (name, source) in &tables {
             let mut wtxn = copy.write_txn()?;
             let target: Db = copy.create_database(&mut wtxn, Some(name))?;
             let mut copied = 0u64;
