@@ -351,7 +351,7 @@ fn store_with_trailing_indexes_agrees_with_naive_model() {
     let trailing = OpenOptions {
         search_lag: 120,
         index_lag: 90,
-        posting_block_bytes: 12,
+        block_bytes: 12,
         ..options(3)
     };
     agrees_with_model(&trailing);
@@ -508,7 +508,7 @@ fn a_database_keeps_its_dictionary_set() {
 
 #[test]
 fn an_older_database_is_upgraded_on_open() {
-    for version in [1u32, 2, 3, 4, 5, 6, 7] {
+    for version in [1u32, 2, 3, 4, 5, 6, 7, 8] {
         upgrade_from(version);
     }
 }
@@ -558,6 +558,16 @@ fn upgrade_from(version: u32) {
         let env = raw_env(dir.path());
         let mut wtxn = env.write_txn().unwrap();
         let meta: Db = env.open_database(&wtxn, Some("meta")).unwrap().unwrap();
+        // Up to schema 8, a time-ordered index held one entry per key.
+        for name in schema::table::TIME_ORDERED {
+            let db: Db = env.open_database(&wtxn, Some(name)).unwrap().unwrap();
+            let entries = index_entries(&env, &wtxn, name, schema::BLOCK_BYTES);
+            db.clear(&mut wtxn).unwrap();
+            for (prefix, entry) in entries {
+                let k = [&prefix[..], &schema::entry_suffix(entry)].concat();
+                db.put(&mut wtxn, &k, &[]).unwrap();
+            }
+        }
         if version < 3 {
             let search: Db = env.open_database(&wtxn, Some("search")).unwrap().unwrap();
             search.clear(&mut wtxn).unwrap();
@@ -620,8 +630,17 @@ fn upgrade_from(version: u32) {
     {
         let env = raw_env(dir.path());
         let rtxn = env.read_txn().unwrap();
+        // The old tag key is gone, and the entries are in full blocks again:
+        // both notes' `p` entries (one author) and both `created` entries
+        // share one.
         let tag: Db = env.open_database(&rtxn, Some("tag")).unwrap().unwrap();
-        assert_eq!(tag.len(&rtxn).unwrap(), 4, "old tag keys are gone");
+        assert_eq!(
+            index_entries(&env, &rtxn, "tag", schema::BLOCK_BYTES).len(),
+            4
+        );
+        assert_eq!(tag.len(&rtxn).unwrap(), 3);
+        let created: Db = env.open_database(&rtxn, Some("created")).unwrap().unwrap();
+        assert_eq!(created.len(&rtxn).unwrap(), 1);
         if let Some(legacy) = env
             .open_database::<heed::types::Bytes, heed::types::Bytes>(&rtxn, Some("pending_tags"))
             .unwrap()
@@ -637,7 +656,7 @@ fn upgrade_from(version: u32) {
         let meta: Db = env.open_database(&rtxn, Some("meta")).unwrap().unwrap();
         assert_eq!(
             meta.get(&rtxn, b"schema").unwrap(),
-            Some(&8u32.to_le_bytes()[..])
+            Some(&schema::SCHEMA_VERSION.to_le_bytes()[..])
         );
     }
     let store = LmdbStore::open(dir.path(), &options(0)).unwrap();
@@ -663,6 +682,36 @@ fn upgrade_from(version: u32) {
     let mut cursor = QueryCursor::counting(1000);
     while store.scan(&search("keeper"), &mut cursor, 1, 0).unwrap() == ScanStatus::More {}
     assert_eq!((cursor.count(), cursor.is_capped()), (2, true));
+}
+
+/// The entries of a time-ordered index as (prefix, entry), checked on the
+/// way: every key has the table's length, every block value holds at most
+/// `max_bytes`, and a prefix's entries strictly increase across its blocks.
+fn index_entries(
+    env: &heed::Env,
+    rtxn: &heed::RoTxn<'_>,
+    name: &str,
+    max_bytes: usize,
+) -> Vec<(Vec<u8>, schema::TimeEntry)> {
+    let db: Db = env.open_database(rtxn, Some(name)).unwrap().unwrap();
+    let prefix_len = schema::time_prefix_len(name);
+    let mut out: Vec<(Vec<u8>, schema::TimeEntry)> = Vec::new();
+    let mut block = Vec::new();
+    for item in db.iter(rtxn).unwrap() {
+        let (k, v) = item.unwrap();
+        assert_eq!(k.len(), prefix_len + schema::TIME_SUFFIX, "{name} key");
+        assert!(v.len() <= max_bytes, "{name} block of {} bytes", v.len());
+        block.clear();
+        schema::decode_time_block(k, v, &mut block).unwrap();
+        let prefix = &k[..prefix_len];
+        for &entry in &block {
+            if let Some((p, last)) = out.last() {
+                assert!(p[..] != *prefix || *last < entry, "{name}: blocks overlap");
+            }
+            out.push((prefix.to_vec(), entry));
+        }
+    }
+    out
 }
 
 fn agrees_with_model(options: &OpenOptions) -> nostrwire_relay::store::Stats {
@@ -787,6 +836,8 @@ fn agrees_with_model(options: &OpenOptions) -> nostrwire_relay::store::Stats {
     store.sync().unwrap();
     let stats = store.stats().unwrap();
     assert_eq!((stats.index_backlog, stats.search_backlog), (0, 0));
+    let copy = tempfile::tempdir().unwrap();
+    store.compact_to(copy.path(), &mut |_, _| {}).unwrap();
     drop(store);
     let expected_tags: usize = model
         .live
@@ -806,15 +857,28 @@ fn agrees_with_model(options: &OpenOptions) -> nostrwire_relay::store::Stats {
     let env = raw_env(dir.path());
     let rtxn = env.read_txn().unwrap();
     let table = |name: &str| -> Db { env.open_database(&rtxn, Some(name)).unwrap().unwrap() };
-    assert_eq!(table("tag").len(&rtxn).unwrap() as usize, expected_tags);
+    let entries = |name| index_entries(&env, &rtxn, name, options.block_bytes).len();
+    assert_eq!(entries("tag"), expected_tags);
     for name in ["created", "kind", "pubkey", "pubkey_kind"] {
-        assert_eq!(
-            table(name).len(&rtxn).unwrap() as usize,
-            model.live.len(),
-            "{name}"
-        );
+        assert_eq!(entries(name), model.live.len(), "{name}");
     }
     assert!(table("pending").is_empty(&rtxn).unwrap());
     assert!(table("removed").is_empty(&rtxn).unwrap());
+    // `compact` merges the blocks it copies into full ones, without losing
+    // or reordering an entry.
+    let copy_env = raw_env(copy.path());
+    let copy_txn = copy_env.read_txn().unwrap();
+    let (mut keys, mut packed_keys) = (0, 0);
+    for name in schema::table::TIME_ORDERED {
+        assert_eq!(
+            index_entries(&copy_env, &copy_txn, name, options.block_bytes),
+            index_entries(&env, &rtxn, name, options.block_bytes),
+            "{name}"
+        );
+        keys += table(name).len(&rtxn).unwrap();
+        let packed: Db = copy_env.open_database(&copy_txn, Some(name)).unwrap().unwrap();
+        packed_keys += packed.len(&copy_txn).unwrap();
+    }
+    assert!(packed_keys < keys, "{packed_keys} blocks after compact, {keys} before");
     stats
 }

@@ -33,6 +33,13 @@ const TAG_REBUILD: &[u8] = b"tag_rebuild";
 /// search index. Events above it are found by scanning them (`plan_search`).
 const SEARCH_INDEXED: &[u8] = b"search_indexed";
 
+/// `meta` key present while the time-ordered indexes are being repacked
+/// into blocks (after an upgrade from schema 8 or older).
+const REPACK: &[u8] = b"repack";
+
+/// Blocks read per write transaction when repacking an index.
+const REPACK_CHUNK: usize = 100_000;
+
 /// Stored value header: bit 0 set = an 8-byte expiration follows.
 const FLAG_EXPIRES: u8 = 1;
 
@@ -67,7 +74,7 @@ pub struct LmdbStore {
     /// Stored events the search index may trail by before a commit indexes them.
     search_lag: u64,
     /// Size a block of search postings grows to before a new one starts.
-    posting_block_bytes: usize,
+    block_bytes: usize,
     relay_urls: Vec<String>,
     /// Dictionaries of the compressed records (also in `meta/dicts`); leaked
     /// once per set (at most two per open store: the one it opened with and
@@ -121,10 +128,10 @@ pub struct OpenOptions {
     /// calls [`EventStore::index_pending`] when it is idle.
     pub index_lag: u64,
     /// Bytes a block of search postings grows to before the next posting
-    /// starts a new block ([`schema::POSTING_BLOCK_BYTES`]; at most that).
-    /// Smaller blocks only cost space and time: tests use them to exercise
-    /// many blocks per term.
-    pub posting_block_bytes: usize,
+    /// starts a new block, and the most a block of a time-ordered index
+    /// holds ([`schema::BLOCK_BYTES`]; at most that). Smaller blocks only
+    /// cost space and time: tests use them to exercise many blocks per key.
+    pub block_bytes: usize,
     /// Once this many events are stored in a database without a dictionary
     /// set (and none is configured), [`EventStore::wants_dictionaries`]
     /// turns true and [`EventStore::train_dictionaries`] trains per-kind
@@ -145,7 +152,7 @@ impl Default for OpenOptions {
             search_max_reads: 100_000,
             search_lag: 0,
             index_lag: 0,
-            posting_block_bytes: schema::POSTING_BLOCK_BYTES,
+            block_bytes: schema::BLOCK_BYTES,
             auto_dictionaries: 0,
         }
     }
@@ -290,11 +297,143 @@ fn parse_address(value: &str) -> Option<(Kind, PublicKey, String)> {
     Some((kind, pubkey, d))
 }
 
+/// Merges the blocks of a time-ordered index, read in key order, into full
+/// blocks (`repack_time_indexes`, `compact_to`).
+struct BlockPacker {
+    prefix_len: usize,
+    max_bytes: usize,
+    prefix: Vec<u8>,
+    entries: Vec<schema::TimeEntry>,
+}
+
+/// Receives each packed block: key, value.
+type EmitBlock<'a> = dyn FnMut(&[u8], &[u8]) -> StoreResult<()> + 'a;
+
+impl BlockPacker {
+    /// Entries held before the full blocks among them are emitted.
+    const HELD: usize = 4096;
+
+    fn new(prefix_len: usize, max_bytes: usize) -> BlockPacker {
+        BlockPacker {
+            prefix_len,
+            max_bytes,
+            prefix: Vec::new(),
+            entries: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, key: &[u8], value: &[u8], emit: &mut EmitBlock<'_>) -> StoreResult<()> {
+        if key.len() != self.prefix_len + TIME_SUFFIX {
+            return Err(StoreError::Corrupt("bad time-ordered index key".into()));
+        }
+        if key[..self.prefix_len] != self.prefix[..] {
+            self.flush(emit, true)?;
+            self.prefix = key[..self.prefix_len].to_vec();
+        }
+        let before = self.entries.len();
+        schema::decode_time_block(key, value, &mut self.entries).map_err(StoreError::Corrupt)?;
+        if before > 0 && self.entries[before] <= self.entries[before - 1] {
+            return Err(StoreError::Corrupt("overlapping index blocks".into()));
+        }
+        if self.entries.len() >= Self::HELD {
+            self.flush(emit, false)?;
+        }
+        Ok(())
+    }
+
+    /// Emits the blocks held; all of them, or all but the last (which may
+    /// take the next entries).
+    fn flush(&mut self, emit: &mut EmitBlock<'_>, all: bool) -> StoreResult<()> {
+        let mut blocks = schema::encode_time_blocks(&self.entries, self.max_bytes);
+        let kept = match blocks.pop() {
+            Some(last) if !all => last.0,
+            Some(last) => {
+                blocks.push(last);
+                [0xff; TIME_SUFFIX]
+            }
+            None => return Ok(()),
+        };
+        for (suffix, value) in &blocks {
+            emit(&key(&[&self.prefix, suffix]), value)?;
+        }
+        if all {
+            self.entries.clear();
+        } else {
+            let first_kept = schema::split_time_suffix(&kept).expect("a suffix");
+            let at = self.entries.partition_point(|e| *e < first_kept);
+            self.entries.drain(..at);
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, emit: &mut EmitBlock<'_>) -> StoreResult<()> {
+        self.flush(emit, true)
+    }
+}
+
+/// One prefix of a time-ordered index walked newest → oldest: the entries
+/// below `upper` (exclusive) down to `lower` (inclusive).
+struct TimeWalk<'t> {
+    blocks: heed::RoRevRange<'t, Bytes, Bytes>,
+    /// The current block's entries, oldest first, consumed from the end.
+    buffer: Vec<schema::TimeEntry>,
+    upper: schema::TimeEntry,
+    lower: schema::TimeEntry,
+    done: bool,
+}
+
+impl<'t> TimeWalk<'t> {
+    fn new(
+        txn: &'t RoTxn<'_>,
+        db: Db,
+        prefix: &[u8],
+        lower: schema::TimeEntry,
+        upper: schema::TimeEntry,
+    ) -> StoreResult<TimeWalk<'t>> {
+        // The first block read is the one keyed at or below `upper`: it may
+        // hold entries above it, which are skipped.
+        let top = key(&[prefix, &schema::entry_suffix(upper)]);
+        let blocks = db.rev_range(txn, &(Bound::Included(prefix), Bound::Included(&top[..])))?;
+        Ok(TimeWalk {
+            blocks,
+            buffer: Vec::new(),
+            upper,
+            lower,
+            done: false,
+        })
+    }
+
+    fn next(&mut self) -> StoreResult<Option<schema::TimeEntry>> {
+        loop {
+            if let Some(entry) = self.buffer.pop() {
+                if entry >= self.upper {
+                    continue;
+                }
+                if entry < self.lower {
+                    self.done = true;
+                    self.buffer.clear();
+                    return Ok(None);
+                }
+                return Ok(Some(entry));
+            }
+            if self.done {
+                return Ok(None);
+            }
+            match self.blocks.next().transpose()? {
+                Some((k, v)) => schema::decode_time_block(k, v, &mut self.buffer)
+                    .map_err(StoreError::Corrupt)?,
+                None => self.done = true,
+            }
+        }
+    }
+}
+
 impl LmdbStore {
     /// Writes a compacted copy of the database to `dir/data.mdb`: every
     /// table copied in key order with `MDB_APPEND`, so leaves are packed
-    /// full (inserts in the middle of a tree leave them half full) and free
-    /// pages are gone. The copy is a consistent snapshot (one read
+    /// full (inserts in the middle of a tree leave them half full), the
+    /// blocks of the time-ordered indexes merged into full blocks, and free
+    /// pages gone. The copy is a consistent snapshot (one read
     /// transaction) and may be taken while the relay writes. `dir` is
     /// created if needed; an existing `data.mdb` there is refused, never
     /// overwritten. `progress` is told each table and the entries copied so
@@ -336,15 +475,32 @@ impl LmdbStore {
             let mut wtxn = copy.write_txn()?;
             let target: Db = copy.create_database(&mut wtxn, Some(name))?;
             let mut copied = 0u64;
+            // The time-ordered indexes are merged into full blocks on the way.
+            let mut packer = table::TIME_ORDERED
+                .contains(&name.as_str())
+                .then(|| BlockPacker::new(schema::time_prefix_len(name), self.block_bytes));
             for item in source.iter(&rtxn)? {
                 let (k, v) = item?;
-                target.put_with_flags(&mut wtxn, PutFlags::APPEND, k, v)?;
+                let mut append = |k: &[u8], v: &[u8]| -> StoreResult<()> {
+                    target.put_with_flags(&mut wtxn, PutFlags::APPEND, k, v)?;
+                    Ok(())
+                };
+                match packer.as_mut() {
+                    Some(packer) => packer.push(k, v, &mut append)?,
+                    None => append(k, v)?,
+                }
                 copied += 1;
                 if copied % CHUNK == 0 {
                     wtxn.commit()?;
                     wtxn = copy.write_txn()?;
                     progress(name, copied);
                 }
+            }
+            if let Some(packer) = packer.as_mut() {
+                packer.finish(&mut |k, v| {
+                    target.put_with_flags(&mut wtxn, PutFlags::APPEND, k, v)?;
+                    Ok(())
+                })?;
             }
             wtxn.commit()?;
             progress(name, copied);
@@ -403,9 +559,7 @@ impl LmdbStore {
             search_on: options.search,
             search_max_reads: options.search_max_reads.max(1),
             search_lag: options.search_lag,
-            posting_block_bytes: options
-                .posting_block_bytes
-                .clamp(1, schema::POSTING_BLOCK_BYTES),
+            block_bytes: options.block_bytes.clamp(1, schema::BLOCK_BYTES),
             relay_urls: options.relay_urls.clone(),
             dicts: RwLock::new(dicts),
             compressor,
@@ -426,7 +580,7 @@ impl LmdbStore {
             // Version 7 deleted the entries of a removed event with it, and
             // version 5 wrote every entry with its event: empty `pending`
             // and `removed` tables (created above) are their state.
-            5 | 7 => {}
+            5 | 7 | 8 => {}
             // Versions 3 and 4 keep one entry per posting: the search index
             // is emptied here and rebuilt in blocks below
             // (`prepare_search_index`).
@@ -455,12 +609,16 @@ impl LmdbStore {
         }
         if version != schema::SCHEMA_VERSION {
             tracing::info!(from = version, "upgrading the database schema");
+            // Versions 1 to 8 hold one entry per key in the time-ordered
+            // indexes: valid blocks of one entry, merged into full ones below.
+            store.meta.put(&mut wtxn, REPACK, &[])?;
         }
         store
             .meta
             .put(&mut wtxn, b"schema", &schema::SCHEMA_VERSION.to_le_bytes())?;
         wtxn.commit()?;
         store.rebuild_tag_index()?;
+        store.repack_time_indexes()?;
         store.prepare_search_index()?;
         // Events a crash left unindexed (at most the lag and one batch).
         while store.index_pending(10_000)? {}
@@ -533,12 +691,14 @@ impl LmdbStore {
                 (d.created_at, d.tag_prefixes)
             },
             |wtxn, batch, last| {
+                let mut changes = Vec::new();
                 for (serial, (created_at, prefixes)) in batch {
                     let suffix = schema::time_suffix(*created_at, *serial);
                     for prefix in prefixes {
-                        self.tag.put(wtxn, &key(&[prefix, &suffix]), &[])?;
+                        changes.push((key(&[prefix, &suffix]), true));
                     }
                 }
+                self.update_time_index(wtxn, self.tag, changes)?;
                 if last {
                     self.meta.delete(wtxn, TAG_REBUILD)?;
                 }
@@ -738,7 +898,7 @@ impl LmdbStore {
             let upper = schema::df_key(prefix);
             let range = (Bound::Included(&lower[..]), Bound::Excluded(&upper[..]));
             match self.search.rev_range(wtxn, &range)?.next().transpose()? {
-                Some((k, v)) if v.len() < self.posting_block_bytes => {
+                Some((k, v)) if v.len() < self.block_bytes => {
                     let key_serial = block_serial(k)?;
                     let prev =
                         schema::last_posting_serial(key_serial, v).map_err(StoreError::Corrupt)?;
@@ -755,7 +915,7 @@ impl LmdbStore {
             ));
         }
         for &posting in new {
-            if block.len() >= self.posting_block_bytes {
+            if block.len() >= self.block_bytes {
                 self.search
                     .put(wtxn, &schema::search_key(prefix, key_serial), &block)?;
                 (key_serial, prev) = (posting.serial, posting.serial);
@@ -998,19 +1158,16 @@ impl LmdbStore {
     fn index_waiting(&self, wtxn: &mut RwTxn<'_>, max: usize) -> StoreResult<bool> {
         let (added, last_added) = self.waiting_keys(wtxn, self.pending, max)?;
         let (dropped, last_dropped) = self.waiting_keys(wtxn, self.removed, max)?;
-        for (name, (mut added, mut dropped)) in table::TIME_ORDERED
+        for (name, (added, dropped)) in table::TIME_ORDERED
             .into_iter()
             .zip(added.into_iter().zip(dropped))
         {
-            let db = self.table(name);
-            dropped.sort_unstable();
-            for k in &dropped {
-                db.delete(wtxn, k)?;
-            }
-            added.sort_unstable();
-            for k in &added {
-                db.put(wtxn, k, &[])?;
-            }
+            let changes = added
+                .into_iter()
+                .map(|k| (k, true))
+                .chain(dropped.into_iter().map(|k| (k, false)))
+                .collect();
+            self.update_time_index(wtxn, self.table(name), changes)?;
         }
         for (rows, last) in [(self.pending, last_added), (self.removed, last_dropped)] {
             if let Some(last) = last {
@@ -1019,6 +1176,155 @@ impl LmdbStore {
             }
         }
         Ok(!self.pending.is_empty(wtxn)? || !self.removed.is_empty(wtxn)?)
+    }
+
+    /// Applies `changes` to a time-ordered index: full keys (`prefix ‖
+    /// created_at ‖ serial`), with `true` to add the entry and `false` to
+    /// delete it. The index holds blocks of entries
+    /// ([`schema::encode_time_blocks`]), each keyed by its first entry;
+    /// the blocks of one prefix cover disjoint ranges. Each block a change
+    /// falls in is read, changed and rewritten once, split when it outgrows
+    /// `block_bytes`.
+    fn update_time_index(
+        &self,
+        wtxn: &mut RwTxn<'_>,
+        db: Db,
+        mut changes: Vec<(Vec<u8>, bool)>,
+    ) -> StoreResult<()> {
+        changes.sort_unstable();
+        let corrupt = |e: String| StoreError::Corrupt(e);
+        let mut entries = Vec::new();
+        let mut i = 0;
+        while i < changes.len() {
+            let k = &changes[i].0[..];
+            let prefix = k[..k.len() - TIME_SUFFIX].to_vec();
+            // The block holding k: the last one keyed at or below it, else
+            // (k is older than every entry) the prefix's first.
+            let at_or_below = (Bound::Included(&prefix[..]), Bound::Included(k));
+            let mut found = db.rev_range(wtxn, &at_or_below)?.next().transpose()?;
+            if found.is_none() {
+                let above = (Bound::Excluded(k), Bound::Unbounded);
+                found = db
+                    .range(wtxn, &above)?
+                    .next()
+                    .transpose()?
+                    .filter(|(bk, _)| bk.starts_with(&prefix));
+            }
+            entries.clear();
+            let block_key = match found {
+                Some((bk, value)) => {
+                    schema::decode_time_block(bk, value, &mut entries).map_err(corrupt)?;
+                    Some(bk.to_vec())
+                }
+                None => None,
+            };
+            // Later changes of this prefix below the next block's key fall
+            // in this block too.
+            let more_here = changes
+                .get(i + 1)
+                .is_some_and(|(k2, _)| k2.starts_with(&prefix));
+            let next_block = match (&block_key, more_here) {
+                (Some(bk), true) => db
+                    .range(wtxn, &(Bound::Excluded(&bk[..]), Bound::Unbounded))?
+                    .next()
+                    .transpose()?
+                    .map(|(nk, _)| nk)
+                    .filter(|nk| nk.starts_with(&prefix))
+                    .map(<[u8]>::to_vec),
+                _ => None,
+            };
+            while let Some((ck, add)) = changes.get(i) {
+                if !ck.starts_with(&prefix) || next_block.as_ref().is_some_and(|nb| ck >= nb) {
+                    break;
+                }
+                let entry = schema::split_time_suffix(ck).expect("keys end with the suffix");
+                match (entries.binary_search(&entry), add) {
+                    (Err(at), true) => entries.insert(at, entry),
+                    (Ok(at), false) => {
+                        entries.remove(at);
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+            let blocks = schema::encode_time_blocks(&entries, self.block_bytes);
+            if let Some(bk) = &block_key {
+                let reused = blocks
+                    .first()
+                    .is_some_and(|(suffix, _)| bk[prefix.len()..] == suffix[..]);
+                if !reused {
+                    db.delete(wtxn, bk)?;
+                }
+            }
+            for (suffix, value) in &blocks {
+                db.put(wtxn, &key(&[&prefix, suffix]), value)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Rewrites every time-ordered index in full blocks, in write
+    /// transactions of about [`REPACK_CHUNK`] blocks read, while
+    /// `meta/repack` is present (after an upgrade from a schema that kept
+    /// one entry per key); the marker is removed with the last chunk.
+    fn repack_time_indexes(&self) -> StoreResult<()> {
+        {
+            let txn = self.env.read_txn()?;
+            if self.meta.get(&txn, REPACK)?.is_none() {
+                return Ok(());
+            }
+        }
+        for name in table::TIME_ORDERED {
+            let db = self.table(name);
+            let prefix_len = schema::time_prefix_len(name);
+            let mut after: Option<Vec<u8>> = None;
+            let mut done = 0u64;
+            loop {
+                let mut wtxn = self.env.write_txn()?;
+                let mut read = Vec::new();
+                let mut packed = Vec::new();
+                {
+                    let from = match &after {
+                        Some(k) => Bound::Excluded(&k[..]),
+                        None => Bound::Unbounded,
+                    };
+                    let mut packer = BlockPacker::new(prefix_len, self.block_bytes);
+                    for item in db.range(&wtxn, &(from, Bound::Unbounded))? {
+                        let (k, v) = item?;
+                        read.push(k.to_vec());
+                        packer.push(k, v, &mut |k, v| {
+                            packed.push((k.to_vec(), v.to_vec()));
+                            Ok(())
+                        })?;
+                        if read.len() >= REPACK_CHUNK {
+                            break;
+                        }
+                    }
+                    packer.finish(&mut |k, v| {
+                        packed.push((k.to_vec(), v.to_vec()));
+                        Ok(())
+                    })?;
+                }
+                for k in &read {
+                    db.delete(&mut wtxn, k)?;
+                }
+                for (k, v) in &packed {
+                    db.put(&mut wtxn, k, v)?;
+                }
+                let last_chunk = read.len() < REPACK_CHUNK;
+                if last_chunk && name == table::TAG {
+                    self.meta.delete(&mut wtxn, REPACK)?;
+                }
+                wtxn.commit()?;
+                done += read.len() as u64;
+                if last_chunk {
+                    break;
+                }
+                tracing::info!(table = name, blocks = done, "repacking an index");
+                after = read.pop();
+            }
+        }
+        Ok(())
     }
 
     /// The keys, per time-ordered index, of the first `max` rows of
@@ -1056,7 +1362,7 @@ impl LmdbStore {
         else {
             return Ok(());
         };
-        let mut keys = Vec::new();
+        let mut changes = Vec::new();
         for item in legacy.iter(wtxn)? {
             let (k, v) = item?;
             let bad = || StoreError::Corrupt("bad pending_tags row".into());
@@ -1065,13 +1371,10 @@ impl LmdbStore {
                 return Err(bad());
             }
             for tag_key in tag_keys.chunks_exact(schema::TAG_PREFIX) {
-                keys.push(key(&[tag_key, created, k]));
+                changes.push((key(&[tag_key, created, k]), true));
             }
         }
-        keys.sort_unstable();
-        for k in &keys {
-            self.tag.put(wtxn, k, &[])?;
-        }
+        self.update_time_index(wtxn, self.tag, changes)?;
         legacy.clear(wtxn)?;
         Ok(())
     }
@@ -1278,23 +1581,15 @@ impl LmdbStore {
         self.index_waiting(wtxn, usize::MAX)?;
         let mut doomed = Vec::new();
         {
-            let lower = key(&[author.as_bytes(), &[0u8; TIME_SUFFIX]]);
-            let upper = key(&[author.as_bytes(), &schema::time_suffix(until, u64::MAX)]);
-            let range = (Bound::Included(&lower[..]), Bound::Included(&upper[..]));
-            for item in self.pubkey.range(wtxn, &range)? {
-                let (k, _) = item?;
-                doomed.push(schema::split_time_suffix(k).1);
+            let upper = (until.as_u64(), u64::MAX);
+            let mut by_author = TimeWalk::new(wtxn, self.pubkey, author.as_bytes(), (0, 0), upper)?;
+            while let Some((_, serial)) = by_author.next()? {
+                doomed.push(serial);
             }
             let author_hex = author.to_hex();
-            let wrap = key(&[&schema::tag_prefix(b'p', &author_hex), &[0u8; TIME_SUFFIX]]);
-            let wrap_upper = key(&[
-                &schema::tag_prefix(b'p', &author_hex),
-                &schema::time_suffix(until, u64::MAX),
-            ]);
-            let range = (Bound::Included(&wrap[..]), Bound::Included(&wrap_upper[..]));
-            for item in self.tag.range(wtxn, &range)? {
-                let (k, _) = item?;
-                let serial = schema::split_time_suffix(k).1;
+            let wrap = schema::tag_prefix(b'p', &author_hex);
+            let mut wraps = TimeWalk::new(wtxn, self.tag, &wrap, (0, 0), upper)?;
+            while let Some((_, serial)) = wraps.next()? {
                 if let Some((_, record)) = self.load(wtxn, serial)? {
                     // The tag key holds 8 bytes of the value: re-check it.
                     let view = decode(&record)?;
@@ -1631,39 +1926,33 @@ impl LmdbStore {
         // The tail's place in the heap: after the ranges.
         let from_tail = ranges.len();
         let result = (|| {
-            // One reverse iterator per live range, merged on (created_at, serial).
-            let mut iters = Vec::with_capacity(ranges.len());
+            // One walk per live range, merged on (created_at, serial).
+            let mut walks = Vec::with_capacity(ranges.len());
             let mut heap = BinaryHeap::new();
             for (i, r) in ranges.iter().enumerate() {
                 if r.done {
-                    iters.push(None);
+                    walks.push(None);
                     continue;
                 }
-                let lower = key(&[&r.prefix, &schema::time_suffix(since, 0)]);
-                let top = key(&[&r.prefix, &schema::time_suffix(until, u64::MAX)]);
                 let upper = match &r.resume_below {
-                    Some(k) => Bound::Excluded(&k[..]),
-                    None => Bound::Included(&top[..]),
+                    Some(k) => schema::split_time_suffix(k).expect("a key with its suffix"),
+                    None => (until.as_u64(), u64::MAX),
                 };
-                let bounds = (Bound::Included(&lower[..]), upper);
-                let mut it = db.rev_range(txn, &bounds)?;
-                match it.next().transpose()? {
-                    Some((k, _)) => {
-                        let (t, s) = schema::split_time_suffix(k);
-                        heap.push((t, s, i, k.to_vec()));
-                        iters.push(Some(it));
+                let mut walk = TimeWalk::new(txn, db, &r.prefix, (since.as_u64(), 0), upper)?;
+                match walk.next()? {
+                    Some((t, s)) => {
+                        heap.push((t, s, i));
+                        walks.push(Some(walk));
                     }
-                    None => {
-                        iters.push(None);
-                    }
+                    None => walks.push(None),
                 }
             }
             if let Some(&(t, s)) = tail.last() {
-                heap.push((t, s, from_tail, Vec::new()));
+                heap.push((t, s, from_tail));
             }
             let mut spent = 0usize;
             loop {
-                let Some((t, serial, i, k)) = heap.pop() else {
+                let Some((t, serial, i)) = heap.pop() else {
                     for r in ranges.iter_mut() {
                         r.done = true;
                     }
@@ -1679,22 +1968,17 @@ impl LmdbStore {
                 if i == from_tail {
                     tail.pop();
                     if let Some(&(t2, s2)) = tail.last() {
-                        heap.push((t2, s2, from_tail, Vec::new()));
+                        heap.push((t2, s2, from_tail));
                     }
-                    spent += 1;
-                    if spent >= budget {
-                        return Ok(ScanStatus::More);
-                    }
-                    continue;
-                }
-                ranges[i].resume_below = Some(k);
-                if let Some(it) = iters[i].as_mut() {
-                    match it.next().transpose()? {
-                        Some((k2, _)) => {
-                            let (t2, s2) = schema::split_time_suffix(k2);
-                            heap.push((t2, s2, i, k2.to_vec()));
-                        }
-                        None => ranges[i].done = true,
+                } else {
+                    let r = &mut ranges[i];
+                    r.resume_below = Some(key(&[&r.prefix, &schema::entry_suffix((t, serial))]));
+                    match walks[i].as_mut() {
+                        Some(walk) => match walk.next()? {
+                            Some((t2, s2)) => heap.push((t2, s2, i)),
+                            None => r.done = true,
+                        },
+                        None => r.done = true,
                     }
                 }
                 spent += 1;
@@ -1895,21 +2179,15 @@ impl EventStore for LmdbStore {
             Timestamp::MAX,
             |_| true,
         )?;
-        let mut indexed = self.created.rev_iter(&txn)?;
-        let mut next_indexed = indexed
-            .next()
-            .transpose()?
-            .map(|(k, _)| schema::split_time_suffix(k));
+        let mut indexed = TimeWalk::new(&txn, self.created, &[], (0, 0), (u64::MAX, u64::MAX))?;
+        let mut next_indexed = indexed.next()?;
         loop {
             let serial = match (waiting.last(), next_indexed) {
                 (None, None) => break,
                 (Some(&w), Some(i)) if w > i => waiting.pop().map_or(0, |w| w.1),
                 (Some(_), None) => waiting.pop().map_or(0, |w| w.1),
                 (_, Some((_, serial))) => {
-                    next_indexed = indexed
-                        .next()
-                        .transpose()?
-                        .map(|(k, _)| schema::split_time_suffix(k));
+                    next_indexed = indexed.next()?;
                     serial
                 }
             };

@@ -1,9 +1,10 @@
 //! Stage 6a: table names and key encodings of the LMDB store.
 //!
 //! Byte diagrams and the reasoning are in `docs/design-store.md`. Every key
-//! that is scanned by time ends with `created_at (8, BE) ‖ serial (8, BE)`, so
-//! a reverse range scan over one prefix walks newest → oldest. Big-endian is
-//! used on purpose: LMDB compares keys as bytes.
+//! of a time-ordered index ends with `created_at (8, BE) ‖ serial (8, BE)`
+//! (its block's first entry), so a reverse range scan over one prefix walks
+//! newest → oldest. Big-endian is used on purpose: LMDB compares keys as
+//! bytes.
 #![allow(clippy::big_endian_bytes)] // sort order of LMDB keys
 
 use nostrwire_event::{EventId, Kind, PublicKey, Timestamp};
@@ -16,8 +17,8 @@ use sha2::{Digest, Sha256};
 /// `meta/search_indexed`; 5 stores postings in blocks; 6 let tag entries
 /// wait in `pending_tags`; 7 lets the entries of every time-ordered index
 /// wait in `pending`; 8 deletes those of a removed event later, from
-/// `removed`.
-pub const SCHEMA_VERSION: u32 = 8;
+/// `removed`; 9 stores those indexes in blocks of entries.
+pub const SCHEMA_VERSION: u32 = 9;
 
 /// Table names.
 pub mod table {
@@ -25,15 +26,15 @@ pub mod table {
     pub const EVENTS: &str = "events";
     /// id → serial.
     pub const IDS: &str = "ids";
-    /// created_at ‖ serial → ().
+    /// created_at ‖ serial → block of later entries (`encode_time_blocks`).
     pub const CREATED: &str = "created";
-    /// kind ‖ created_at ‖ serial → ().
+    /// kind ‖ created_at ‖ serial → block.
     pub const KIND: &str = "kind";
-    /// pubkey ‖ created_at ‖ serial → ().
+    /// pubkey ‖ created_at ‖ serial → block.
     pub const PUBKEY: &str = "pubkey";
-    /// pubkey ‖ kind ‖ created_at ‖ serial → ().
+    /// pubkey ‖ kind ‖ created_at ‖ serial → block.
     pub const PUBKEY_KIND: &str = "pubkey_kind";
-    /// tag key ‖ created_at ‖ serial → ().
+    /// tag key ‖ created_at ‖ serial → block.
     pub const TAG: &str = "tag";
     /// serial → [`PendingRow`]: stored events whose entries in the
     /// time-ordered indexes ([`TIME_ORDERED`]) are not written yet.
@@ -68,18 +69,117 @@ pub const TIME_SUFFIX: usize = 16;
 
 /// `created_at ‖ serial`.
 pub fn time_suffix(created_at: Timestamp, serial: u64) -> [u8; TIME_SUFFIX] {
+    entry_suffix((created_at.as_u64(), serial))
+}
+
+/// `created_at ‖ serial` of an entry.
+pub fn entry_suffix((created_at, serial): TimeEntry) -> [u8; TIME_SUFFIX] {
     let mut out = [0u8; TIME_SUFFIX];
-    out[..8].copy_from_slice(&created_at.as_u64().to_be_bytes());
+    out[..8].copy_from_slice(&created_at.to_be_bytes());
     out[8..].copy_from_slice(&serial.to_be_bytes());
     out
 }
 
-/// Reads `(created_at, serial)` from the end of an index key.
-pub fn split_time_suffix(key: &[u8]) -> (u64, u64) {
-    let n = key.len();
-    let created = u64::from_be_bytes(key[n - 16..n - 8].try_into().expect("8 bytes"));
-    let serial = u64::from_be_bytes(key[n - 8..].try_into().expect("8 bytes"));
-    (created, serial)
+/// An entry of a time-ordered index: `(created_at, serial)`. Entries sort
+/// as their keys do.
+pub type TimeEntry = (u64, u64);
+
+/// Reads `(created_at, serial)` from the end of an index key; `None` when
+/// the key is shorter than the suffix.
+pub fn split_time_suffix(key: &[u8]) -> Option<TimeEntry> {
+    let (_, suffix) = key.split_last_chunk::<TIME_SUFFIX>()?;
+    let (created, serial) = suffix.split_at(8);
+    Some((
+        u64::from_be_bytes(created.try_into().ok()?),
+        u64::from_be_bytes(serial.try_into().ok()?),
+    ))
+}
+
+/// The length of the prefix before `created_at ‖ serial` in the keys of a
+/// time-ordered index ([`table::TIME_ORDERED`]).
+pub fn time_prefix_len(table: &str) -> usize {
+    match table {
+        table::CREATED => 0,
+        table::KIND => 2,
+        table::PUBKEY => 32,
+        table::PUBKEY_KIND => 34,
+        _ => TAG_PREFIX,
+    }
+}
+
+/// Bytes an entry takes in a block after `prev`.
+fn time_entry_len(prev: TimeEntry, entry: TimeEntry) -> usize {
+    nostrwire_wire::varint::len(entry.0.wrapping_sub(prev.0))
+        + nostrwire_wire::varint::len(zigzag(entry.1.wrapping_sub(prev.1)))
+}
+
+/// Serial deltas are signed: an event created earlier may be stored later.
+fn zigzag(delta: u64) -> u64 {
+    let d = delta as i64;
+    ((d << 1) ^ (d >> 63)) as u64
+}
+
+fn unzigzag(z: u64) -> u64 {
+    (z >> 1) ^ (z & 1).wrapping_neg()
+}
+
+/// Splits entries (strictly increasing) into the blocks of a time-ordered
+/// index: each block is keyed by its first entry, and takes the following
+/// ones while its value stays within `max_bytes`. Returns (key suffix,
+/// value) per block; the value holds, for each entry after the first,
+/// `varint(created_at − previous created_at) ‖ varint(zigzag(serial −
+/// previous serial))`.
+pub fn encode_time_blocks(
+    entries: &[TimeEntry],
+    max_bytes: usize,
+) -> Vec<([u8; TIME_SUFFIX], Vec<u8>)> {
+    let mut blocks = Vec::new();
+    let mut rest = entries;
+    while let Some((&first, tail)) = rest.split_first() {
+        let mut value = Vec::new();
+        let mut prev = first;
+        let mut taken = 0;
+        for &entry in tail {
+            debug_assert!(entry > prev, "entries strictly increase");
+            if value.len() + time_entry_len(prev, entry) > max_bytes {
+                break;
+            }
+            nostrwire_wire::varint::push(&mut value, entry.0.wrapping_sub(prev.0));
+            nostrwire_wire::varint::push(&mut value, zigzag(entry.1.wrapping_sub(prev.1)));
+            prev = entry;
+            taken += 1;
+        }
+        blocks.push((entry_suffix(first), value));
+        rest = &tail[taken..];
+    }
+    blocks
+}
+
+/// Appends the entries of the block stored under `key` (any prefix, then
+/// the first entry) to `out`, in increasing order. Rejects (never panics
+/// on) short keys, truncated or overlong varints, times that overflow and
+/// entries that do not strictly increase.
+pub fn decode_time_block(key: &[u8], value: &[u8], out: &mut Vec<TimeEntry>) -> Result<(), String> {
+    use nostrwire_wire::varint;
+    let bad = |what: &str| format!("bad time-ordered index block: {what}");
+    let mut prev = split_time_suffix(key).ok_or_else(|| bad("short key"))?;
+    out.push(prev);
+    let mut pos = 0;
+    while pos < value.len() {
+        let dt = varint::read(value, &mut pos).map_err(|e| bad(&e.to_string()))?;
+        let ds = varint::read(value, &mut pos).map_err(|e| bad(&e.to_string()))?;
+        let created = prev
+            .0
+            .checked_add(dt)
+            .ok_or_else(|| bad("created_at out of range"))?;
+        let entry = (created, prev.1.wrapping_add(unzigzag(ds)));
+        if entry <= prev {
+            return Err(bad("entries do not increase"));
+        }
+        out.push(entry);
+        prev = entry;
+    }
+    Ok(())
 }
 
 /// Serial as a key or value.
@@ -257,10 +357,11 @@ pub fn search_key(prefix: &[u8], serial: u64) -> Vec<u8> {
     out
 }
 
-/// A block of postings grows to about this many bytes before the next
-/// posting starts a new block. Small enough that a block (and its key) stays
+/// A block of search postings grows to about this many bytes before the
+/// next posting starts a new block; a block of a time-ordered index holds
+/// at most this many bytes. Small enough that a block (and its key) stays
 /// inside a leaf page: LMDB moves values over ~2 KB to overflow pages.
-pub const POSTING_BLOCK_BYTES: usize = 1024;
+pub const BLOCK_BYTES: usize = 1024;
 
 /// One event in a term's postings: the event's serial, how often the term
 /// occurs in it, and its indexed length (both for BM25).
@@ -359,7 +460,8 @@ mod tests {
         let b = time_suffix(Timestamp::new(6).unwrap(), 1);
         let c = time_suffix(Timestamp::new(6).unwrap(), 2);
         assert!(a < b && b < c);
-        assert_eq!(split_time_suffix(&c), (6, 2));
+        assert_eq!(split_time_suffix(&c), Some((6, 2)));
+        assert_eq!(split_time_suffix(&c[1..]), None);
     }
 
     #[test]
@@ -473,5 +575,63 @@ mod tests {
             assert!(decode_postings(5, block).is_err(), "{block:?}");
             assert!(last_posting_serial(5, block).is_err(), "{block:?}");
         }
+    }
+
+    #[test]
+    fn time_blocks_have_golden_bytes() {
+        // A later serial, the same second; an earlier serial, a second later.
+        let entries = [(1_000, 70), (1_000, 75), (1_001, 3), (1_300, 200)];
+        let blocks = encode_time_blocks(&entries, 1024);
+        assert_eq!(blocks.len(), 1);
+        let (key, value) = &blocks[0];
+        assert_eq!(key, &time_suffix(Timestamp::new(1_000).unwrap(), 70));
+        assert_eq!(
+            value,
+            &[0x00, 0x0a, 0x01, 0x8f, 0x01, 0xab, 0x02, 0x8a, 0x03]
+        );
+        let mut out = Vec::new();
+        let prefixed = [&[9u8, 9][..], key].concat();
+        decode_time_block(&prefixed, value, &mut out).unwrap();
+        assert_eq!(out, entries);
+    }
+
+    #[test]
+    fn time_blocks_split_at_the_byte_limit() {
+        let entries: Vec<TimeEntry> = (0..100u64)
+            .map(|i| (i / 3, 1_000 - (i / 3) * 7 + i % 3))
+            .collect();
+        for max in [0, 1, 2, 5, 12, 64, 1024] {
+            let blocks = encode_time_blocks(&entries, max);
+            let mut out = Vec::new();
+            for (key, value) in &blocks {
+                assert!(value.len() <= max, "{max}");
+                decode_time_block(key, value, &mut out).unwrap();
+            }
+            assert_eq!(out, entries, "{max}");
+        }
+        assert_eq!(encode_time_blocks(&entries, 0).len(), 100);
+        assert_eq!(encode_time_blocks(&entries, 1024).len(), 1);
+        assert!(encode_time_blocks(&[], 10).is_empty());
+    }
+
+    #[test]
+    fn hostile_time_blocks_are_errors() {
+        let key = time_suffix(Timestamp::new(5).unwrap(), 9);
+        let mut out = Vec::new();
+        for value in [
+            &[0x00][..],         // truncated
+            &[0x00, 0x00],       // the same entry again
+            &[0x00, 0x01],       // an earlier serial, the same second
+            &[0x81, 0x00, 0x02], // overlong varint
+            &[
+                0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0x02,
+            ], // created_at overflows
+        ] {
+            assert!(
+                decode_time_block(&key, value, &mut out).is_err(),
+                "{value:?}"
+            );
+        }
+        assert!(decode_time_block(&key[..15], &[], &mut out).is_err());
     }
 }
