@@ -876,9 +876,15 @@ fn agrees_with_model(options: &OpenOptions) -> nostrwire_relay::store::Stats {
             "{name}"
         );
         keys += table(name).len(&rtxn).unwrap();
-        let packed: Db = copy_env.open_database(&copy_txn, Some(name)).unwrap().unwrap();
+        let packed: Db = copy_env
+            .open_database(&copy_txn, Some(name))
+            .unwrap()
+            .unwrap();
         packed_keys += packed.len(&copy_txn).unwrap();
     }
-    assert!(packed_keys < keys, "{packed_keys} blocks after compact, {keys} before");
+    assert!(
+        packed_keys < keys,
+        "{packed_keys} blocks after compact, {keys} before"
+    );
     stats
 }
