@@ -345,23 +345,16 @@ impl BlockPacker {
     /// take the next entries).
     fn flush(&mut self, emit: &mut EmitBlock<'_>, all: bool) -> StoreResult<()> {
         let mut blocks = schema::encode_time_blocks(&self.entries, self.max_bytes);
-        let kept = match blocks.pop() {
-            Some(last) if !all => last.0,
-            Some(last) => {
-                blocks.push(last);
-                [0xff; TIME_SUFFIX]
-            }
-            None => return Ok(()),
-        };
+        let kept = if all { None } else { blocks.pop() };
         for (suffix, value) in &blocks {
             emit(&key(&[&self.prefix, suffix]), value)?;
         }
-        if all {
-            self.entries.clear();
-        } else {
-            let first_kept = schema::split_time_suffix(&kept).expect("a suffix");
-            let at = self.entries.partition_point(|e| *e < first_kept);
-            self.entries.drain(..at);
+        match kept.and_then(|(suffix, _)| schema::split_time_suffix(&suffix)) {
+            Some(first_kept) => {
+                let at = self.entries.partition_point(|e| *e < first_kept);
+                self.entries.drain(..at);
+            }
+            None => self.entries.clear(),
         }
         Ok(())
     }
@@ -1289,21 +1282,19 @@ impl LmdbStore {
                         None => Bound::Unbounded,
                     };
                     let mut packer = BlockPacker::new(prefix_len, self.block_bytes);
+                    let mut collect = |k: &[u8], v: &[u8]| -> StoreResult<()> {
+                        packed.push((k.to_vec(), v.to_vec()));
+                        Ok(())
+                    };
                     for item in db.range(&wtxn, &(from, Bound::Unbounded))? {
                         let (k, v) = item?;
                         read.push(k.to_vec());
-                        packer.push(k, v, &mut |k, v| {
-                            packed.push((k.to_vec(), v.to_vec()));
-                            Ok(())
-                        })?;
+                        packer.push(k, v, &mut collect)?;
                         if read.len() >= REPACK_CHUNK {
                             break;
                         }
                     }
-                    packer.finish(&mut |k, v| {
-                        packed.push((k.to_vec(), v.to_vec()));
-                        Ok(())
-                    })?;
+                    packer.finish(&mut collect)?;
                 }
                 for k in &read {
                     db.delete(&mut wtxn, k)?;
@@ -1934,10 +1925,7 @@ impl LmdbStore {
                     walks.push(None);
                     continue;
                 }
-                let upper = match &r.resume_below {
-                    Some(k) => schema::split_time_suffix(k).expect("a key with its suffix"),
-                    None => (until.as_u64(), u64::MAX),
-                };
+                let upper = r.resume_below.unwrap_or((until.as_u64(), u64::MAX));
                 let mut walk = TimeWalk::new(txn, db, &r.prefix, (since.as_u64(), 0), upper)?;
                 match walk.next()? {
                     Some((t, s)) => {
@@ -1972,7 +1960,7 @@ impl LmdbStore {
                     }
                 } else {
                     let r = &mut ranges[i];
-                    r.resume_below = Some(key(&[&r.prefix, &schema::entry_suffix((t, serial))]));
+                    r.resume_below = Some((t, serial));
                     match walks[i].as_mut() {
                         Some(walk) => match walk.next()? {
                             Some((t2, s2)) => heap.push((t2, s2, i)),

@@ -18,8 +18,9 @@ const MAX_PAIR_PREFIXES: usize = 256;
 #[derive(Clone, Debug)]
 pub(crate) struct Range {
     pub(crate) prefix: Vec<u8>,
-    /// Exclusive upper bound: the last key already examined.
-    pub(crate) resume_below: Option<Vec<u8>>,
+    /// Exclusive upper bound: the last entry (created_at, serial) already
+    /// examined.
+    pub(crate) resume_below: Option<schema::TimeEntry>,
     pub(crate) done: bool,
 }
 
