@@ -100,7 +100,7 @@ settings! {
         "Dictionary set file from `nostrwire dict train --per-kind` (empty: compress without dictionaries). The first set given is copied into the database and kept there for good, because stored records name its dictionaries."
     auto_dictionaries: u64 = 20_000; reloadable = false;
         "Once this many events are stored in a database without a dictionary set (and `dictionaries` is empty), the relay trains per-kind zstd dictionaries from its newest events (up to 20,000), on a thread of its own, keeps them in the database for good and compresses new records with them; records stored before stay as they are. 0 never trains."
-    index_lag: u64 = 256; reloadable = false;
+    index_lag: u64 = 1024; reloadable = false;
         "Stored events whose entries in the time-ordered indexes (created_at, kind, author, author and kind, tags) may wait. The writer writes them in one batch, in key order, when it has been idle for 20 ms, or in the commit that would leave more than this many waiting; queries read the waiting events' keys directly, so results never miss a stored event. 0 writes each event's entries in its own commit (slower publishing: a follow list alone has hundreds)."
 
     [limits: LimitSettings] "Limits; each violation is answered with its NIP-01 prefix."
@@ -190,7 +190,7 @@ settings! {
         "Keep an inverted index of event text and answer `search` filters. Turning it off drops the index (no write cost); turning it on again rebuilds it when the database opens."
     max_reads: usize = 100_000; reloadable = false;
         "Most postings (and probes of other terms) one search filter reads; past it, results are ranked among the newest events examined and COUNT answers `approximate: true`."
-    index_lag: u64 = 256; reloadable = false;
+    index_lag: u64 = 1024; reloadable = false;
         "Stored events the search index may trail by. The writer indexes them in one batch when it has been idle for 20 ms, or in the commit that would leave more than this many behind; searches scan the trailing events directly, so results never miss a stored event. 0 indexes each event in its own commit (slower publishing)."
 
     [performance: PerformanceSettings] "Threads and batching."
