@@ -19,7 +19,7 @@ use nostrwire_wire::compress::{DictSet, RecordCompressor, RecordDecompressor};
 use nostrwire_wire::{EventView, Value};
 
 use super::plan::{plan, Plan, QueryCursor, Ranked, ScanStatus};
-use super::schema::{self, table, Posting, TIME_SUFFIX};
+use super::schema::{self, table, Posting, TimeKey, TIME_SUFFIX};
 use super::{Durability, EventStore, Found, Presence, Stats, StoreError, StoreResult, Verdict};
 use crate::policy::ReadGate;
 use crate::search::{self, EventTerms, Query};
@@ -688,7 +688,7 @@ impl LmdbStore {
                 for (serial, (created_at, prefixes)) in batch {
                     let suffix = schema::time_suffix(*created_at, *serial);
                     for prefix in prefixes {
-                        changes.push((key(&[prefix, &suffix]), true));
+                        changes.extend(TimeKey::new(prefix, &suffix).map(|k| (k, true)));
                     }
                 }
                 self.update_time_index(wtxn, self.tag, changes)?;
@@ -835,25 +835,29 @@ impl LmdbStore {
         if from >= last {
             return Ok(false);
         }
-        // Term prefix → its new postings, in serial order (the walk's).
-        let mut added: std::collections::BTreeMap<Vec<u8>, Vec<Posting>> = Default::default();
+        // Term → its new postings, in serial order (the walk's). Keyed by
+        // the event's own term strings: no allocation per posting.
+        let mut added: std::collections::HashMap<String, Vec<Posting>> = Default::default();
         let (walked, walked_to) = self.walk_unindexed(wtxn, max, |serial, terms| {
             let Some(terms) = terms else {
                 return;
             };
             docs += 1;
             tokens += u64::from(terms.len);
-            for (term, &tf) in &terms.terms {
-                added
-                    .entry(schema::term_prefix(term))
-                    .or_default()
-                    .push(Posting {
-                        serial,
-                        tf,
-                        len: terms.len,
-                    });
+            for (term, tf) in terms.terms {
+                added.entry(term).or_default().push(Posting {
+                    serial,
+                    tf,
+                    len: terms.len,
+                });
             }
         })?;
+        // Written in key order: neighbouring terms share pages.
+        let mut added: Vec<(Vec<u8>, Vec<Posting>)> = added
+            .into_iter()
+            .map(|(term, new)| (schema::term_prefix(&term), new))
+            .collect();
+        added.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         // Removed events leave gaps: once the walk has run out of events,
         // the mark passes every serial handed out.
         let more = walked == max && walked_to.is_some_and(|s| s < last);
@@ -1149,17 +1153,10 @@ impl LmdbStore {
     /// share pages: a replaced follow list's old and new entries sit side
     /// by side), and drops their rows. Returns whether rows remain.
     fn index_waiting(&self, wtxn: &mut RwTxn<'_>, max: usize) -> StoreResult<bool> {
-        let (added, last_added) = self.waiting_keys(wtxn, self.pending, max)?;
-        let (dropped, last_dropped) = self.waiting_keys(wtxn, self.removed, max)?;
-        for (name, (added, dropped)) in table::TIME_ORDERED
-            .into_iter()
-            .zip(added.into_iter().zip(dropped))
-        {
-            let changes = added
-                .into_iter()
-                .map(|k| (k, true))
-                .chain(dropped.into_iter().map(|k| (k, false)))
-                .collect();
+        let mut changes: [Vec<(TimeKey, bool)>; 5] = Default::default();
+        let last_added = self.waiting_changes(wtxn, self.pending, max, true, &mut changes)?;
+        let last_dropped = self.waiting_changes(wtxn, self.removed, max, false, &mut changes)?;
+        for (name, changes) in table::TIME_ORDERED.into_iter().zip(changes) {
             self.update_time_index(wtxn, self.table(name), changes)?;
         }
         for (rows, last) in [(self.pending, last_added), (self.removed, last_dropped)] {
@@ -1182,18 +1179,18 @@ impl LmdbStore {
         &self,
         wtxn: &mut RwTxn<'_>,
         db: Db,
-        mut changes: Vec<(Vec<u8>, bool)>,
+        mut changes: Vec<(TimeKey, bool)>,
     ) -> StoreResult<()> {
         changes.sort_unstable();
         let corrupt = |e: String| StoreError::Corrupt(e);
         let mut entries = Vec::new();
         let mut i = 0;
         while i < changes.len() {
-            let k = &changes[i].0[..];
-            let prefix = k[..k.len() - TIME_SUFFIX].to_vec();
+            let first = changes[i].0;
+            let (k, prefix) = (first.as_bytes(), first.prefix());
             // The block holding k: the last one keyed at or below it, else
             // (k is older than every entry) the prefix's first.
-            let at_or_below = (Bound::Included(&prefix[..]), Bound::Included(k));
+            let at_or_below = (Bound::Included(prefix), Bound::Included(k));
             let mut found = db.rev_range(wtxn, &at_or_below)?.next().transpose()?;
             if found.is_none() {
                 let above = (Bound::Excluded(k), Bound::Unbounded);
@@ -1201,7 +1198,7 @@ impl LmdbStore {
                     .range(wtxn, &above)?
                     .next()
                     .transpose()?
-                    .filter(|(bk, _)| bk.starts_with(&prefix));
+                    .filter(|(bk, _)| bk.starts_with(prefix));
             }
             entries.clear();
             let block_key = match found {
@@ -1215,22 +1212,26 @@ impl LmdbStore {
             // in this block too.
             let more_here = changes
                 .get(i + 1)
-                .is_some_and(|(k2, _)| k2.starts_with(&prefix));
+                .is_some_and(|(k2, _)| k2.prefix() == prefix);
             let next_block = match (&block_key, more_here) {
                 (Some(bk), true) => db
                     .range(wtxn, &(Bound::Excluded(&bk[..]), Bound::Unbounded))?
                     .next()
                     .transpose()?
                     .map(|(nk, _)| nk)
-                    .filter(|nk| nk.starts_with(&prefix))
+                    .filter(|nk| nk.starts_with(prefix))
                     .map(<[u8]>::to_vec),
                 _ => None,
             };
             while let Some((ck, add)) = changes.get(i) {
-                if !ck.starts_with(&prefix) || next_block.as_ref().is_some_and(|nb| ck >= nb) {
+                if ck.prefix() != prefix
+                    || next_block
+                        .as_ref()
+                        .is_some_and(|nb| ck.as_bytes() >= &nb[..])
+                {
                     break;
                 }
-                let entry = schema::split_time_suffix(ck).expect("keys end with the suffix");
+                let entry = ck.entry();
                 match (entries.binary_search(&entry), add) {
                     (Err(at), true) => entries.insert(at, entry),
                     (Ok(at), false) => {
@@ -1250,7 +1251,7 @@ impl LmdbStore {
                 }
             }
             for (suffix, value) in &blocks {
-                db.put(wtxn, &key(&[&prefix, suffix]), value)?;
+                db.put(wtxn, &key(&[prefix, suffix]), value)?;
             }
         }
         Ok(())
@@ -1318,16 +1319,17 @@ impl LmdbStore {
         Ok(())
     }
 
-    /// The keys, per time-ordered index, of the first `max` rows of
-    /// `pending` or `removed`, and the last serial read.
-    #[allow(clippy::type_complexity)]
-    fn waiting_keys(
+    /// Adds to `changes`, per time-ordered index, the keys of the first
+    /// `max` rows of `pending` (`add`) or `removed` (not `add`); returns
+    /// the last serial read.
+    fn waiting_changes(
         &self,
         txn: &RoTxn<'_>,
         rows: Db,
         max: usize,
-    ) -> StoreResult<([Vec<Vec<u8>>; 5], Option<u64>)> {
-        let mut keys: [Vec<Vec<u8>>; 5] = Default::default();
+        add: bool,
+        changes: &mut [Vec<(TimeKey, bool)>; 5],
+    ) -> StoreResult<Option<u64>> {
         let mut last = None;
         for item in rows.iter(txn)?.take(max) {
             let (k, v) = item?;
@@ -1335,13 +1337,16 @@ impl LmdbStore {
                 .ok_or_else(|| StoreError::Corrupt("bad waiting-row key".into()))?;
             let row = schema::PendingRow::parse(v)
                 .ok_or_else(|| StoreError::Corrupt("bad waiting row".into()))?;
-            let suffix = key(&[&row.created_at.to_be_bytes(), &schema::serial_bytes(serial)]);
-            for (name, keys) in table::TIME_ORDERED.iter().zip(&mut keys) {
-                row.for_each_prefix(name, |prefix| keys.push(key(&[prefix, &suffix])));
+            let suffix = schema::entry_suffix((row.created_at, serial));
+            for (name, changes) in table::TIME_ORDERED.iter().zip(changes.iter_mut()) {
+                // Row prefixes have fixed lengths, all within a time key.
+                row.for_each_prefix(name, |prefix| {
+                    changes.extend(TimeKey::new(prefix, &suffix).map(|k| (k, add)))
+                });
             }
             last = Some(serial);
         }
-        Ok((keys, last))
+        Ok(last)
     }
 
     /// Schema 6 upgrade: writes the tag entries waiting in `pending_tags`
@@ -1361,8 +1366,10 @@ impl LmdbStore {
             if k.len() != 8 || tag_keys.len() % schema::TAG_PREFIX != 0 {
                 return Err(bad());
             }
+            let serial = schema::serial_from(k).ok_or_else(bad)?;
+            let suffix = schema::entry_suffix((u64::from_be_bytes(*created), serial));
             for tag_key in tag_keys.chunks_exact(schema::TAG_PREFIX) {
-                changes.push((key(&[tag_key, created, k]), true));
+                changes.extend(TimeKey::new(tag_key, &suffix).map(|k| (k, true)));
             }
         }
         self.update_time_index(wtxn, self.tag, changes)?;

@@ -84,6 +84,65 @@ pub fn entry_suffix((created_at, serial): TimeEntry) -> [u8; TIME_SUFFIX] {
 /// as their keys do.
 pub type TimeEntry = (u64, u64);
 
+/// Longest key of a time-ordered index: `pubkey ‖ kind ‖ created_at ‖
+/// serial` in `pubkey_kind`.
+pub const MAX_TIME_KEY: usize = 34 + TIME_SUFFIX;
+
+/// A full key of a time-ordered index (`prefix ‖ created_at ‖ serial`),
+/// held inline: a batch of index changes is thousands of them, sorted.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct TimeKey {
+    len: u8,
+    bytes: [u8; MAX_TIME_KEY],
+}
+
+impl TimeKey {
+    /// `prefix ‖ suffix`; `None` when that is longer than [`MAX_TIME_KEY`].
+    pub fn new(prefix: &[u8], suffix: &[u8; TIME_SUFFIX]) -> Option<TimeKey> {
+        let len = prefix.len() + TIME_SUFFIX;
+        let mut bytes = [0u8; MAX_TIME_KEY];
+        bytes.get_mut(..prefix.len())?.copy_from_slice(prefix);
+        bytes.get_mut(prefix.len()..len)?.copy_from_slice(suffix);
+        Some(TimeKey {
+            len: len as u8,
+            bytes,
+        })
+    }
+
+    /// The key.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+
+    /// The key without its `created_at ‖ serial` suffix.
+    pub fn prefix(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len) - TIME_SUFFIX]
+    }
+
+    /// `(created_at, serial)`.
+    pub fn entry(&self) -> TimeEntry {
+        split_time_suffix(self.as_bytes()).expect("a time key ends with its suffix")
+    }
+}
+
+impl Ord for TimeKey {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_bytes().cmp(other.as_bytes())
+    }
+}
+
+impl PartialOrd for TimeKey {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl std::fmt::Debug for TimeKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "TimeKey({:02x?})", self.as_bytes())
+    }
+}
+
 /// Reads `(created_at, serial)` from the end of an index key; `None` when
 /// the key is shorter than the suffix.
 pub fn split_time_suffix(key: &[u8]) -> Option<TimeEntry> {
@@ -462,6 +521,26 @@ mod tests {
         assert!(a < b && b < c);
         assert_eq!(split_time_suffix(&c), Some((6, 2)));
         assert_eq!(split_time_suffix(&c[1..]), None);
+    }
+
+    #[test]
+    fn time_keys_hold_their_bytes_and_sort_as_them() {
+        let suffix = entry_suffix((0x0102, 7));
+        let k = TimeKey::new(b"ab", &suffix).unwrap();
+        assert_eq!(
+            k.as_bytes(),
+            [b'a', b'b', 0, 0, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 0, 0, 0, 7]
+        );
+        assert_eq!(k.prefix(), b"ab");
+        assert_eq!(k.entry(), (0x0102, 7));
+        // Ordered by prefix, then time, then serial, like the keys.
+        let later = TimeKey::new(b"ab", &entry_suffix((0x0103, 1))).unwrap();
+        let other = TimeKey::new(b"ac", &entry_suffix((1, 1))).unwrap();
+        assert!(k < later && later < other);
+        // The longest prefix (author and kind) fits; a longer one does not.
+        assert!(TimeKey::new(&[7; 34], &suffix).is_some());
+        assert!(TimeKey::new(&[7; 35], &suffix).is_none());
+        assert_eq!(TimeKey::new(&[], &suffix).unwrap().as_bytes(), suffix);
     }
 
     #[test]
