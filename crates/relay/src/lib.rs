@@ -99,8 +99,9 @@ fn threads(configured: usize) -> usize {
     }
 }
 
-/// Opens the store described by `config`.
-pub fn open_store(config: &Config) -> anyhow::Result<LmdbStore> {
+/// Opens the store described by `config`; a `writer` (the relay, `import`)
+/// holds the database's writer lock while open.
+pub fn open_store(config: &Config, writer: bool) -> anyhow::Result<LmdbStore> {
     let options = OpenOptions {
         map_size: (config.storage.map_size_gib as usize) << 30,
         durability: config.storage.durability,
@@ -114,6 +115,7 @@ pub fn open_store(config: &Config) -> anyhow::Result<LmdbStore> {
         search_lag: config.search.index_lag,
         index_lag: config.storage.index_lag,
         auto_dictionaries: config.storage.auto_dictionaries,
+        writer_lock: writer,
         ..OpenOptions::default()
     };
     LmdbStore::open(&config.relay.data, &options).with_context(|| {
@@ -164,7 +166,7 @@ impl Relay {
 pub fn start(config: Config) -> anyhow::Result<Relay> {
     config.validate()?;
     let write_policy = policy::WritePolicy::from_config(&config)?;
-    let store: Arc<dyn EventStore> = Arc::new(open_store(&config)?);
+    let store: Arc<dyn EventStore> = Arc::new(open_store(&config, true)?);
     let listener = std::net::TcpListener::bind(&config.relay.listen)
         .with_context(|| format!("cannot listen on {}", config.relay.listen))?;
     listener.set_nonblocking(true)?;

@@ -508,7 +508,7 @@ fn a_database_keeps_its_dictionary_set() {
 
 #[test]
 fn an_older_database_is_upgraded_on_open() {
-    for version in [1u32, 2, 3, 4, 5, 6, 7, 8] {
+    for version in [1u32, 2, 3, 4, 5, 6, 7, 8, 9] {
         upgrade_from(version);
     }
 }
@@ -558,15 +558,39 @@ fn upgrade_from(version: u32) {
         let env = raw_env(dir.path());
         let mut wtxn = env.write_txn().unwrap();
         let meta: Db = env.open_database(&wtxn, Some("meta")).unwrap().unwrap();
-        // Up to schema 8, a time-ordered index held one entry per key.
+        // Up to schema 8, a time-ordered index held one entry per key (a
+        // valid block of one). Schema 9 kept blocks, and rows in `pending`
+        // without the id (the `ids` entry was written with the event): the
+        // second note's entries wait in such a row here.
         for name in schema::table::TIME_ORDERED {
             let db: Db = env.open_database(&wtxn, Some(name)).unwrap().unwrap();
             let entries = index_entries(&env, &wtxn, name, schema::BLOCK_BYTES);
             db.clear(&mut wtxn).unwrap();
             for (prefix, entry) in entries {
+                if version == 9 && entry.1 == 2 {
+                    continue;
+                }
                 let k = [&prefix[..], &schema::entry_suffix(entry)].concat();
                 db.put(&mut wtxn, &k, &[]).unwrap();
             }
+        }
+        if version == 9 {
+            let pending: Db = env.open_database(&wtxn, Some("pending")).unwrap().unwrap();
+            let mut tag_keys = [
+                schema::tag_prefix(b't', "keeper"),
+                schema::tag_prefix(b'p', &keys.public_key().to_hex()),
+            ];
+            tag_keys.sort();
+            let row = schema::pending_value(
+                Timestamp::new(1000).unwrap(),
+                Kind(1),
+                &keys.public_key(),
+                None,
+                &tag_keys,
+            );
+            pending
+                .put(&mut wtxn, &schema::serial_bytes(2), &row)
+                .unwrap();
         }
         if version < 3 {
             let search: Db = env.open_database(&wtxn, Some("search")).unwrap().unwrap();
@@ -626,6 +650,10 @@ fn upgrade_from(version: u32) {
         2
     );
     assert_eq!(store.stats().unwrap().events, 2);
+    assert_eq!(
+        store.write_batch(&[note("keeper of bees")], 0).unwrap(),
+        vec![Verdict::Duplicate]
+    );
     drop(store);
     {
         let env = raw_env(dir.path());

@@ -20,7 +20,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let config = args.database.load()?;
-    let store = nostrwire_relay::open_store(&config)?;
+    let store = nostrwire_relay::open_store(&config, false)?;
     let before = store.stats()?;
     eprintln!(
         "compacting {} ({} events, {:.1} MB) into {}",

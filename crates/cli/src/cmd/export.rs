@@ -23,7 +23,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(text) => Filter::from_json(text.as_bytes()).context("invalid --filter")?,
         None => Filter::new(),
     };
-    let store = nostrwire_relay::open_store(&config)?;
+    let store = nostrwire_relay::open_store(&config, false)?;
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let mut failed = None;

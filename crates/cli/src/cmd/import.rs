@@ -36,7 +36,7 @@ enum Outcome {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let config = args.database.load()?;
-    let store = nostrwire_relay::open_store(&config)?;
+    let store = nostrwire_relay::open_store(&config, true)?;
     let threads = crate::parallel::default_threads(args.threads);
     let limits = Limits {
         max_message_bytes: config.limits.max_message_bytes,

@@ -65,6 +65,10 @@ pub struct LmdbStore {
     pending: Db,
     removed: Db,
     meta: Db,
+    /// Ids of the events whose `ids` entry waits in `pending`.
+    waiting_ids: RwLock<WaitingIds>,
+    /// Held while open when [`OpenOptions::writer_lock`] asks for it.
+    _writer_lock: Option<std::fs::File>,
     /// Stored events whose time-ordered index entries may wait in `pending`.
     index_lag: u64,
     /// Whether the search index is kept (and `meta/search` present).
@@ -137,6 +141,13 @@ pub struct OpenOptions {
     /// turns true and [`EventStore::train_dictionaries`] trains per-kind
     /// dictionaries from the newest stored events. 0 never trains.
     pub auto_dictionaries: u64,
+    /// Hold the database's writer lock (`writer.lock` beside `data.mdb`)
+    /// while open, and fail with [`StoreError::Busy`] when another process
+    /// holds it. Only one process may store events in a database: the ids
+    /// of the events whose `ids` entries still wait are known to the
+    /// process that wrote them. The relay and `import` take it; `export`
+    /// and `compact` need not.
+    pub writer_lock: bool,
 }
 
 impl Default for OpenOptions {
@@ -154,6 +165,7 @@ impl Default for OpenOptions {
             index_lag: 0,
             block_bytes: schema::BLOCK_BYTES,
             auto_dictionaries: 0,
+            writer_lock: false,
         }
     }
 }
@@ -506,6 +518,10 @@ impl LmdbStore {
     /// Opens (creating if needed) the store in directory `path`.
     pub fn open(path: &Path, options: &OpenOptions) -> StoreResult<LmdbStore> {
         std::fs::create_dir_all(path).map_err(|e| StoreError::Lmdb(heed::Error::Io(e)))?;
+        let writer_lock = match options.writer_lock {
+            true => Some(take_writer_lock(path)?),
+            false => None,
+        };
         let mut env_options = EnvOpenOptions::new();
         env_options
             .map_size(options.map_size)
@@ -546,6 +562,8 @@ impl LmdbStore {
             expiration: db(table::EXPIRATION)?,
             search: db(table::SEARCH)?,
             pending: db(table::PENDING)?,
+            waiting_ids: RwLock::default(),
+            _writer_lock: writer_lock,
             removed: db(table::REMOVED)?,
             meta,
             index_lag: options.index_lag,
@@ -572,8 +590,9 @@ impl LmdbStore {
             6 => store.write_legacy_pending_tags(&mut wtxn)?,
             // Version 7 deleted the entries of a removed event with it, and
             // version 5 wrote every entry with its event: empty `pending`
-            // and `removed` tables (created above) are their state.
-            5 | 7 | 8 => {}
+            // and `removed` tables (created above) are their state. Rows
+            // of versions 7 to 9 carry no id: their `ids` entry is written.
+            5 | 7..=9 => {}
             // Versions 3 and 4 keep one entry per posting: the search index
             // is emptied here and rebuilt in blocks below
             // (`prepare_search_index`).
@@ -602,6 +621,8 @@ impl LmdbStore {
         }
         if version != schema::SCHEMA_VERSION {
             tracing::info!(from = version, "upgrading the database schema");
+        }
+        if version < 9 {
             // Versions 1 to 8 hold one entry per key in the time-ordered
             // indexes: valid blocks of one entry, merged into full ones below.
             store.meta.put(&mut wtxn, REPACK, &[])?;
@@ -1131,33 +1152,52 @@ impl LmdbStore {
         // them in half.
         self.events
             .put_with_flags(wtxn, PutFlags::APPEND, &sb, &value)?;
-        self.ids.put(wtxn, schema::id_key(&d.id), &sb)?;
-        // The time-ordered index entries wait (`index_waiting` writes them
-        // in batches, in key order): each sits on its own page of its
-        // index, and a follow list alone has hundreds.
+        // The `ids` entry and the time-ordered index entries wait
+        // (`index_waiting` writes them in batches, in key order): each sits
+        // on its own page of its index, and a follow list alone has
+        // hundreds. The row is appended; lookups by id find the waiting
+        // ones through `waiting_ids`.
         self.pending.put_with_flags(
             wtxn,
             PutFlags::APPEND,
             &sb,
-            &schema::pending_value(d.created_at, d.kind, &d.pubkey, &d.tag_prefixes),
+            &schema::pending_value(
+                d.created_at,
+                d.kind,
+                &d.pubkey,
+                Some(&d.id),
+                &d.tag_prefixes,
+            ),
         )?;
+        self.waiting_ids
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .by_id
+            .insert(d.id, serial);
         if let Some(address) = &d.address {
             self.replace.put(wtxn, address, &sb)?;
         }
         Ok(serial)
     }
 
-    /// Writes the time-ordered index entries of the oldest `max` events in
-    /// `pending` and deletes those of the first `max` removed events in
-    /// `removed`, each index's keys in key order (entries of one prefix
-    /// share pages: a replaced follow list's old and new entries sit side
-    /// by side), and drops their rows. Returns whether rows remain.
-    fn index_waiting(&self, wtxn: &mut RwTxn<'_>, max: usize) -> StoreResult<bool> {
+    /// Writes the `ids` and time-ordered index entries of the oldest `max`
+    /// events in `pending` and deletes the time-ordered entries of the
+    /// first `max` removed events in `removed`, each index's keys in key
+    /// order (entries of one prefix share pages: a replaced follow list's
+    /// old and new entries sit side by side), and drops their rows. Call
+    /// [`LmdbStore::drop_waiting_ids`] with `moved_through` once committed.
+    fn index_waiting(&self, wtxn: &mut RwTxn<'_>, max: usize) -> StoreResult<WaitingBatch> {
         let mut changes: [Vec<(TimeKey, bool)>; 5] = Default::default();
-        let last_added = self.waiting_changes(wtxn, self.pending, max, true, &mut changes)?;
-        let last_dropped = self.waiting_changes(wtxn, self.removed, max, false, &mut changes)?;
+        let mut ids = Vec::new();
+        let last_added =
+            self.waiting_changes(wtxn, self.pending, max, Some(&mut ids), &mut changes)?;
+        let last_dropped = self.waiting_changes(wtxn, self.removed, max, None, &mut changes)?;
         for (name, changes) in table::TIME_ORDERED.into_iter().zip(changes) {
             self.update_time_index(wtxn, self.table(name), changes)?;
+        }
+        ids.sort_unstable();
+        for (id, serial) in ids {
+            self.ids.put(wtxn, &id, &schema::serial_bytes(serial))?;
         }
         for (rows, last) in [(self.pending, last_added), (self.removed, last_dropped)] {
             if let Some(last) = last {
@@ -1165,7 +1205,10 @@ impl LmdbStore {
                 rows.delete_range(wtxn, &(Bound::Unbounded, Bound::Included(&upper[..])))?;
             }
         }
-        Ok(!self.pending.is_empty(wtxn)? || !self.removed.is_empty(wtxn)?)
+        Ok(WaitingBatch {
+            more: !self.pending.is_empty(wtxn)? || !self.removed.is_empty(wtxn)?,
+            moved_through: last_added,
+        })
     }
 
     /// Applies `changes` to a time-ordered index: full keys (`prefix ‖
@@ -1320,16 +1363,18 @@ impl LmdbStore {
     }
 
     /// Adds to `changes`, per time-ordered index, the keys of the first
-    /// `max` rows of `pending` (`add`) or `removed` (not `add`); returns
-    /// the last serial read.
+    /// `max` rows of `pending` (with `ids`: entries to add, and the rows'
+    /// `ids` entries go there) or `removed` (without: entries to delete);
+    /// returns the last serial read.
     fn waiting_changes(
         &self,
         txn: &RoTxn<'_>,
         rows: Db,
         max: usize,
-        add: bool,
+        mut ids: Option<&mut Vec<([u8; 32], u64)>>,
         changes: &mut [Vec<(TimeKey, bool)>; 5],
     ) -> StoreResult<Option<u64>> {
+        let add = ids.is_some();
         let mut last = None;
         for item in rows.iter(txn)?.take(max) {
             let (k, v) = item?;
@@ -1338,6 +1383,10 @@ impl LmdbStore {
             let row = schema::PendingRow::parse(v)
                 .ok_or_else(|| StoreError::Corrupt("bad waiting row".into()))?;
             let suffix = schema::entry_suffix((row.created_at, serial));
+            // Rows from before schema 10 have no id: their entry is in `ids`.
+            if let (Some(ids), Some(id)) = (ids.as_deref_mut(), row.id()) {
+                ids.push((*id, serial));
+            }
             for (name, changes) in table::TIME_ORDERED.iter().zip(changes.iter_mut()) {
                 // Row prefixes have fixed lengths, all within a time key.
                 row.for_each_prefix(name, |prefix| {
@@ -1397,7 +1446,7 @@ impl LmdbStore {
             self.removed.put(
                 wtxn,
                 &sb,
-                &schema::pending_value(d.created_at, d.kind, &d.pubkey, &d.tag_prefixes),
+                &schema::pending_value(d.created_at, d.kind, &d.pubkey, None, &d.tag_prefixes),
             )?;
         }
         if let Some(address) = &d.address {
@@ -1413,18 +1462,69 @@ impl LmdbStore {
         Ok(true)
     }
 
+    /// The serial of a stored event by id, in `txn`'s snapshot: from
+    /// `ids`, or from the event's `pending` row while its entry waits.
     fn serial_of(&self, txn: &RoTxn<'_>, id: &EventId) -> StoreResult<Option<u64>> {
-        Ok(self
+        if let Some(serial) = self
             .ids
             .get(txn, schema::id_key(id))?
-            .and_then(schema::serial_from))
+            .and_then(schema::serial_from)
+        {
+            return Ok(Some(serial));
+        }
+        let (hit, dropped_through) = {
+            let waiting = self.waiting_ids.read().unwrap_or_else(|e| e.into_inner());
+            (waiting.by_id.get(id).copied(), waiting.dropped_through)
+        };
+        // The map may name an event this snapshot does not hold (not yet
+        // committed, or its commit failed): only the row counts.
+        if let Some(serial) = hit {
+            if self.waiting_row_id(txn, serial)? == Some(*id.as_bytes()) {
+                return Ok(Some(serial));
+            }
+        }
+        // A snapshot taken before the last batch still holds rows the map
+        // has dropped since: those are read (none, for a newer snapshot).
+        let upper = schema::serial_bytes(dropped_through);
+        for item in self
+            .pending
+            .range(txn, &(Bound::Unbounded, Bound::Included(&upper[..])))?
+        {
+            let (k, v) = item?;
+            let row = schema::PendingRow::parse(v)
+                .ok_or_else(|| StoreError::Corrupt("bad pending row".into()))?;
+            if row.id() == Some(id.as_bytes()) {
+                return Ok(schema::serial_from(k));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The id in the `pending` row of `serial`, if it has one.
+    fn waiting_row_id(&self, txn: &RoTxn<'_>, serial: u64) -> StoreResult<Option<[u8; 32]>> {
+        let Some(value) = self.pending.get(txn, &schema::serial_bytes(serial))? else {
+            return Ok(None);
+        };
+        let row = schema::PendingRow::parse(value)
+            .ok_or_else(|| StoreError::Corrupt("bad pending row".into()))?;
+        Ok(row.id().copied())
+    }
+
+    /// After the commit of a batch that moved the `pending` rows up to
+    /// `through` into the indexes: their ids are in `ids` now.
+    fn drop_waiting_ids(&self, through: Option<u64>) {
+        if let Some(through) = through {
+            let mut waiting = self.waiting_ids.write().unwrap_or_else(|e| e.into_inner());
+            waiting.by_id.retain(|_, serial| *serial > through);
+            waiting.dropped_through = waiting.dropped_through.max(through);
+        }
     }
 
     /// Applies one verified event inside the batch transaction.
     fn apply_one(&self, wtxn: &mut RwTxn<'_>, record: &[u8], now: u64) -> StoreResult<Verdict> {
         let view = decode(record)?;
         let d = derive(&view);
-        if self.ids.get(wtxn, schema::id_key(&d.id))?.is_some() {
+        if self.serial_of(wtxn, &d.id)?.is_some() {
             return Ok(Verdict::Duplicate);
         }
         if self.is_deleted(wtxn, &d)? {
@@ -2025,7 +2125,7 @@ impl LmdbStore {
 impl EventStore for LmdbStore {
     fn presence(&self, id: &EventId) -> StoreResult<Presence> {
         let txn = self.env.read_txn()?;
-        if self.ids.get(&txn, schema::id_key(id))?.is_some() {
+        if self.serial_of(&txn, id)?.is_some() {
             return Ok(Presence::Stored);
         }
         if self.deleted_ids.get(&txn, schema::id_key(id))?.is_some() {
@@ -2041,8 +2141,9 @@ impl EventStore for LmdbStore {
         for record in records {
             verdicts.push(self.apply_one(&mut wtxn, record, now)?);
         }
+        let mut moved = None;
         if self.pending.len(&wtxn)? + self.removed.len(&wtxn)? > self.index_lag {
-            self.index_waiting(&mut wtxn, usize::MAX)?;
+            moved = self.index_waiting(&mut wtxn, usize::MAX)?.moved_through;
         }
         if self.search_on {
             let behind = self.last_serial(&wtxn)? - self.search_indexed(&wtxn)?;
@@ -2051,6 +2152,7 @@ impl EventStore for LmdbStore {
             }
         }
         wtxn.commit()?;
+        self.drop_waiting_ids(moved);
         Ok(verdicts)
     }
 
@@ -2068,10 +2170,14 @@ impl EventStore for LmdbStore {
             return Ok(false);
         }
         let mut wtxn = self.env.write_txn()?;
-        let more_waiting = waiting && self.index_waiting(&mut wtxn, max.max(1))?;
+        let batch = match waiting {
+            true => self.index_waiting(&mut wtxn, max.max(1))?,
+            false => WaitingBatch::default(),
+        };
         let more_search = search && self.index_up_to(&mut wtxn, max.max(1))?;
         wtxn.commit()?;
-        Ok(more_waiting || more_search)
+        self.drop_waiting_ids(batch.moved_through);
+        Ok(batch.more || more_search)
     }
 
     fn scan(
@@ -2255,6 +2361,53 @@ impl EventStore for LmdbStore {
     }
 }
 
+/// Takes the writer lock of the database in `dir`, released when the file
+/// is closed (also when the process dies).
+fn take_writer_lock(dir: &Path) -> StoreResult<std::fs::File> {
+    let path = dir.join("writer.lock");
+    let file = std::fs::File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| StoreError::Lmdb(heed::Error::Io(e)))?;
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a descriptor this function owns; no memory involved.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        return Ok(file);
+    }
+    let e = std::io::Error::last_os_error();
+    match e.kind() {
+        std::io::ErrorKind::WouldBlock => Err(StoreError::Busy(format!(
+            "{} is held by another process (a relay or an import on the same database)",
+            path.display()
+        ))),
+        _ => Err(StoreError::Lmdb(heed::Error::Io(e))),
+    }
+}
+
+/// Ids of the stored events whose `ids` entry still waits in their
+/// `pending` row, so a lookup by id need not read the rows. Filled by the
+/// writer as it inserts (before the commit: an entry counts only where the
+/// snapshot holds the row) and emptied after each commit of a batch that
+/// moved rows into `ids`.
+#[derive(Debug, Default)]
+struct WaitingIds {
+    by_id: std::collections::HashMap<EventId, u64>,
+    /// Entries of serials up to this one have been dropped; a snapshot from
+    /// before that batch reads its rows up to here instead.
+    dropped_through: u64,
+}
+
+/// What [`LmdbStore::index_waiting`] did.
+#[derive(Default)]
+struct WaitingBatch {
+    /// Rows remain in `pending` or `removed`.
+    more: bool,
+    /// The last `pending` row moved into the indexes.
+    moved_through: Option<u64>,
+}
+
 /// How a query returns a match.
 #[derive(Clone, Copy)]
 enum Form {
@@ -2279,5 +2432,109 @@ fn found(serial: u64, view: &EventView<'_>, form: Form) -> Found {
             Form::Record => view.record().to_vec(),
             _ => Vec::new(),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nostrwire_event::{Keys, UnsignedEvent};
+
+    fn note(keys: &Keys, content: &str) -> (EventId, Vec<u8>) {
+        let event = UnsignedEvent::new(
+            keys,
+            Timestamp::new(1000).unwrap(),
+            Kind(1),
+            Vec::new(),
+            content,
+        )
+        .sign(keys);
+        (event.id, nostrwire_wire::encode_event(&event))
+    }
+
+    fn open(dir: &Path) -> LmdbStore {
+        let options = OpenOptions {
+            map_size: 1 << 30,
+            durability: Durability::None,
+            index_lag: 1_000,
+            ..OpenOptions::default()
+        };
+        LmdbStore::open(dir, &options).unwrap()
+    }
+
+    #[test]
+    fn a_waiting_id_is_found_before_and_after_its_batch() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(dir.path());
+        let keys = Keys::derive(3, 1);
+        let (id, record) = note(&keys, "waiting");
+        store.write_batch(std::slice::from_ref(&record), 0).unwrap();
+        // Waiting: not in `ids`, found through its row.
+        assert_eq!(store.presence(&id).unwrap(), Presence::Stored);
+        let before = store.env.read_txn().unwrap();
+        assert!(store.ids.get(&before, id.as_bytes()).unwrap().is_none());
+        assert_eq!(store.serial_of(&before, &id).unwrap(), Some(1));
+        // The batch (on another thread: this one holds a snapshot) moves it
+        // into `ids` and drops it from the map; the snapshot taken before
+        // still finds it, in its own row.
+        let more = std::thread::scope(|s| s.spawn(|| store.index_pending(100).unwrap()).join());
+        assert!(!more.unwrap());
+        assert!(store.waiting_ids.read().unwrap().by_id.is_empty());
+        assert_eq!(store.serial_of(&before, &id).unwrap(), Some(1));
+        drop(before);
+        let after = store.env.read_txn().unwrap();
+        assert!(store.ids.get(&after, id.as_bytes()).unwrap().is_some());
+        assert!(store.pending.is_empty(&after).unwrap());
+        drop(after);
+        assert_eq!(
+            store.write_batch(&[record], 0).unwrap(),
+            vec![Verdict::Duplicate]
+        );
+    }
+
+    #[test]
+    fn one_writer_at_a_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = OpenOptions {
+            writer_lock: true,
+            ..OpenOptions::default()
+        };
+        let first = LmdbStore::open(dir.path(), &writer).unwrap();
+        let second = LmdbStore::open(dir.path(), &writer);
+        assert!(matches!(second, Err(StoreError::Busy(_))), "{second:?}");
+        drop(first);
+        drop(LmdbStore::open(dir.path(), &writer).unwrap());
+    }
+
+    #[test]
+    fn a_waiting_id_counts_only_with_its_row() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(dir.path());
+        let keys = Keys::derive(3, 2);
+        let (stored, record) = note(&keys, "stored");
+        store.write_batch(&[record], 0).unwrap();
+        // What a failed commit leaves: map entries for serials whose rows
+        // are not there, or hold another event.
+        let (ghost, ghost_record) = note(&keys, "never committed");
+        store
+            .waiting_ids
+            .write()
+            .unwrap()
+            .by_id
+            .extend([(ghost, 1), (EventId::from_bytes([5; 32]), 99)]);
+        let txn = store.env.read_txn().unwrap();
+        assert_eq!(store.serial_of(&txn, &stored).unwrap(), Some(1));
+        assert_eq!(store.serial_of(&txn, &ghost).unwrap(), None);
+        assert_eq!(
+            store
+                .serial_of(&txn, &EventId::from_bytes([5; 32]))
+                .unwrap(),
+            None
+        );
+        drop(txn);
+        assert_eq!(
+            store.write_batch(&[ghost_record], 0).unwrap(),
+            vec![Verdict::Stored(2)]
+        );
     }
 }

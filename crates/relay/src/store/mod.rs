@@ -90,6 +90,9 @@ pub enum StoreError {
     /// The compression dictionaries could not be used: an unreadable set
     /// file, or a set that differs from the one the database already holds.
     Dictionaries(String),
+    /// Another process stores events in this database (its writer lock is
+    /// taken).
+    Busy(String),
 }
 
 impl std::fmt::Display for StoreError {
@@ -99,6 +102,7 @@ impl std::fmt::Display for StoreError {
             StoreError::Corrupt(what) => write!(f, "corrupt record: {what}"),
             StoreError::Schema(v) => write!(f, "database schema version {v} is not supported"),
             StoreError::Dictionaries(what) => write!(f, "compression dictionaries: {what}"),
+            StoreError::Busy(what) => write!(f, "database in use: {what}"),
         }
     }
 }

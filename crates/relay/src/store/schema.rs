@@ -17,8 +17,9 @@ use sha2::{Digest, Sha256};
 /// `meta/search_indexed`; 5 stores postings in blocks; 6 let tag entries
 /// wait in `pending_tags`; 7 lets the entries of every time-ordered index
 /// wait in `pending`; 8 deletes those of a removed event later, from
-/// `removed`; 9 stores those indexes in blocks of entries.
-pub const SCHEMA_VERSION: u32 = 9;
+/// `removed`; 9 stores those indexes in blocks of entries; 10 lets the
+/// `ids` entry wait in `pending` too.
+pub const SCHEMA_VERSION: u32 = 10;
 
 /// Table names.
 pub mod table {
@@ -37,7 +38,8 @@ pub mod table {
     /// tag key ‖ created_at ‖ serial → block.
     pub const TAG: &str = "tag";
     /// serial → [`PendingRow`]: stored events whose entries in the
-    /// time-ordered indexes ([`TIME_ORDERED`]) are not written yet.
+    /// time-ordered indexes ([`TIME_ORDERED`]) and (for rows that carry
+    /// it) in `ids` are not written yet.
     pub const PENDING: &str = "pending";
     /// serial → [`PendingRow`]: removed events whose entries in the
     /// time-ordered indexes are not deleted yet.
@@ -288,21 +290,28 @@ pub fn tag_prefix(letter: u8, value: &str) -> [u8; TAG_PREFIX] {
     out
 }
 
-/// Length of a `pending` row before its tag keys.
+/// Length of a `pending` row before its tag keys, without the id.
 const PENDING_FIXED: usize = 8 + 2 + 32;
 
-/// The value of a `pending` row: `created_at (8, BE) ‖ kind (2, BE) ‖
-/// pubkey (32) ‖ tag key (9) × n`, the tag keys sorted and distinct.
+/// The value of a `pending` or `removed` row: `created_at (8, BE) ‖ kind
+/// (2, BE) ‖ pubkey (32) ‖ [id (32)] ‖ tag key (9) × n`, the tag keys
+/// sorted and distinct. The id is there when the event's `ids` entry waits
+/// too (`pending` rows since schema 10); rows of both forms tell apart by
+/// length, since 32 is not a multiple of 9.
 pub fn pending_value(
     created_at: Timestamp,
     kind: Kind,
     pubkey: &PublicKey,
+    id: Option<&EventId>,
     tag_keys: &[[u8; TAG_PREFIX]],
 ) -> Vec<u8> {
-    let mut out = Vec::with_capacity(PENDING_FIXED + tag_keys.len() * TAG_PREFIX);
+    let mut out = Vec::with_capacity(PENDING_FIXED + 32 + tag_keys.len() * TAG_PREFIX);
     out.extend_from_slice(&created_at.as_u64().to_be_bytes());
     out.extend_from_slice(&kind_prefix(kind));
     out.extend_from_slice(pubkey.as_bytes());
+    if let Some(id) = id {
+        out.extend_from_slice(id.as_bytes());
+    }
     for key in tag_keys {
         out.extend_from_slice(key);
     }
@@ -317,22 +326,35 @@ pub struct PendingRow<'a> {
     pub created_at: u64,
     kind: &'a [u8; 2],
     pubkey: &'a [u8; 32],
+    id: Option<&'a [u8; 32]>,
     tag_keys: &'a [u8],
 }
 
 impl<'a> PendingRow<'a> {
-    /// Reads a row; `None` when it is shorter than the fixed fields or its
-    /// tag keys are not whole.
+    /// Reads a row of either form; `None` when it is shorter than the fixed
+    /// fields or its tag keys are not whole.
     pub fn parse(value: &'a [u8]) -> Option<PendingRow<'a>> {
         let (created, rest) = value.split_first_chunk::<8>()?;
         let (kind, rest) = rest.split_first_chunk::<2>()?;
-        let (pubkey, tag_keys) = rest.split_first_chunk::<32>()?;
+        let (pubkey, rest) = rest.split_first_chunk::<32>()?;
+        let (id, tag_keys) = if rest.len() % TAG_PREFIX == 0 {
+            (None, rest)
+        } else {
+            let (id, tag_keys) = rest.split_first_chunk::<32>()?;
+            (Some(id), tag_keys)
+        };
         (tag_keys.len() % TAG_PREFIX == 0).then_some(PendingRow {
             created_at: u64::from_be_bytes(*created),
             kind,
             pubkey,
+            id,
             tag_keys,
         })
+    }
+
+    /// The event's id, when its `ids` entry waits with the row.
+    pub fn id(&self) -> Option<&'a [u8; 32]> {
+        self.id
     }
 
     /// Calls `f` with each key prefix (the key without its `created_at ‖
@@ -580,12 +602,44 @@ mod tests {
     fn pending_rows_have_golden_bytes() {
         let tag_keys = [*b"e\x01\x02\x03\x04\x05\x06\x07\x08", *b"tabcdefgh"];
         let pubkey = PublicKey::from_bytes([7; 32]);
-        let value = pending_value(Timestamp::new(0x0102).unwrap(), Kind(3), &pubkey, &tag_keys);
+        let value = pending_value(
+            Timestamp::new(0x0102).unwrap(),
+            Kind(3),
+            &pubkey,
+            None,
+            &tag_keys,
+        );
         assert_eq!(&value[..10], &[0, 0, 0, 0, 0, 0, 1, 2, 0, 3]);
         assert_eq!(&value[10..42], &[7; 32]);
         assert_eq!(&value[42..], b"e\x01\x02\x03\x04\x05\x06\x07\x08tabcdefgh");
         let row = PendingRow::parse(&value).unwrap();
         assert_eq!(row.created_at, 0x0102);
+        assert_eq!(row.id(), None);
+        // With the id: after the pubkey, before the tag keys.
+        let id = EventId::from_bytes([9; 32]);
+        let with_id = pending_value(
+            Timestamp::new(0x0102).unwrap(),
+            Kind(3),
+            &pubkey,
+            Some(&id),
+            &tag_keys,
+        );
+        assert_eq!(&with_id[..42], &value[..42]);
+        assert_eq!(&with_id[42..74], &[9; 32]);
+        assert_eq!(&with_id[74..], &value[42..]);
+        let row_with_id = PendingRow::parse(&with_id).unwrap();
+        assert_eq!(row_with_id.id(), Some(&[9; 32]));
+        for table in table::TIME_ORDERED {
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            row.for_each_prefix(table, |p| a.push(p.to_vec()));
+            row_with_id.for_each_prefix(table, |p| b.push(p.to_vec()));
+            assert_eq!(a, b, "{table}");
+        }
+        assert!(PendingRow::parse(&with_id[..73]).is_none());
+        assert_eq!(
+            PendingRow::parse(&with_id[..74]).unwrap().id(),
+            Some(&[9; 32])
+        );
         let prefixes = |table| {
             let mut out = Vec::new();
             row.for_each_prefix(table, |p| out.push(p.to_vec()));
