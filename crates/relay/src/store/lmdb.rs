@@ -145,8 +145,8 @@ pub struct OpenOptions {
     /// while open, and fail with [`StoreError::Busy`] when another process
     /// holds it. Only one process may store events in a database: the ids
     /// of the events whose `ids` entries still wait are known to the
-    /// process that wrote them. The relay and `import` take it; `export`
-    /// and `compact` need not.
+    /// process that wrote them. On by default; `export` and `compact`
+    /// turn it off, so they run beside a relay.
     pub writer_lock: bool,
 }
 
@@ -165,7 +165,7 @@ impl Default for OpenOptions {
             index_lag: 0,
             block_bytes: schema::BLOCK_BYTES,
             auto_dictionaries: 0,
-            writer_lock: false,
+            writer_lock: true,
         }
     }
 }
@@ -2495,10 +2495,7 @@ mod tests {
     #[test]
     fn one_writer_at_a_time() {
         let dir = tempfile::tempdir().unwrap();
-        let writer = OpenOptions {
-            writer_lock: true,
-            ..OpenOptions::default()
-        };
+        let writer = OpenOptions::default();
         let first = LmdbStore::open(dir.path(), &writer).unwrap();
         let second = LmdbStore::open(dir.path(), &writer);
         assert!(matches!(second, Err(StoreError::Busy(_))), "{second:?}");
