@@ -72,9 +72,38 @@ fn stored_set_is_independent_of_batches_and_bad_lines() {
     // already replaced the first.
     assert!(twice > 0 && summary.contains(" duplicate"), "{summary}");
     nostrwire(&["import", "--data", &path("one"), &path("expected.jsonl")]);
+    nostrwire(&[
+        "import",
+        "--no-compact",
+        "--data",
+        &path("loose"),
+        &path("expected.jsonl"),
+    ]);
 
     let from_one = sorted_lines(&nostrwire(&["export", "--data", &path("one")]));
     let from_many = sorted_lines(&nostrwire(&["export", "--data", &path("many")]));
+    let from_loose = sorted_lines(&nostrwire(&["export", "--data", &path("loose")]));
     assert!(from_one.len() > 500, "{}", from_one.len());
     assert_eq!(from_one, from_many);
+    assert_eq!(from_one, from_loose);
+    // An import that creates the database leaves it compacted, and nothing
+    // of the copy behind.
+    let size = |name: &str| {
+        std::fs::metadata(dir.path().join(name).join("data.mdb"))
+            .unwrap()
+            .len()
+    };
+    assert!(
+        size("one") < size("loose"),
+        "{} {}",
+        size("one"),
+        size("loose")
+    );
+    assert!(!dir.path().join("one").join("compacting").exists());
+    // Importing into an existing database keeps it as it is (and works).
+    nostrwire(&["import", "--data", &path("one"), &path("expected.jsonl")]);
+    assert_eq!(
+        sorted_lines(&nostrwire(&["export", "--data", &path("one")])),
+        from_one
+    );
 }

@@ -5,11 +5,13 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
+use anyhow::Context;
 use nostrwire_event::{parse_event_line, Limits, PreimageFields, SignedFields};
+use nostrwire_relay::store::lmdb::LmdbStore;
 use nostrwire_relay::store::{EventStore, Verdict};
 
 use crate::input::{self, Line, Lines};
@@ -27,6 +29,11 @@ pub struct Args {
     /// Events per transaction.
     #[arg(long, default_value_t = 10_000)]
     pub batch: usize,
+    /// Keep the database as the import leaves it. By default an import that
+    /// creates the database ends by compacting it (as `nostrwire compact`
+    /// does, then put in place): the file is about a third smaller.
+    #[arg(long)]
+    pub no_compact: bool,
 }
 
 enum Outcome {
@@ -36,6 +43,7 @@ enum Outcome {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let config = args.database.load()?;
+    let created = !config.relay.data.join("data.mdb").exists();
     let store = nostrwire_relay::open_store(&config, true)?;
     let threads = crate::parallel::default_threads(args.threads);
     let limits = Limits {
@@ -131,5 +139,42 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         seen as f64 / elapsed.max(1e-9),
         summary.join(", ")
     );
+    if created && !args.no_compact {
+        compact_in_place(store, &config.relay.data)?;
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Replaces the database in `data` with a compacted copy: written beside it
+/// (in `data/compacting`), then renamed over `data.mdb` while the writer
+/// lock is still held, so no relay can open the old file in between. An
+/// interruption before the rename leaves the database as it was.
+fn compact_in_place(store: LmdbStore, data: &Path) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let before = store.stats()?.disk_bytes;
+    let scratch = data.join("compacting");
+    if scratch.exists() {
+        // Left by an interrupted compaction: never in use.
+        std::fs::remove_dir_all(&scratch)
+            .with_context(|| format!("cannot remove {}", scratch.display()))?;
+    }
+    let after = store.compact_to(&scratch, &mut |table, entries| {
+        eprint!("\rcompacting: {table}, {entries} entries      ");
+    })?;
+    let lock = store.close();
+    std::fs::rename(scratch.join("data.mdb"), data.join("data.mdb"))
+        .with_context(|| format!("cannot put the compacted database in {}", data.display()))?;
+    std::fs::File::open(data)
+        .and_then(|dir| dir.sync_all())
+        .with_context(|| format!("cannot sync {}", data.display()))?;
+    std::fs::remove_dir_all(&scratch)
+        .with_context(|| format!("cannot remove {}", scratch.display()))?;
+    drop(lock);
+    eprintln!(
+        "\rcompacted the new database from {:.1} MB to {:.1} MB in {:.1} s      ",
+        before as f64 / 1e6,
+        after as f64 / 1e6,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
 }

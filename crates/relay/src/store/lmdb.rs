@@ -68,7 +68,7 @@ pub struct LmdbStore {
     /// Ids of the events whose `ids` entry waits in `pending`.
     waiting_ids: RwLock<WaitingIds>,
     /// Held while open when [`OpenOptions::writer_lock`] asks for it.
-    _writer_lock: Option<std::fs::File>,
+    writer_lock: Option<std::fs::File>,
     /// Stored events whose time-ordered index entries may wait in `pending`.
     index_lag: u64,
     /// Whether the search index is kept (and `meta/search` present).
@@ -515,6 +515,16 @@ impl LmdbStore {
         Ok(std::fs::metadata(&target).map_err(io)?.len())
     }
 
+    /// Closes the database and hands back its writer lock (when held), so
+    /// the caller can put another `data.mdb` in place before letting go.
+    pub fn close(self) -> Option<std::fs::File> {
+        let LmdbStore {
+            env, writer_lock, ..
+        } = self;
+        env.prepare_for_closing().wait();
+        writer_lock
+    }
+
     /// Opens (creating if needed) the store in directory `path`.
     pub fn open(path: &Path, options: &OpenOptions) -> StoreResult<LmdbStore> {
         std::fs::create_dir_all(path).map_err(|e| StoreError::Lmdb(heed::Error::Io(e)))?;
@@ -563,7 +573,7 @@ impl LmdbStore {
             search: db(table::SEARCH)?,
             pending: db(table::PENDING)?,
             waiting_ids: RwLock::default(),
-            _writer_lock: writer_lock,
+            writer_lock,
             removed: db(table::REMOVED)?,
             meta,
             index_lag: options.index_lag,
