@@ -45,6 +45,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let config = args.database.load()?;
     let created = !config.relay.data.join("data.mdb").exists();
     let store = nostrwire_relay::open_store(&config, true)?;
+    let scratch = scratch_dir(&config.relay.data);
+    if scratch.exists() {
+        // Left by an interrupted compaction (we hold the writer lock, so
+        // no other import is writing it): never in use.
+        std::fs::remove_dir_all(&scratch)
+            .with_context(|| format!("cannot remove {}", scratch.display()))?;
+    }
     let threads = crate::parallel::default_threads(args.threads);
     let limits = Limits {
         max_message_bytes: config.limits.max_message_bytes,
@@ -145,6 +152,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Where [`compact_in_place`] writes its copy.
+fn scratch_dir(data: &Path) -> PathBuf {
+    data.join("compacting")
+}
+
 /// Replaces the database in `data` with a compacted copy: written beside it
 /// (in `data/compacting`), then renamed over `data.mdb` while the writer
 /// lock is still held, so no relay can open the old file in between. An
@@ -152,12 +164,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 fn compact_in_place(store: LmdbStore, data: &Path) -> anyhow::Result<()> {
     let started = Instant::now();
     let before = store.stats()?.disk_bytes;
-    let scratch = data.join("compacting");
-    if scratch.exists() {
-        // Left by an interrupted compaction: never in use.
-        std::fs::remove_dir_all(&scratch)
-            .with_context(|| format!("cannot remove {}", scratch.display()))?;
-    }
+    let scratch = scratch_dir(data);
     let after = store.compact_to(&scratch, &mut |table, entries| {
         eprint!("\rcompacting: {table}, {entries} entries      ");
     })?;
