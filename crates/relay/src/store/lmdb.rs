@@ -288,6 +288,11 @@ fn postings(key: &[u8], block: &[u8]) -> StoreResult<Vec<Posting>> {
     schema::decode_postings(block_serial(key)?, block).map_err(StoreError::Corrupt)
 }
 
+/// A row of `pending` or `removed`.
+fn waiting_row(value: &[u8]) -> StoreResult<schema::PendingRow<'_>> {
+    schema::PendingRow::parse(value).ok_or_else(|| StoreError::Corrupt("bad waiting row".into()))
+}
+
 fn decode(record: &[u8]) -> StoreResult<EventView<'_>> {
     EventView::decode(record).map_err(|e| StoreError::Corrupt(e.to_string()))
 }
@@ -1390,8 +1395,7 @@ impl LmdbStore {
             let (k, v) = item?;
             let serial = schema::serial_from(k)
                 .ok_or_else(|| StoreError::Corrupt("bad waiting-row key".into()))?;
-            let row = schema::PendingRow::parse(v)
-                .ok_or_else(|| StoreError::Corrupt("bad waiting row".into()))?;
+            let row = waiting_row(v)?;
             let suffix = schema::entry_suffix((row.created_at, serial));
             // Rows from before schema 10 have no id: their entry is in `ids`.
             if let (Some(ids), Some(id)) = (ids.as_deref_mut(), row.id()) {
@@ -1501,8 +1505,7 @@ impl LmdbStore {
             .range(txn, &(Bound::Unbounded, Bound::Included(&upper[..])))?
         {
             let (k, v) = item?;
-            let row = schema::PendingRow::parse(v)
-                .ok_or_else(|| StoreError::Corrupt("bad pending row".into()))?;
+            let row = waiting_row(v)?;
             if row.id() == Some(id.as_bytes()) {
                 return Ok(schema::serial_from(k));
             }
@@ -1515,8 +1518,7 @@ impl LmdbStore {
         let Some(value) = self.pending.get(txn, &schema::serial_bytes(serial))? else {
             return Ok(None);
         };
-        let row = schema::PendingRow::parse(value)
-            .ok_or_else(|| StoreError::Corrupt("bad pending row".into()))?;
+        let row = waiting_row(value)?;
         Ok(row.id().copied())
     }
 
@@ -2116,8 +2118,7 @@ impl LmdbStore {
             let (k, v) = item?;
             let serial = schema::serial_from(k)
                 .ok_or_else(|| StoreError::Corrupt("bad pending key".into()))?;
-            let row = schema::PendingRow::parse(v)
-                .ok_or_else(|| StoreError::Corrupt("bad pending row".into()))?;
+            let row = waiting_row(v)?;
             if !(since.as_u64()..=until.as_u64()).contains(&row.created_at) {
                 continue;
             }
