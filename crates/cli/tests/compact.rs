@@ -24,6 +24,12 @@ fn compacted_copy_holds_the_same_events() {
     let size = |p: &str| std::fs::metadata(p).unwrap().len();
     let (original, copy) = (size(&path("db/data.mdb")), size(&path("copy/data.mdb")));
     assert!(copy <= original, "copy {copy} > original {original}");
+    // The search index, in its own environment, is copied beside it.
+    let (original, copy) = (
+        size(&path("db/search/data.mdb")),
+        size(&path("copy/search/data.mdb")),
+    );
+    assert!(copy <= original, "search copy {copy} > original {original}");
 
     let original = nostrwire(&["export", "--data", &path("db")]);
     let copied = nostrwire(&["export", "--data", &path("copy")]);

@@ -191,7 +191,7 @@ settings! {
     max_reads: usize = 100_000; reloadable = false;
         "Most postings (and probes of other terms) one search filter reads; past it, results are ranked among the newest events examined and COUNT answers `approximate: true`."
     index_lag: u64 = 1024; reloadable = false;
-        "Stored events the search index may trail by. The writer indexes them in one batch when it has been idle for 20 ms, or in the commit that would leave more than this many behind; searches scan the trailing events directly, so results never miss a stored event. 0 indexes each event in its own commit (slower publishing)."
+        "Stored events the search index may trail by. The search thread indexes them in one batch, in the index's own environment, once more than this many wait or no commit has come for 20 ms; searches scan the trailing events directly, so results never miss a stored event. 0 indexes after every commit (more pages written per event)."
 
     [performance: PerformanceSettings] "Threads and batching."
     ingest_threads: usize = 0; reloadable = false;

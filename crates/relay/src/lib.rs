@@ -6,11 +6,14 @@
 //! - [`ingest`] (stages 2–5): parse, policy, duplicate check, verify, on a
 //!   worker pool; all frames of one connection go to the same worker, in order.
 //! - [`writer`] (stage 6a): the one thread that writes; group commit, then `OK`.
+//! - [`indexer`] (stage 6a): brings the search index, in its own LMDB
+//!   environment, up to date with the writer's commits.
 //! - [`query`] (stage 6a): REQ and COUNT on read snapshots, time-sliced.
 //! - [`fanout`] (stage 6b): live subscriptions, indexed by id, author, kind, tag.
 
 pub mod config;
 pub mod fanout;
+pub mod indexer;
 pub mod ingest;
 pub mod metrics;
 pub mod msg;
@@ -32,7 +35,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::Context;
-use crossbeam_channel::{unbounded, Sender};
+use crossbeam_channel::{bounded, unbounded, Sender};
 
 pub use config::Config;
 use metrics::Metrics;
@@ -64,6 +67,9 @@ pub struct Shared {
     pub writer_tx: Sender<WriterMsg>,
     /// The fan-out inbox.
     pub fanout_tx: Sender<FanoutMsg>,
+    /// Signals the search indexer that the writer committed (capacity 1:
+    /// a signal already waiting stands for any number of commits).
+    pub search_kick: Sender<()>,
     /// The query queue.
     pub query_tx: Sender<query::Job>,
     /// Publishing rules (`[policy]` lists).
@@ -112,7 +118,6 @@ pub fn open_store(config: &Config, writer: bool) -> anyhow::Result<LmdbStore> {
             .then(|| config.storage.dictionaries.clone()),
         search: config.search.enabled,
         search_max_reads: config.search.max_reads,
-        search_lag: config.search.index_lag,
         index_lag: config.storage.index_lag,
         auto_dictionaries: config.storage.auto_dictionaries,
         writer_lock: writer,
@@ -188,6 +193,7 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
     };
     let (writer_tx, writer_rx) = unbounded();
     let (fanout_tx, fanout_rx) = unbounded();
+    let (search_kick, search_rx) = bounded(1);
     let (query_tx, query_rx) = unbounded();
     let n_ingest = threads(config.performance.ingest_threads);
     let n_query = threads(config.performance.query_threads);
@@ -207,6 +213,7 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
         metrics: Metrics::default(),
         writer_tx,
         fanout_tx,
+        search_kick,
         query_tx: query_tx.clone(),
         write_policy,
         rate,
@@ -227,6 +234,13 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
         "writer",
         spawn("writer", Box::new(move || writer::run(s, writer_rx))),
     ));
+    if shared.config.search.enabled {
+        let s = shared.clone();
+        roles.push((
+            "search",
+            spawn("search", Box::new(move || indexer::run(s, search_rx))),
+        ));
+    }
     let s = shared.clone();
     roles.push((
         "fanout",
@@ -299,6 +313,7 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
             }
             let _ = main_shared.writer_tx.send(WriterMsg::Shutdown);
             let _ = main_shared.fanout_tx.send(FanoutMsg::Shutdown);
+            let _ = main_shared.search_kick.try_send(());
             for (_, h) in roles {
                 let _ = h.join();
             }

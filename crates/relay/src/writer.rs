@@ -1,9 +1,10 @@
 //! Stage 6a: the one writer. It drains its inbox into a batch, commits the
 //! batch in one transaction (group commit), and only then answers `OK` and
-//! hands stored events to fan-out. When its inbox stays empty it brings the
-//! indexes that trail the stored events (time-ordered entries waiting in
-//! `pending` and `removed`, search postings) up to date, and once it starts
-//! the training of the database's compression dictionaries.
+//! hands stored events to fan-out and signals the search indexer. When its
+//! inbox stays empty it brings the time-ordered indexes that trail the
+//! stored events (entries waiting in `pending` and `removed`) up to date,
+//! and once it starts the training of the database's compression
+//! dictionaries.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -79,6 +80,7 @@ pub fn run(shared: Arc<Shared>, inbox: Receiver<WriterMsg>) {
         if !batch.is_empty() {
             publishers.record(&batch);
             commit(&shared, &mut batch);
+            let _ = shared.search_kick.try_send(());
             unindexed = true;
             if !training && shared.store.wants_dictionaries().unwrap_or(false) {
                 training = true;

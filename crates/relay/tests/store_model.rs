@@ -9,6 +9,7 @@ use nostrwire_event::{
     Event, EventId, Filter, Keys, Kind, PreimageFields, PublicKey, SignedFields, Tag, Timestamp,
     UnsignedEvent,
 };
+use nostrwire_relay::search::EventTerms;
 use nostrwire_relay::store::lmdb::{LmdbStore, OpenOptions};
 use nostrwire_relay::store::{schema, Durability, EventStore, QueryCursor, ScanStatus, Verdict};
 
@@ -319,7 +320,7 @@ type Db = heed::Database<heed::types::Bytes, heed::types::Bytes>;
 /// schema, or to look at its tables). The store must be closed.
 fn raw_env(path: &std::path::Path) -> heed::Env {
     // SAFETY: callers drop the store first; nothing else opens this path.
-    unsafe { heed::EnvOpenOptions::new().max_dbs(16).open(path).unwrap() }
+    unsafe { heed::EnvOpenOptions::new().max_dbs(32).open(path).unwrap() }
 }
 
 fn options(compression_level: i32) -> OpenOptions {
@@ -349,12 +350,11 @@ fn store_with_trailing_indexes_agrees_with_naive_model() {
     // hold yet, and removals must work on both sides.
     // Blocks of a few postings each: terms span many blocks.
     let trailing = OpenOptions {
-        search_lag: 120,
         index_lag: 90,
         block_bytes: 12,
         ..options(3)
     };
-    agrees_with_model(&trailing);
+    agrees_with_model_with_search_lag(&trailing, 120);
 }
 
 #[test]
@@ -508,7 +508,7 @@ fn a_database_keeps_its_dictionary_set() {
 
 #[test]
 fn an_older_database_is_upgraded_on_open() {
-    for version in [1u32, 2, 3, 4, 5, 6, 7, 8, 9] {
+    for version in [1u32, 2, 3, 4, 5, 6, 7, 8, 9, 10] {
         upgrade_from(version);
     }
 }
@@ -553,16 +553,34 @@ fn upgrade_from(version: u32) {
     // table (2); or what schema 3 and 4 left: one entry per posting (an
     // entry the rebuild must drop), and (3) no mark of how far it goes; or
     // what schema 5 left: every index entry written; or what schema 6 left:
-    // tag entries waiting in `pending_tags` (here all of them).
+    // tag entries waiting in `pending_tags` (here all of them). Up to
+    // schema 10 the search index lived in the main environment: its table
+    // there holds a posting the upgrade must drop, and `meta` its totals
+    // and (from schema 4) its mark; the search environment is gone.
     {
+        std::fs::remove_dir_all(dir.path().join("search")).unwrap();
         let env = raw_env(dir.path());
         let mut wtxn = env.write_txn().unwrap();
         let meta: Db = env.open_database(&wtxn, Some("meta")).unwrap().unwrap();
+        let search: Db = env.create_database(&mut wtxn, Some("search")).unwrap();
+        let mut old_posting = b"\x06keeper".to_vec();
+        old_posting.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 99]); // serial 99, BE
+        search.put(&mut wtxn, &old_posting, &[1, 0, 5, 0]).unwrap();
+        if version >= 2 {
+            meta.put(&mut wtxn, b"search", &[0; 16]).unwrap();
+        }
+        if version >= 4 {
+            meta.put(&mut wtxn, b"search_indexed", &[0; 8]).unwrap();
+        }
         // Up to schema 8, a time-ordered index held one entry per key (a
         // valid block of one). Schema 9 kept blocks, and rows in `pending`
         // without the id (the `ids` entry was written with the event): the
         // second note's entries wait in such a row here.
-        for name in schema::table::TIME_ORDERED {
+        // Schema 10 kept them as they are now.
+        for name in schema::table::TIME_ORDERED
+            .into_iter()
+            .filter(|_| version < 10)
+        {
             let db: Db = env.open_database(&wtxn, Some(name)).unwrap().unwrap();
             let entries = index_entries(&env, &wtxn, name, schema::BLOCK_BYTES);
             db.clear(&mut wtxn).unwrap();
@@ -593,17 +611,9 @@ fn upgrade_from(version: u32) {
                 .unwrap();
         }
         if version < 3 {
-            let search: Db = env.open_database(&wtxn, Some("search")).unwrap().unwrap();
-            search.clear(&mut wtxn).unwrap();
             let tag: Db = env.open_database(&wtxn, Some("tag")).unwrap().unwrap();
             tag.put(&mut wtxn, &[b't', 0, 2, b'x', b'y', 0, 0, 0], &[])
                 .unwrap();
-        }
-        if version == 3 || version == 4 {
-            let search: Db = env.open_database(&wtxn, Some("search")).unwrap().unwrap();
-            let mut old_posting = b"\x06keeper".to_vec();
-            old_posting.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 99]); // serial 99, BE
-            search.put(&mut wtxn, &old_posting, &[1, 0, 5, 0]).unwrap();
         }
         if version == 6 {
             let tag: Db = env.open_database(&wtxn, Some("tag")).unwrap().unwrap();
@@ -624,17 +634,13 @@ fn upgrade_from(version: u32) {
                 legacy.put(&mut wtxn, &serial, &row).unwrap();
             }
         }
-        if version == 3 {
-            assert!(meta.delete(&mut wtxn, b"search_indexed").unwrap());
-        } else if version == 2 {
+        if version == 2 {
             let terms: Db = env
                 .create_database(&mut wtxn, Some("search_terms"))
                 .unwrap();
             terms
                 .put(&mut wtxn, b"\x06keeper", &[2, 0, 0, 0, 0, 0, 0, 0])
                 .unwrap();
-        } else if version == 1 {
-            meta.delete(&mut wtxn, b"search").unwrap();
         }
         meta.put(&mut wtxn, b"schema", &version.to_le_bytes())
             .unwrap();
@@ -681,7 +687,12 @@ fn upgrade_from(version: u32) {
         {
             assert!(terms.is_empty(&rtxn).unwrap());
         }
+        let legacy: Db = env.open_database(&rtxn, Some("search")).unwrap().unwrap();
+        assert!(legacy.is_empty(&rtxn).unwrap());
         let meta: Db = env.open_database(&rtxn, Some("meta")).unwrap().unwrap();
+        for key in [&b"search"[..], b"search_indexed"] {
+            assert_eq!(meta.get(&rtxn, key).unwrap(), None);
+        }
         assert_eq!(
             meta.get(&rtxn, b"schema").unwrap(),
             Some(&schema::SCHEMA_VERSION.to_le_bytes()[..])
@@ -743,6 +754,16 @@ fn index_entries(
 }
 
 fn agrees_with_model(options: &OpenOptions) -> nostrwire_relay::store::Stats {
+    agrees_with_model_with_search_lag(options, 0)
+}
+
+/// The model test, the search index brought up to date after each batch
+/// once more than `search_lag` events wait for it (as the relay's search
+/// thread does).
+fn agrees_with_model_with_search_lag(
+    options: &OpenOptions,
+    search_lag: u64,
+) -> nostrwire_relay::store::Stats {
     let dir = tempfile::tempdir().unwrap();
     let store = LmdbStore::open(dir.path(), options).unwrap();
     let mut rng = Rng(0x0123_4567_89ab_cdef);
@@ -763,9 +784,11 @@ fn agrees_with_model(options: &OpenOptions) -> nostrwire_relay::store::Stats {
         }
         let records: Vec<Vec<u8>> = events.iter().map(nostrwire_wire::encode_event).collect();
         let verdicts = store.write_batch(&records, 0).unwrap();
+        store.index_search(usize::MAX, search_lag).unwrap();
         if batch % 7 == 3 {
-            // What the writer does when idle, cut short.
+            // What the writer and the search thread do when idle, cut short.
             store.index_pending(17).unwrap();
+            store.index_search(17, 0).unwrap();
         }
         for (e, got) in events.iter().zip(verdicts) {
             let expected = model.apply(e);
@@ -860,7 +883,7 @@ fn agrees_with_model(options: &OpenOptions) -> nostrwire_relay::store::Stats {
     // No index entry outlives its event: once nothing waits, the
     // time-ordered indexes hold exactly the live events' entries and
     // `pending` is empty.
-    while store.index_pending(1000).unwrap() {}
+    while store.index_pending(1000).unwrap() || store.index_search(1000, 0).unwrap() {}
     store.sync().unwrap();
     let stats = store.stats().unwrap();
     assert_eq!((stats.index_backlog, stats.search_backlog), (0, 0));
@@ -892,6 +915,35 @@ fn agrees_with_model(options: &OpenOptions) -> nostrwire_relay::store::Stats {
     }
     assert!(table("pending").is_empty(&rtxn).unwrap());
     assert!(table("removed").is_empty(&rtxn).unwrap());
+    // The search index, in its own environment, holds exactly the live
+    // events' postings and document frequencies: every removed event was
+    // taken out, none twice.
+    let search_env = raw_env(&dir.path().join("search"));
+    let stxn = search_env.read_txn().unwrap();
+    let postings: Db = search_env
+        .open_database(&stxn, Some("search"))
+        .unwrap()
+        .unwrap();
+    let (mut held, mut frequencies) = (0u64, 0u64);
+    for item in postings.iter(&stxn).unwrap() {
+        let (k, v) = item.unwrap();
+        let serial = schema::serial_from(&k[k.len() - 8..]).unwrap();
+        match serial {
+            u64::MAX => frequencies += u64::from_le_bytes(v.try_into().unwrap()),
+            _ => held += schema::decode_postings(serial, v).unwrap().len() as u64,
+        }
+    }
+    let expected_postings: u64 = model
+        .live
+        .iter()
+        .filter_map(|e| {
+            let record = nostrwire_wire::encode_event(e);
+            let view = nostrwire_wire::EventView::decode(&record).unwrap();
+            EventTerms::of(&view).map(|t| t.terms.len() as u64)
+        })
+        .sum();
+    assert!(expected_postings > 100, "{expected_postings}");
+    assert_eq!((held, frequencies), (expected_postings, expected_postings));
     // `compact` merges the blocks it copies into full ones, without losing
     // or reordering an entry.
     let copy_env = raw_env(copy.path());

@@ -81,6 +81,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     };
                     *verdicts.entry(name).or_default() += 1;
                 }
+                // What the relay's search thread does, in line.
+                while store.index_search(10_000, config.search.index_lag)? {}
                 if store.wants_dictionaries()? {
                     eprint!("\rimported {seen} events; training compression dictionaries");
                     store.train_dictionaries()?;
@@ -135,7 +137,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     for (name, n) in verdicts {
         *counts.entry(name).or_default() += n;
     }
-    // The search index may trail the last batch; leave it complete.
+    // The indexes may trail the last batch; leave them complete (the
+    // search index first: the writer then deletes the removal rows it
+    // took out).
+    while store.index_search(10_000, 0)? {}
     while store.index_pending(10_000)? {}
     store.sync()?;
     eprintln!();
@@ -171,6 +176,19 @@ fn compact_in_place(store: LmdbStore, data: &Path) -> anyhow::Result<()> {
     let lock = store.close();
     std::fs::rename(scratch.join("data.mdb"), data.join("data.mdb"))
         .with_context(|| format!("cannot put the compacted database in {}", data.display()))?;
+    let search_copy = scratch.join("search").join("data.mdb");
+    if search_copy.exists() {
+        let search = data.join("search");
+        std::fs::rename(&search_copy, search.join("data.mdb")).with_context(|| {
+            format!(
+                "cannot put the compacted search index in {}",
+                search.display()
+            )
+        })?;
+        std::fs::File::open(&search)
+            .and_then(|dir| dir.sync_all())
+            .with_context(|| format!("cannot sync {}", search.display()))?;
+    }
     std::fs::File::open(data)
         .and_then(|dir| dir.sync_all())
         .with_context(|| format!("cannot sync {}", data.display()))?;

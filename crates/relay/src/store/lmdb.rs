@@ -20,6 +20,7 @@ use nostrwire_wire::{EventView, Value};
 
 use super::plan::{plan, Plan, QueryCursor, Ranked, ScanStatus};
 use super::schema::{self, table, Posting, TimeKey, TIME_SUFFIX};
+use super::search_index::{block_serial, postings, SearchIndex, SearchSnapshot};
 use super::{Durability, EventStore, Found, Presence, Stats, StoreError, StoreResult, Verdict};
 use crate::policy::ReadGate;
 use crate::search::{self, EventTerms, Query};
@@ -29,13 +30,20 @@ type Db = Database<Bytes, Bytes>;
 /// `meta` key present while the tag index is being rebuilt (schema upgrade).
 const TAG_REBUILD: &[u8] = b"tag_rebuild";
 
-/// `meta` key: the serial (u64 BE) up to which every stored event is in the
-/// search index. Events above it are found by scanning them (`plan_search`).
-const SEARCH_INDEXED: &[u8] = b"search_indexed";
+/// `meta` keys of schema 10 and older, whose search index lived in the
+/// main environment: its totals and its mark.
+const LEGACY_SEARCH_KEYS: [&[u8]; 2] = [b"search", b"search_indexed"];
+
+/// Directory of the search environment, inside the data directory.
+const SEARCH_DIR: &str = "search";
 
 /// `meta` key present while the time-ordered indexes are being repacked
 /// into blocks (after an upgrade from schema 8 or older).
 const REPACK: &[u8] = b"repack";
+
+/// Most named tables the main environment may hold: those of
+/// [`schema::table`], legacy ones included, with room to spare.
+const MAX_TABLES: u32 = 32;
 
 /// Blocks read per write transaction when repacking an index.
 const REPACK_CHUNK: usize = 100_000;
@@ -61,7 +69,15 @@ pub struct LmdbStore {
     deleted_ids: Db,
     deleted_addrs: Db,
     expiration: Db,
-    search: Db,
+    /// The NIP-50 index, in its own environment; `None` when search is off.
+    search: Option<SearchIndex>,
+    /// serial → stored value of a removed event whose postings the search
+    /// index may still hold: read by [`EventStore::index_search`], deleted
+    /// by the next write once it has taken them out.
+    search_removed: Db,
+    /// Rows of `search_removed` the search index has applied; the writer
+    /// deletes them in its next transaction.
+    search_applied: Mutex<std::collections::HashSet<u64>>,
     pending: Db,
     removed: Db,
     meta: Db,
@@ -71,12 +87,8 @@ pub struct LmdbStore {
     writer_lock: Option<std::fs::File>,
     /// Stored events whose time-ordered index entries may wait in `pending`.
     index_lag: u64,
-    /// Whether the search index is kept (and `meta/search` present).
-    search_on: bool,
     /// Most postings (and probes of other terms) one search filter reads.
     search_max_reads: usize,
-    /// Stored events the search index may trail by before a commit indexes them.
-    search_lag: u64,
     /// Size a block of search postings grows to before a new one starts.
     block_bytes: usize,
     relay_urls: Vec<String>,
@@ -120,11 +132,6 @@ pub struct OpenOptions {
     pub search: bool,
     /// Most postings (and probes of other terms) one search filter reads.
     pub search_max_reads: usize,
-    /// Stored events the search index may trail by: a commit that leaves
-    /// more unindexed indexes them all, in the same transaction. 0 indexes
-    /// every event in its own commit. The writer also calls
-    /// [`EventStore::index_pending`] when it is idle.
-    pub search_lag: u64,
     /// Stored events whose entries in the time-ordered indexes
     /// ([`table::TIME_ORDERED`]) may wait in `pending`: a commit that
     /// leaves more waiting writes them all, in the same transaction. 0
@@ -161,7 +168,6 @@ impl Default for OpenOptions {
             dictionaries: None,
             search: true,
             search_max_reads: 100_000,
-            search_lag: 0,
             index_lag: 0,
             block_bytes: schema::BLOCK_BYTES,
             auto_dictionaries: 0,
@@ -275,17 +281,6 @@ fn unpack<'a>(dicts: &'static DictSet, stored: &'a [u8]) -> StoreResult<Cow<'a, 
             .map_err(|e| corrupt(&e))?;
         Ok(Cow::Owned(record.to_vec()))
     })
-}
-
-/// The serial a key of the search index ends with.
-fn block_serial(key: &[u8]) -> StoreResult<u64> {
-    schema::serial_from(&key[key.len().saturating_sub(8)..])
-        .ok_or_else(|| StoreError::Corrupt("bad search key".into()))
-}
-
-/// The postings of one block of the search index, from its key and value.
-fn postings(key: &[u8], block: &[u8]) -> StoreResult<Vec<Posting>> {
-    schema::decode_postings(block_serial(key)?, block).map_err(StoreError::Corrupt)
 }
 
 /// A row of `pending` or `removed`.
@@ -439,7 +434,8 @@ impl<'t> TimeWalk<'t> {
 }
 
 impl LmdbStore {
-    /// Writes a compacted copy of the database to `dir/data.mdb`: every
+    /// Writes a compacted copy of the database to `dir/data.mdb` (and of
+    /// the search index to `dir/search/data.mdb`): every
     /// table copied in key order with `MDB_APPEND`, so leaves are packed
     /// full (inserts in the middle of a tree leave them half full), the
     /// blocks of the time-ordered indexes merged into full blocks, and free
@@ -460,8 +456,25 @@ impl LmdbStore {
                 format!("{} already exists", target.display()),
             )));
         }
+        // The search index first: its snapshot is then older than the
+        // events', which hold every event it indexes and the removal rows
+        // of every event removed since. LMDB's own compacting copy.
+        let mut search_size = 0;
+        if let Some(index) = &self.search {
+            progress(table::SEARCH, 0);
+            let search_dir = dir.join(SEARCH_DIR);
+            std::fs::create_dir_all(&search_dir).map_err(io)?;
+            let mut file = std::fs::File::create_new(search_dir.join("data.mdb")).map_err(io)?;
+            index
+                .env
+                .copy_to_file(&mut file, heed::CompactionOption::Enabled)?;
+            file.sync_all().map_err(io)?;
+            search_size = file.metadata().map_err(io)?.len();
+        }
         let mut options = EnvOpenOptions::new();
-        options.map_size(self.env.info().map_size).max_dbs(16);
+        options
+            .map_size(self.env.info().map_size)
+            .max_dbs(MAX_TABLES);
         // SAFETY: a new environment in a directory that holds no database
         // (checked above), opened once, by this function only; without
         // syncs until the one at the end (a copy cut short is not used).
@@ -517,16 +530,22 @@ impl LmdbStore {
         }
         copy.force_sync()?;
         drop(copy);
-        Ok(std::fs::metadata(&target).map_err(io)?.len())
+        Ok(std::fs::metadata(&target).map_err(io)?.len() + search_size)
     }
 
     /// Closes the database and hands back its writer lock (when held), so
     /// the caller can put another `data.mdb` in place before letting go.
     pub fn close(self) -> Option<std::fs::File> {
         let LmdbStore {
-            env, writer_lock, ..
+            env,
+            search,
+            writer_lock,
+            ..
         } = self;
         env.prepare_for_closing().wait();
+        if let Some(index) = search {
+            index.env.prepare_for_closing().wait();
+        }
         writer_lock
     }
 
@@ -537,22 +556,7 @@ impl LmdbStore {
             true => Some(take_writer_lock(path)?),
             false => None,
         };
-        let mut env_options = EnvOpenOptions::new();
-        env_options
-            .map_size(options.map_size)
-            .max_dbs(16)
-            .max_readers(512);
-        let flags = match options.durability {
-            Durability::Full => EnvFlags::empty(),
-            Durability::Meta => EnvFlags::NO_META_SYNC,
-            Durability::None => EnvFlags::NO_SYNC,
-        };
-        // SAFETY: the flags are documented LMDB flags; the environment is
-        // opened once per process and path (the relay holds it for its lifetime).
-        let env = unsafe {
-            env_options.flags(flags | EnvFlags::NO_READ_AHEAD);
-            env_options.open(path)?
-        };
+        let env = open_env(path, options.map_size, MAX_TABLES, options.durability)?;
         let mut wtxn = env.write_txn()?;
         let meta = env.create_database::<Bytes, Bytes>(&mut wtxn, Some(table::META))?;
         let dicts = Self::dictionaries(&mut wtxn, meta, options)?;
@@ -563,7 +567,7 @@ impl LmdbStore {
                 StoreError::Dictionaries(format!("cannot prepare the compressor: {e}"))
             })?)),
         };
-        let store = LmdbStore {
+        let mut store = LmdbStore {
             events: db(table::EVENTS)?,
             ids: db(table::IDS)?,
             created: db(table::CREATED)?,
@@ -575,16 +579,16 @@ impl LmdbStore {
             deleted_ids: db(table::DELETED_IDS)?,
             deleted_addrs: db(table::DELETED_ADDRS)?,
             expiration: db(table::EXPIRATION)?,
-            search: db(table::SEARCH)?,
+            search: None,
+            search_removed: db(table::SEARCH_REMOVED)?,
+            search_applied: Mutex::default(),
             pending: db(table::PENDING)?,
             waiting_ids: RwLock::default(),
             writer_lock,
             removed: db(table::REMOVED)?,
             meta,
             index_lag: options.index_lag,
-            search_on: options.search,
             search_max_reads: options.search_max_reads.max(1),
-            search_lag: options.search_lag,
             block_bytes: options.block_bytes.clamp(1, schema::BLOCK_BYTES),
             relay_urls: options.relay_urls.clone(),
             dicts: RwLock::new(dicts),
@@ -607,25 +611,19 @@ impl LmdbStore {
             // version 5 wrote every entry with its event: empty `pending`
             // and `removed` tables (created above) are their state. Rows
             // of versions 7 to 9 carry no id: their `ids` entry is written.
-            5 | 7..=9 => {}
+            // Version 10 differs only by where its search index lives.
+            5 | 7..=10 => {}
             // Versions 3 and 4 keep one entry per posting: the search index
-            // is emptied here and rebuilt in blocks below
-            // (`prepare_search_index`).
-            3 | 4 => {
-                store.search.clear(&mut wtxn)?;
-                store.meta.delete(&mut wtxn, b"search")?;
-                store.meta.delete(&mut wtxn, SEARCH_INDEXED)?;
-            }
+            // is emptied below, like that of every version up to 10.
+            3 | 4 => {}
             // Versions 1 and 2 have longer tag keys and (2) document
-            // frequencies in their own table: both indexes are emptied here
-            // and rebuilt from `events` below. The markers
-            // (`meta/tag_rebuild` present, `meta/search` absent) make an
-            // interrupted rebuild start over.
+            // frequencies in their own table: the tag index is emptied here
+            // and rebuilt from `events` below (`meta/tag_rebuild` makes an
+            // interrupted rebuild start over); the search index like any
+            // other up to version 10.
             1 | 2 => {
                 store.tag.clear(&mut wtxn)?;
                 store.meta.put(&mut wtxn, TAG_REBUILD, &[])?;
-                store.search.clear(&mut wtxn)?;
-                store.meta.delete(&mut wtxn, b"search")?;
                 let legacy =
                     env.open_database::<Bytes, Bytes>(&wtxn, Some(table::LEGACY_SEARCH_TERMS))?;
                 if let Some(legacy) = legacy {
@@ -642,15 +640,25 @@ impl LmdbStore {
             // indexes: valid blocks of one entry, merged into full ones below.
             store.meta.put(&mut wtxn, REPACK, &[])?;
         }
+        if version < 11 {
+            // Versions up to 10 kept the search index in this environment:
+            // it is emptied, and built in its own below.
+            if let Some(legacy) = env.open_database::<Bytes, Bytes>(&wtxn, Some(table::SEARCH))? {
+                legacy.clear(&mut wtxn)?;
+            }
+            for key in LEGACY_SEARCH_KEYS {
+                store.meta.delete(&mut wtxn, key)?;
+            }
+        }
         store
             .meta
             .put(&mut wtxn, b"schema", &schema::SCHEMA_VERSION.to_le_bytes())?;
         wtxn.commit()?;
         store.rebuild_tag_index()?;
         store.repack_time_indexes()?;
-        store.prepare_search_index()?;
         // Events a crash left unindexed (at most the lag and one batch).
         while store.index_pending(10_000)? {}
+        store.search = store.prepare_search_index(path, options, version < 11)?;
         Ok(store)
     }
 
@@ -736,85 +744,75 @@ impl LmdbStore {
         )
     }
 
-    /// Makes the search index match `search_on`: builds it (in batches,
-    /// logging progress) when on and `meta/search` is absent, drops it when
-    /// off. An interrupted build resumes from `meta/search_indexed`.
-    fn prepare_search_index(&self) -> StoreResult<()> {
-        let (complete, leftovers) = {
-            let txn = self.env.read_txn()?;
-            (
-                self.search_totals(&txn)?.is_some(),
-                !self.search.is_empty(&txn)?,
-            )
-        };
-        if self.search_on && complete || !self.search_on && !complete && !leftovers {
-            return Ok(());
+    /// Opens the search environment when search is on. Its index is built
+    /// (in batches, logging progress) when it has never been, when the
+    /// database comes from a schema that kept it elsewhere (`fresh`), or
+    /// when it runs ahead of the stored events (a database put back from
+    /// an older copy); an interrupted build resumes from its mark. When
+    /// search is off, the environment and the removal rows are dropped. A
+    /// store opened without the writer lock only opens an index that
+    /// exists, as it is.
+    fn prepare_search_index(
+        &self,
+        path: &Path,
+        options: &OpenOptions,
+        fresh: bool,
+    ) -> StoreResult<Option<SearchIndex>> {
+        let dir = path.join(SEARCH_DIR);
+        let open =
+            || SearchIndex::open(&dir, options.map_size, options.durability, self.block_bytes);
+        if !options.writer_lock {
+            return match options.search && dir.join("data.mdb").exists() {
+                true => open().map(Some),
+                false => Ok(None),
+            };
         }
-        let mut wtxn = self.env.write_txn()?;
-        self.search.clear(&mut wtxn)?;
-        self.meta.delete(&mut wtxn, b"search")?;
-        self.meta.delete(&mut wtxn, SEARCH_INDEXED)?;
-        wtxn.commit()?;
-        if !self.search_on {
-            tracing::info!("search is off: search index dropped");
-            return Ok(());
+        if !options.search {
+            if dir.exists() {
+                std::fs::remove_dir_all(&dir).map_err(|e| StoreError::Lmdb(heed::Error::Io(e)))?;
+                tracing::info!("search is off: search index dropped");
+            }
+            let mut wtxn = self.env.write_txn()?;
+            self.search_removed.clear(&mut wtxn)?;
+            wtxn.commit()?;
+            return Ok(None);
         }
-        let total = {
+        let index = open()?;
+        let (mark, last) = {
+            let stxn = index.env.read_txn()?;
             let txn = self.env.read_txn()?;
-            self.events.len(&txn)?
+            (index.indexed(&stxn)?, self.last_serial(&txn)?)
         };
-        tracing::info!(events = total, "building the search index");
-        // An empty index trailing every stored event: the catch-up below
-        // (and, if it is interrupted, the next open) fills it.
-        let mut wtxn = self.env.write_txn()?;
-        self.put_search_totals(&mut wtxn, 0, 0)?;
-        self.meta
-            .put(&mut wtxn, SEARCH_INDEXED, &schema::serial_bytes(0))?;
-        wtxn.commit()?;
+        let behind = match mark {
+            Some(mark) if !fresh && mark <= last => last - mark,
+            _ => {
+                if mark.is_some_and(|m| m > last) {
+                    tracing::warn!(
+                        indexed = mark,
+                        stored = last,
+                        "the search index is ahead of the stored events: rebuilding it"
+                    );
+                }
+                index.reset()?;
+                // Their postings went with the index.
+                let mut wtxn = self.env.write_txn()?;
+                self.search_removed.clear(&mut wtxn)?;
+                wtxn.commit()?;
+                last
+            }
+        };
+        if behind > 10_000 {
+            tracing::info!(events = behind, "building the search index");
+        }
         let mut done = 0u64;
-        while self.index_pending(10_000)? {
+        while self.index_search_into(&index, 10_000, 0)? {
             done += 10_000;
-            tracing::info!(done, total, "building the search index");
+            tracing::info!(done, total = behind, "building the search index");
         }
-        tracing::info!("search index ready");
-        Ok(())
-    }
-
-    /// `meta/search`: events indexed and the sum of their lengths; present
-    /// exactly when the index is complete and maintained.
-    fn search_totals(&self, txn: &RoTxn<'_>) -> StoreResult<Option<(u64, u64)>> {
-        Ok(self.meta.get(txn, b"search")?.and_then(|v| {
-            let docs = u64::from_le_bytes(v.get(..8)?.try_into().ok()?);
-            let tokens = u64::from_le_bytes(v.get(8..16)?.try_into().ok()?);
-            Some((docs, tokens))
-        }))
-    }
-
-    fn put_search_totals(&self, wtxn: &mut RwTxn<'_>, docs: u64, tokens: u64) -> StoreResult<()> {
-        let mut value = [0u8; 16];
-        value[..8].copy_from_slice(&docs.to_le_bytes());
-        value[8..].copy_from_slice(&tokens.to_le_bytes());
-        self.meta.put(wtxn, b"search", &value)?;
-        Ok(())
-    }
-
-    /// Events holding the term with this key prefix.
-    fn document_frequency(&self, txn: &RoTxn<'_>, prefix: &[u8]) -> StoreResult<u64> {
-        Ok(self
-            .search
-            .get(txn, &schema::df_key(prefix))?
-            .and_then(|v| v.try_into().ok())
-            .map_or(0, u64::from_le_bytes))
-    }
-
-    /// The serial up to which every stored event is in the search index.
-    /// Absent (a schema 3 database, or search off) means all of them.
-    fn search_indexed(&self, txn: &RoTxn<'_>) -> StoreResult<u64> {
-        match self.meta.get(txn, SEARCH_INDEXED)? {
-            Some(v) => schema::serial_from(v)
-                .ok_or_else(|| StoreError::Corrupt("bad meta/search_indexed".into())),
-            None => self.last_serial(txn),
+        if behind > 10_000 {
+            tracing::info!("search index ready");
         }
+        Ok(Some(index))
     }
 
     /// The newest serial handed out (0 before the first event).
@@ -826,17 +824,18 @@ impl LmdbStore {
             .map_or(0, |next| next - 1))
     }
 
-    /// Walks the stored events above `meta/search_indexed`, oldest first, at
-    /// most `max` of them, handing `f` each serial and its indexed terms
-    /// (`None` for events search does not index). Returns how many were
-    /// walked and the last serial walked.
+    /// Walks the stored events above serial `above`, oldest first, at most
+    /// `max` of them, handing `f` each serial and its indexed terms (`None`
+    /// for events search does not index, or without terms). Returns how
+    /// many were walked and the last serial walked.
     fn walk_unindexed(
         &self,
         txn: &RoTxn<'_>,
+        above: u64,
         max: usize,
         mut f: impl FnMut(u64, Option<EventTerms>),
     ) -> StoreResult<(usize, Option<u64>)> {
-        let lower = schema::serial_bytes(self.search_indexed(txn)?);
+        let lower = schema::serial_bytes(above);
         let (mut walked, mut last) = (0, None);
         for item in self
             .events
@@ -856,181 +855,128 @@ impl LmdbStore {
         Ok((walked, last))
     }
 
-    /// Indexes the stored events above `meta/search_indexed`, oldest first,
-    /// at most `max` of them, and raises the mark past them. Postings are
-    /// written in key order and each term's document frequency once per
-    /// call, so a batch dirties far fewer pages than one event at a time.
-    /// Returns whether unindexed events remain.
-    fn index_up_to(&self, wtxn: &mut RwTxn<'_>, max: usize) -> StoreResult<bool> {
-        let Some((mut docs, mut tokens)) = self.search_totals(wtxn)?.filter(|_| self.search_on)
-        else {
-            return Ok(false);
+    /// One transaction of the search index (see
+    /// [`EventStore::index_search`]): first the removed events of the
+    /// main snapshot (`search_removed`) are taken out, then the stored
+    /// events above the mark, oldest first, at most `max`, are indexed and
+    /// the mark raised past them. Postings are written in key order and
+    /// each term's document frequency once per call, so a batch dirties
+    /// far fewer pages than one event at a time.
+    ///
+    /// The main snapshot is taken after the search transaction starts, so
+    /// it holds every event the index holds. A removal row is applied in
+    /// the first transaction whose snapshot shows it, and taking postings
+    /// out finds them only once, so applying a row again (its deletion by
+    /// the writer not committed yet, or lost in a crash) changes nothing.
+    fn index_search_into(&self, index: &SearchIndex, max: usize, lag: u64) -> StoreResult<bool> {
+        let (from, last, removals) = {
+            let stxn = index.env.read_txn()?;
+            let txn = self.env.read_txn()?;
+            (
+                index.indexed(&stxn)?.unwrap_or(0),
+                self.last_serial(&txn)?,
+                !self.search_removed.is_empty(&txn)?,
+            )
         };
-        let from = self.search_indexed(wtxn)?;
-        let last = self.last_serial(wtxn)?;
-        if from >= last {
+        let behind = last.saturating_sub(from);
+        if behind <= lag && !(lag == 0 && removals) {
             return Ok(false);
         }
-        // Term → its new postings, in serial order (the walk's). Keyed by
-        // the event's own term strings: no allocation per posting.
-        let mut added: std::collections::HashMap<String, Vec<Posting>> = Default::default();
-        let (walked, walked_to) = self.walk_unindexed(wtxn, max, |serial, terms| {
-            let Some(terms) = terms else {
-                return;
-            };
-            docs += 1;
-            tokens += u64::from(terms.len);
-            for (term, tf) in terms.terms {
-                added.entry(term).or_default().push(Posting {
-                    serial,
-                    tf,
-                    len: terms.len,
-                });
+        let mut wtxn = index.env.write_txn()?;
+        let txn = self.env.read_txn()?;
+        let from = index.indexed(&wtxn)?.unwrap_or(0);
+        let (mut docs, mut tokens) = index.totals(&wtxn)?;
+        let mut applied = Vec::new();
+        {
+            let skip = self
+                .search_applied
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            for item in self.search_removed.iter(&txn)? {
+                let (k, stored) = item?;
+                let serial = schema::serial_from(k)
+                    .ok_or_else(|| StoreError::Corrupt("bad serial key".into()))?;
+                if skip.contains(&serial) {
+                    continue;
+                }
+                applied.push(serial);
+                // Above the mark, an event was never indexed.
+                if serial > from {
+                    continue;
+                }
+                let record = unpack(self.dicts(), stored)?;
+                let Some(terms) = EventTerms::of(&decode(&record)?) else {
+                    continue;
+                };
+                if index.remove_postings(&mut wtxn, serial, terms.terms.keys())? {
+                    docs = docs.saturating_sub(1);
+                    tokens = tokens.saturating_sub(u64::from(terms.len));
+                }
             }
-        })?;
-        // Written in key order: neighbouring terms share pages.
-        let mut added: Vec<(Vec<u8>, Vec<Posting>)> = added
-            .into_iter()
-            .map(|(term, new)| (schema::term_prefix(&term), new))
-            .collect();
-        added.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        // Removed events leave gaps: once the walk has run out of events,
-        // the mark passes every serial handed out.
-        let more = walked == max && walked_to.is_some_and(|s| s < last);
-        let indexed = if more {
-            walked_to.unwrap_or(last)
-        } else {
-            last
-        };
-        for (prefix, new) in added {
-            self.append_postings(wtxn, &prefix, &new)?;
-            let df = self.document_frequency(wtxn, &prefix)? + new.len() as u64;
-            self.search
-                .put(wtxn, &schema::df_key(&prefix), &df.to_le_bytes())?;
         }
-        self.put_search_totals(wtxn, docs, tokens)?;
-        self.meta
-            .put(wtxn, SEARCH_INDEXED, &schema::serial_bytes(indexed))?;
+        let last = self.last_serial(&txn)?;
+        let mut more = false;
+        if from < last {
+            // Term → its new postings, in serial order (the walk's). Keyed
+            // by the event's own term strings: no allocation per posting.
+            let mut added: std::collections::HashMap<String, Vec<Posting>> = Default::default();
+            let (walked, walked_to) = self.walk_unindexed(&txn, from, max, |serial, terms| {
+                let Some(terms) = terms else {
+                    return;
+                };
+                docs += 1;
+                tokens += u64::from(terms.len);
+                for (term, tf) in terms.terms {
+                    added.entry(term).or_default().push(Posting {
+                        serial,
+                        tf,
+                        len: terms.len,
+                    });
+                }
+            })?;
+            // Written in key order: neighbouring terms share pages.
+            let mut added: Vec<(Vec<u8>, Vec<Posting>)> = added
+                .into_iter()
+                .map(|(term, new)| (schema::term_prefix(&term), new))
+                .collect();
+            added.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            for (prefix, new) in added {
+                index.append_postings(&mut wtxn, &prefix, &new)?;
+            }
+            // Removed events leave gaps: once the walk has run out of
+            // events, the mark passes every serial handed out.
+            more = walked == max && walked_to.is_some_and(|s| s < last);
+            let indexed = match more {
+                true => walked_to.unwrap_or(last),
+                false => last,
+            };
+            index.set_indexed(&mut wtxn, indexed)?;
+        }
+        index.put_totals(&mut wtxn, docs, tokens)?;
+        drop(txn);
+        wtxn.commit()?;
+        if !applied.is_empty() {
+            self.search_applied
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .extend(applied);
+        }
         Ok(more)
     }
 
-    /// Appends postings (serials strictly increasing, all above the term's
-    /// postings so far: the index grows in serial order) to a term's last
-    /// block, starting new blocks as they fill.
-    fn append_postings(
-        &self,
-        wtxn: &mut RwTxn<'_>,
-        prefix: &[u8],
-        new: &[Posting],
-    ) -> StoreResult<()> {
-        let Some(first) = new.first() else {
-            return Ok(());
-        };
-        let last_block = {
-            let lower = schema::search_key(prefix, 0);
-            let upper = schema::df_key(prefix);
-            let range = (Bound::Included(&lower[..]), Bound::Excluded(&upper[..]));
-            match self.search.rev_range(wtxn, &range)?.next().transpose()? {
-                Some((k, v)) if v.len() < self.block_bytes => {
-                    let key_serial = block_serial(k)?;
-                    let prev =
-                        schema::last_posting_serial(key_serial, v).map_err(StoreError::Corrupt)?;
-                    Some((key_serial, prev, v.to_vec()))
-                }
-                _ => None,
-            }
-        };
-        let (mut key_serial, mut prev, mut block) =
-            last_block.unwrap_or((first.serial, first.serial, Vec::new()));
-        if first.serial <= prev && !block.is_empty() {
-            return Err(StoreError::Corrupt(
-                "search postings would not be in serial order".into(),
-            ));
-        }
-        for &posting in new {
-            if block.len() >= self.block_bytes {
-                self.search
-                    .put(wtxn, &schema::search_key(prefix, key_serial), &block)?;
-                (key_serial, prev) = (posting.serial, posting.serial);
-                block.clear();
-            }
-            schema::push_posting(&mut block, prev, posting);
-            prev = posting.serial;
-        }
-        self.search
-            .put(wtxn, &schema::search_key(prefix, key_serial), &block)?;
-        Ok(())
-    }
-
-    /// The block of a term's postings that would hold `serial` (the last one
-    /// keyed at or below it), with its key, decoded.
-    fn block_holding(
-        &self,
-        txn: &RoTxn<'_>,
-        prefix: &[u8],
-        serial: u64,
-    ) -> StoreResult<Option<(Vec<u8>, Vec<Posting>)>> {
-        let lower = schema::search_key(prefix, 0);
-        let upper = schema::search_key(prefix, serial);
-        let range = (Bound::Included(&lower[..]), Bound::Included(&upper[..]));
-        match self.search.rev_range(txn, &range)?.next().transpose()? {
-            Some((k, v)) => Ok(Some((k.to_vec(), postings(k, v)?))),
-            None => Ok(None),
-        }
-    }
-
-    /// Removes one indexed event's postings and lowers its terms' document
-    /// frequencies (the totals are the caller's); a term no event holds any
-    /// more is dropped.
-    fn unindex_terms(
-        &self,
-        wtxn: &mut RwTxn<'_>,
-        serial: u64,
-        terms: &EventTerms,
-    ) -> StoreResult<()> {
-        for term in terms.terms.keys() {
-            let prefix = schema::term_prefix(term);
-            if let Some((key, mut block)) = self.block_holding(wtxn, &prefix, serial)? {
-                block.retain(|p| p.serial != serial);
-                if block.is_empty() {
-                    self.search.delete(wtxn, &key)?;
-                } else {
-                    let value = schema::encode_postings(block_serial(&key)?, &block);
-                    self.search.put(wtxn, &key, &value)?;
-                }
-            }
-            match self.document_frequency(wtxn, &prefix)? {
-                0 | 1 => {
-                    self.search.delete(wtxn, &schema::df_key(&prefix))?;
-                }
-                df => self
-                    .search
-                    .put(wtxn, &schema::df_key(&prefix), &(df - 1).to_le_bytes())?,
-            }
+    /// Deletes the rows of `search_removed` the search index has applied.
+    fn delete_applied_removals(&self, wtxn: &mut RwTxn<'_>) -> StoreResult<()> {
+        let applied = std::mem::take(
+            &mut *self
+                .search_applied
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()),
+        );
+        for serial in applied {
+            self.search_removed
+                .delete(wtxn, &schema::serial_bytes(serial))?;
         }
         Ok(())
-    }
-
-    /// Takes a removed event out of the search index, if it was in it.
-    fn unindex_removed(
-        &self,
-        wtxn: &mut RwTxn<'_>,
-        serial: u64,
-        view: &EventView<'_>,
-    ) -> StoreResult<()> {
-        if !self.search_on || serial > self.search_indexed(wtxn)? {
-            return Ok(());
-        }
-        let Some(terms) = EventTerms::of(view) else {
-            return Ok(());
-        };
-        let (docs, tokens) = self.search_totals(wtxn)?.unwrap_or((0, 0));
-        self.unindex_terms(wtxn, serial, &terms)?;
-        self.put_search_totals(
-            wtxn,
-            docs.saturating_sub(1),
-            tokens.saturating_sub(u64::from(terms.len)),
-        )
     }
 
     /// The dictionary set records are compressed with: the one the database
@@ -1148,7 +1094,7 @@ impl LmdbStore {
     /// Stores the record with the entries a writer needs at once (`ids`,
     /// `replace`, `expiration`) and a `pending` row for the time-ordered
     /// indexes (`index_waiting`); the search index follows later
-    /// (`index_up_to`).
+    /// (`index_search_into`).
     fn insert(&self, wtxn: &mut RwTxn<'_>, d: &Derived, record: &[u8]) -> StoreResult<u64> {
         let serial = self.next_serial(wtxn)?;
         let sb = schema::serial_bytes(serial);
@@ -1449,8 +1395,15 @@ impl LmdbStore {
         let (expires, stored) = split_value(value)?;
         let record = unpack(self.dicts(), stored)?.into_owned();
         let view = decode(&record)?;
+        // The search index may hold its postings: they are taken out from
+        // this copy (`index_search`).
+        let search_copy =
+            (self.search.is_some() && search::indexed_kind(view.kind())).then(|| stored.to_vec());
         let d = derive(&view);
         self.events.delete(wtxn, &sb)?;
+        if let Some(copy) = search_copy {
+            self.search_removed.put(wtxn, &sb, &copy)?;
+        }
         self.ids.delete(wtxn, schema::id_key(&d.id))?;
         // Its time-ordered entries were either never written (the row is
         // still waiting: dropped) or all written: they are deleted by the
@@ -1472,7 +1425,6 @@ impl LmdbStore {
             self.expiration
                 .delete(wtxn, &schema::expiration_key(t, serial))?;
         }
-        self.unindex_removed(wtxn, serial, &view)?;
         Ok(true)
     }
 
@@ -1770,13 +1722,22 @@ impl LmdbStore {
 
     /// The search plan for `filter`, or `None` when nothing can match
     /// (search off, no usable terms, or a term no event holds).
-    fn plan_search(&self, txn: &RoTxn<'_>, filter: &Filter) -> StoreResult<Option<Plan>> {
+    /// Plans a search: `search` reads the index, `txn` the stored events
+    /// (a snapshot taken after the index's).
+    fn plan_search(
+        &self,
+        search: &SearchSnapshot<'_>,
+        txn: &RoTxn<'_>,
+        filter: &Filter,
+    ) -> StoreResult<Option<Plan>> {
+        let (index, stxn) = (search.index, &search.txn);
         let Some(text) = filter.search.as_deref() else {
             return Ok(None);
         };
-        let Some((docs, tokens)) = self.search_totals(txn)?.filter(|_| self.search_on) else {
+        let Some(mark) = index.indexed(stxn)? else {
             return Ok(None);
         };
+        let (docs, tokens) = index.totals(stxn)?;
         let query = Query::parse(text);
         if query.terms.is_empty() {
             return Ok(None);
@@ -1786,7 +1747,7 @@ impl LmdbStore {
         let (mut docs, mut tokens) = (docs, tokens);
         let mut tail_df = vec![0u64; query.terms.len()];
         let mut tail: Vec<(u64, Vec<u16>, u16)> = Vec::new();
-        self.walk_unindexed(txn, usize::MAX, |serial, terms| {
+        self.walk_unindexed(txn, mark, usize::MAX, |serial, terms| {
             let Some(terms) = terms else {
                 return;
             };
@@ -1809,7 +1770,7 @@ impl LmdbStore {
         let mut terms = Vec::with_capacity(query.terms.len());
         for (term, tail_df) in query.terms.iter().zip(tail_df) {
             let prefix = schema::term_prefix(term);
-            match self.document_frequency(txn, &prefix)? + tail_df {
+            match index.document_frequency(stxn, &prefix)? + tail_df {
                 0 => return Ok(None),
                 df => {
                     let idf = search::idf(docs, df);
@@ -1848,12 +1809,14 @@ impl LmdbStore {
     /// the `limit` best. At most `search_max_reads` index entries are read.
     fn scan_search(
         &self,
+        search: &SearchSnapshot<'_>,
         txn: &RoTxn<'_>,
         filter: &Filter,
         cursor: &mut QueryCursor,
         budget: usize,
         now: u64,
     ) -> StoreResult<ScanStatus> {
+        let (index, stxn) = (search.index, &search.txn);
         let Some(Plan::Search {
             terms,
             avg_len,
@@ -1884,7 +1847,7 @@ impl LmdbStore {
             // newest first, so consecutive probes mostly land in it again.
             let mut probed: Vec<Option<(u64, Vec<Posting>)>> = vec![None; rest.len()];
             let mut spent = 0;
-            'blocks: for item in self.search.rev_range(txn, &range)? {
+            'blocks: for item in index.postings.rev_range(stxn, &range)? {
                 let (k, v) = item?;
                 for posting in postings(k, v)?.into_iter().rev() {
                     if resume_below.is_some_and(|below| posting.serial >= below) {
@@ -1911,8 +1874,8 @@ impl LmdbStore {
                         reads += 1;
                         spent += 1;
                         if cached.as_ref().is_none_or(|(from, _)| *from > serial) {
-                            *cached = self
-                                .block_holding(txn, prefix, serial)?
+                            *cached = index
+                                .block_holding(stxn, prefix, serial)?
                                 .map(|(key, block)| block_serial(&key).map(|s| (s, block)))
                                 .transpose()?;
                         }
@@ -2156,28 +2119,23 @@ impl EventStore for LmdbStore {
         if self.pending.len(&wtxn)? + self.removed.len(&wtxn)? > self.index_lag {
             moved = self.index_waiting(&mut wtxn, usize::MAX)?.moved_through;
         }
-        if self.search_on {
-            let behind = self.last_serial(&wtxn)? - self.search_indexed(&wtxn)?;
-            if behind > self.search_lag {
-                self.index_up_to(&mut wtxn, usize::MAX)?;
-            }
-        }
+        self.delete_applied_removals(&mut wtxn)?;
         wtxn.commit()?;
         self.drop_waiting_ids(moved);
         Ok(verdicts)
     }
 
     fn index_pending(&self, max: usize) -> StoreResult<bool> {
-        let (waiting, search) = {
+        let waiting = {
             let txn = self.env.read_txn()?;
-            (
-                !self.pending.is_empty(&txn)? || !self.removed.is_empty(&txn)?,
-                self.search_on
-                    && self.search_totals(&txn)?.is_some()
-                    && self.search_indexed(&txn)? < self.last_serial(&txn)?,
-            )
+            !self.pending.is_empty(&txn)? || !self.removed.is_empty(&txn)?
         };
-        if !waiting && !search {
+        let applied = !self
+            .search_applied
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_empty();
+        if !waiting && !applied {
             return Ok(false);
         }
         let mut wtxn = self.env.write_txn()?;
@@ -2185,10 +2143,17 @@ impl EventStore for LmdbStore {
             true => self.index_waiting(&mut wtxn, max.max(1))?,
             false => WaitingBatch::default(),
         };
-        let more_search = search && self.index_up_to(&mut wtxn, max.max(1))?;
+        self.delete_applied_removals(&mut wtxn)?;
         wtxn.commit()?;
         self.drop_waiting_ids(batch.moved_through);
-        Ok(batch.more || more_search)
+        Ok(batch.more)
+    }
+
+    fn index_search(&self, max: usize, lag: u64) -> StoreResult<bool> {
+        match &self.search {
+            Some(index) => self.index_search_into(index, max.max(1), lag),
+            None => Ok(false),
+        }
     }
 
     fn scan(
@@ -2201,11 +2166,21 @@ impl EventStore for LmdbStore {
         if filter.is_empty_match() || cursor.limit == 0 {
             return Ok(ScanStatus::Done);
         }
+        // A search reads its index from a snapshot taken before the events'
+        // one: every event the index holds is in the latter.
+        let search = match (&self.search, &filter.search) {
+            (Some(index), Some(_)) => Some(SearchSnapshot::of(index)?),
+            _ => None,
+        };
         let txn = self.env.read_txn()?;
         if cursor.plan.is_none() {
             if filter.search.is_some() {
                 cursor.by_rank = true;
-                match self.plan_search(&txn, filter)? {
+                let planned = match &search {
+                    Some(search) => self.plan_search(search, &txn, filter)?,
+                    None => None,
+                };
+                match planned {
                     Some(p) => cursor.plan = Some(p),
                     None => return Ok(ScanStatus::Done),
                 }
@@ -2237,7 +2212,10 @@ impl EventStore for LmdbStore {
             }
             plan @ Plan::Search { .. } => {
                 cursor.plan = Some(plan);
-                self.scan_search(&txn, filter, cursor, budget, now)
+                let Some(search) = &search else {
+                    return Ok(ScanStatus::Done);
+                };
+                self.scan_search(search, &txn, filter, cursor, budget, now)
             }
         }
     }
@@ -2266,15 +2244,20 @@ impl EventStore for LmdbStore {
 
     fn stats(&self) -> StoreResult<Stats> {
         let txn = self.env.read_txn()?;
-        let search_backlog = match self.search_totals(&txn)? {
-            Some(_) if self.search_on => self
-                .last_serial(&txn)?
-                .saturating_sub(self.search_indexed(&txn)?),
-            _ => 0,
+        let (search_backlog, search_bytes) = match &self.search {
+            Some(index) => {
+                let stxn = index.env.read_txn()?;
+                let mark = index.indexed(&stxn)?.unwrap_or(0);
+                (
+                    self.last_serial(&txn)?.saturating_sub(mark),
+                    index.env.real_disk_size().unwrap_or(0),
+                )
+            }
+            None => (0, 0),
         };
         Ok(Stats {
             events: self.events.len(&txn)?,
-            disk_bytes: self.env.real_disk_size().unwrap_or(0),
+            disk_bytes: self.env.real_disk_size().unwrap_or(0) + search_bytes,
             index_backlog: self.pending.len(&txn)? + self.removed.len(&txn)?,
             search_backlog,
         })
@@ -2370,6 +2353,34 @@ impl EventStore for LmdbStore {
         );
         Ok(true)
     }
+}
+
+/// Opens the LMDB environment in directory `path` with the flags of
+/// `durability`.
+pub(super) fn open_env(
+    path: &Path,
+    map_size: usize,
+    max_tables: u32,
+    durability: Durability,
+) -> StoreResult<Env> {
+    let mut options = EnvOpenOptions::new();
+    options
+        .map_size(map_size)
+        .max_dbs(max_tables)
+        .max_readers(512);
+    let flags = match durability {
+        Durability::Full => EnvFlags::empty(),
+        Durability::Meta => EnvFlags::NO_META_SYNC,
+        Durability::None => EnvFlags::NO_SYNC,
+    };
+    // SAFETY: the flags are documented LMDB flags; each environment is
+    // opened once per process and path, by the store that owns it (the
+    // relay holds it for its lifetime).
+    let env = unsafe {
+        options.flags(flags | EnvFlags::NO_READ_AHEAD);
+        options.open(path)?
+    };
+    Ok(env)
 }
 
 /// Takes the writer lock of the database in `dir`, released when the file

@@ -4,6 +4,7 @@
 pub mod lmdb;
 mod plan;
 pub mod schema;
+mod search_index;
 
 use nostrwire_event::{EventId, Filter};
 
@@ -127,11 +128,22 @@ pub trait EventStore: Send + Sync + 'static {
     /// Applies a batch of verified events (nwb records) in one transaction.
     fn write_batch(&self, records: &[Vec<u8>], now: u64) -> StoreResult<Vec<Verdict>>;
 
-    /// Brings the indexes that may trail the stored events (time-ordered
-    /// entries waiting to be written or deleted, search postings) up to
-    /// date, at most `max` events of each in one transaction; returns
-    /// whether more remain. The writer calls it when it has nothing to do.
+    /// Brings the time-ordered indexes (entries waiting to be written or
+    /// deleted) up to date, at most `max` events in one transaction;
+    /// returns whether more remain. The writer calls it when it has
+    /// nothing to do.
     fn index_pending(&self, max: usize) -> StoreResult<bool>;
+
+    /// Brings the search index up to date when more than `lag` stored
+    /// events wait for it (with `lag = 0`, whenever anything waits):
+    /// indexes at most `max` of them and takes removed events out, in one
+    /// transaction of the search index, which never blocks
+    /// [`EventStore::write_batch`]. Returns whether more remain. Called by
+    /// a thread of its own.
+    fn index_search(&self, max: usize, lag: u64) -> StoreResult<bool> {
+        let _ = (max, lag);
+        Ok(false)
+    }
 
     /// Continues a query: examines at most `budget` index entries.
     fn scan(

@@ -18,8 +18,9 @@ use sha2::{Digest, Sha256};
 /// wait in `pending_tags`; 7 lets the entries of every time-ordered index
 /// wait in `pending`; 8 deletes those of a removed event later, from
 /// `removed`; 9 stores those indexes in blocks of entries; 10 lets the
-/// `ids` entry wait in `pending` too.
-pub const SCHEMA_VERSION: u32 = 10;
+/// `ids` entry wait in `pending` too; 11 moves the search index into an
+/// environment of its own.
+pub const SCHEMA_VERSION: u32 = 11;
 
 /// Table names.
 pub mod table {
@@ -58,8 +59,13 @@ pub mod table {
     /// expiration ‖ serial → ().
     pub const EXPIRATION: &str = "expiration";
     /// term key ‖ serial → a block of postings (`encode_postings`); and
-    /// term key ‖ FF×8 → number of events holding the term (8, LE).
+    /// term key ‖ FF×8 → number of events holding the term (8, LE). In the
+    /// search environment since schema 11; the main environment's table of
+    /// that name is left empty.
     pub const SEARCH: &str = "search";
+    /// serial → stored value (the record, without the header) of a removed
+    /// event whose postings the search environment may still hold.
+    pub const SEARCH_REMOVED: &str = "search_removed";
     /// Schema 2 only (document frequencies); emptied by the upgrade.
     pub const LEGACY_SEARCH_TERMS: &str = "search_terms";
     /// metadata: schema version, next serial, dictionaries, search totals.

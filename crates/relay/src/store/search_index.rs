@@ -1,0 +1,264 @@
+//! Stage 6a: the NIP-50 search index, in an LMDB environment of its own
+//! (`search/` in the data directory), so that its batches are written by a
+//! thread of their own and never hold up the commits of stored events.
+//! Layout of the postings and of the totals: `docs/design-store.md`,
+//! "Search index".
+#![allow(clippy::big_endian_bytes)] // sort order of LMDB keys
+
+use std::ops::Bound;
+use std::path::Path;
+
+use heed::types::Bytes;
+use heed::{Database, Env, RoTxn, RwTxn, WithTls};
+
+use super::schema::{self, table, Posting};
+use super::{Durability, StoreError, StoreResult};
+
+type Db = Database<Bytes, Bytes>;
+
+/// `meta` key: events indexed (u64 LE) ‖ sum of their lengths (u64 LE).
+const TOTALS: &[u8] = b"totals";
+/// `meta` key: the serial (u64 BE) up to which every event stored in the
+/// main environment is indexed. Absent: the index has never been built.
+const INDEXED: &[u8] = b"indexed";
+
+/// The serial a key of the search index ends with.
+pub(super) fn block_serial(key: &[u8]) -> StoreResult<u64> {
+    schema::serial_from(&key[key.len().saturating_sub(8)..])
+        .ok_or_else(|| StoreError::Corrupt("bad search key".into()))
+}
+
+/// The postings of one block of the search index, from its key and value.
+pub(super) fn postings(key: &[u8], block: &[u8]) -> StoreResult<Vec<Posting>> {
+    schema::decode_postings(block_serial(key)?, block).map_err(StoreError::Corrupt)
+}
+
+/// A read snapshot of the search index.
+pub(super) struct SearchSnapshot<'a> {
+    pub(super) index: &'a SearchIndex,
+    pub(super) txn: RoTxn<'a, WithTls>,
+}
+
+impl<'a> SearchSnapshot<'a> {
+    pub(super) fn of(index: &'a SearchIndex) -> StoreResult<SearchSnapshot<'a>> {
+        Ok(SearchSnapshot {
+            index,
+            txn: index.env.read_txn()?,
+        })
+    }
+}
+
+/// The search environment: postings and document frequencies in
+/// `search`, the totals and the mark in `meta`.
+#[derive(Debug)]
+pub(super) struct SearchIndex {
+    pub(super) env: Env,
+    /// term key ‖ serial → block of postings; term key ‖ FF×8 → document
+    /// frequency.
+    pub(super) postings: Db,
+    meta: Db,
+    /// Size a block of postings grows to before a new one starts.
+    block_bytes: usize,
+}
+
+impl SearchIndex {
+    /// Opens (creating if needed) the search environment in `dir`.
+    pub(super) fn open(
+        dir: &Path,
+        map_size: usize,
+        durability: Durability,
+        block_bytes: usize,
+    ) -> StoreResult<SearchIndex> {
+        std::fs::create_dir_all(dir).map_err(|e| StoreError::Lmdb(heed::Error::Io(e)))?;
+        let env = super::lmdb::open_env(dir, map_size, 4, durability)?;
+        let mut wtxn = env.write_txn()?;
+        let postings = env.create_database(&mut wtxn, Some(table::SEARCH))?;
+        let meta = env.create_database(&mut wtxn, Some(table::META))?;
+        wtxn.commit()?;
+        Ok(SearchIndex {
+            env,
+            postings,
+            meta,
+            block_bytes,
+        })
+    }
+
+    /// Empties the index and marks it as trailing every stored event.
+    pub(super) fn reset(&self) -> StoreResult<()> {
+        let mut wtxn = self.env.write_txn()?;
+        self.postings.clear(&mut wtxn)?;
+        self.meta.clear(&mut wtxn)?;
+        self.put_totals(&mut wtxn, 0, 0)?;
+        self.set_indexed(&mut wtxn, 0)?;
+        wtxn.commit()?;
+        Ok(())
+    }
+
+    /// Events indexed (those holding at least one term) and the sum of
+    /// their lengths.
+    pub(super) fn totals(&self, txn: &RoTxn<'_>) -> StoreResult<(u64, u64)> {
+        let value = self.meta.get(txn, TOTALS)?.unwrap_or(&[0; 16]);
+        let half = |range: std::ops::Range<usize>| {
+            value
+                .get(range)
+                .and_then(|b| b.try_into().ok())
+                .map(u64::from_le_bytes)
+                .ok_or_else(|| StoreError::Corrupt("bad search totals".into()))
+        };
+        Ok((half(0..8)?, half(8..16)?))
+    }
+
+    pub(super) fn put_totals(
+        &self,
+        wtxn: &mut RwTxn<'_>,
+        docs: u64,
+        tokens: u64,
+    ) -> StoreResult<()> {
+        let mut value = [0u8; 16];
+        value[..8].copy_from_slice(&docs.to_le_bytes());
+        value[8..].copy_from_slice(&tokens.to_le_bytes());
+        self.meta.put(wtxn, TOTALS, &value)?;
+        Ok(())
+    }
+
+    /// The serial up to which every stored event is indexed; `None` when
+    /// the index has never been built.
+    pub(super) fn indexed(&self, txn: &RoTxn<'_>) -> StoreResult<Option<u64>> {
+        self.meta
+            .get(txn, INDEXED)?
+            .map(|v| {
+                schema::serial_from(v).ok_or_else(|| StoreError::Corrupt("bad search mark".into()))
+            })
+            .transpose()
+    }
+
+    pub(super) fn set_indexed(&self, wtxn: &mut RwTxn<'_>, serial: u64) -> StoreResult<()> {
+        self.meta
+            .put(wtxn, INDEXED, &schema::serial_bytes(serial))?;
+        Ok(())
+    }
+
+    /// Events holding the term with this key prefix.
+    pub(super) fn document_frequency(&self, txn: &RoTxn<'_>, prefix: &[u8]) -> StoreResult<u64> {
+        Ok(self
+            .postings
+            .get(txn, &schema::df_key(prefix))?
+            .and_then(|v| v.try_into().ok())
+            .map_or(0, u64::from_le_bytes))
+    }
+
+    fn put_document_frequency(
+        &self,
+        wtxn: &mut RwTxn<'_>,
+        prefix: &[u8],
+        df: u64,
+    ) -> StoreResult<()> {
+        let key = schema::df_key(prefix);
+        match df {
+            0 => self.postings.delete(wtxn, &key).map(drop)?,
+            df => self.postings.put(wtxn, &key, &df.to_le_bytes())?,
+        }
+        Ok(())
+    }
+
+    /// Appends postings (serials strictly increasing, all above the term's
+    /// postings so far: the index grows in serial order) to a term's last
+    /// block, starting new blocks as they fill, and raises the term's
+    /// document frequency by their number.
+    pub(super) fn append_postings(
+        &self,
+        wtxn: &mut RwTxn<'_>,
+        prefix: &[u8],
+        new: &[Posting],
+    ) -> StoreResult<()> {
+        let Some(first) = new.first() else {
+            return Ok(());
+        };
+        let last_block = {
+            let lower = schema::search_key(prefix, 0);
+            let upper = schema::df_key(prefix);
+            let range = (Bound::Included(&lower[..]), Bound::Excluded(&upper[..]));
+            match self.postings.rev_range(wtxn, &range)?.next().transpose()? {
+                Some((k, v)) if v.len() < self.block_bytes => {
+                    let key_serial = block_serial(k)?;
+                    let prev =
+                        schema::last_posting_serial(key_serial, v).map_err(StoreError::Corrupt)?;
+                    Some((key_serial, prev, v.to_vec()))
+                }
+                _ => None,
+            }
+        };
+        let (mut key_serial, mut prev, mut block) =
+            last_block.unwrap_or((first.serial, first.serial, Vec::new()));
+        if first.serial <= prev && !block.is_empty() {
+            return Err(StoreError::Corrupt(
+                "search postings would not be in serial order".into(),
+            ));
+        }
+        for &posting in new {
+            if block.len() >= self.block_bytes {
+                self.postings
+                    .put(wtxn, &schema::search_key(prefix, key_serial), &block)?;
+                (key_serial, prev) = (posting.serial, posting.serial);
+                block.clear();
+            }
+            schema::push_posting(&mut block, prev, posting);
+            prev = posting.serial;
+        }
+        self.postings
+            .put(wtxn, &schema::search_key(prefix, key_serial), &block)?;
+        let df = self.document_frequency(wtxn, prefix)? + new.len() as u64;
+        self.put_document_frequency(wtxn, prefix, df)
+    }
+
+    /// The block of a term's postings that would hold `serial` (the last one
+    /// keyed at or below it), with its key, decoded.
+    pub(super) fn block_holding(
+        &self,
+        txn: &RoTxn<'_>,
+        prefix: &[u8],
+        serial: u64,
+    ) -> StoreResult<Option<(Vec<u8>, Vec<Posting>)>> {
+        let lower = schema::search_key(prefix, 0);
+        let upper = schema::search_key(prefix, serial);
+        let range = (Bound::Included(&lower[..]), Bound::Included(&upper[..]));
+        match self.postings.rev_range(txn, &range)?.next().transpose()? {
+            Some((k, v)) => Ok(Some((k.to_vec(), postings(k, v)?))),
+            None => Ok(None),
+        }
+    }
+
+    /// Takes the postings of event `serial` out of these terms, lowering
+    /// the document frequency of each term that held one (a term no event
+    /// holds any more is dropped). Returns whether any posting was found:
+    /// removing the same event twice changes nothing the second time.
+    pub(super) fn remove_postings<'a>(
+        &self,
+        wtxn: &mut RwTxn<'_>,
+        serial: u64,
+        terms: impl Iterator<Item = &'a String>,
+    ) -> StoreResult<bool> {
+        let mut found = false;
+        for term in terms {
+            let prefix = schema::term_prefix(term);
+            let Some((key, mut block)) = self.block_holding(wtxn, &prefix, serial)? else {
+                continue;
+            };
+            let before = block.len();
+            block.retain(|p| p.serial != serial);
+            if block.len() == before {
+                continue;
+            }
+            found = true;
+            if block.is_empty() {
+                self.postings.delete(wtxn, &key)?;
+            } else {
+                let value = schema::encode_postings(block_serial(&key)?, &block);
+                self.postings.put(wtxn, &key, &value)?;
+            }
+            let df = self.document_frequency(wtxn, &prefix)?;
+            self.put_document_frequency(wtxn, &prefix, df.saturating_sub(1))?;
+        }
+        Ok(found)
+    }
+}
