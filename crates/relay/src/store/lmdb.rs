@@ -955,6 +955,13 @@ impl LmdbStore {
         index.put_totals(&mut wtxn, docs, tokens)?;
         drop(txn);
         wtxn.commit()?;
+        // LMDB reuses the pages a transaction freed only two transactions
+        // later. A batch rewrites thousands of pages; without this small
+        // commit in between, the next batch could not reuse them and the
+        // file would hold two batches' worth of free pages, not one.
+        let mut tick = index.env.write_txn()?;
+        index.put_totals(&mut tick, docs, tokens)?;
+        tick.commit()?;
         if !applied.is_empty() {
             self.search_applied
                 .lock()
