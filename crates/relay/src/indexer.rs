@@ -17,6 +17,8 @@ use crate::Shared;
 const INDEX_WHEN_IDLE: Duration = Duration::from_millis(20);
 /// Most events one transaction of the search index takes in.
 const INDEX_CHUNK: usize = 10_000;
+/// Pause after a failed transaction of the search index.
+const RETRY_AFTER_ERROR: Duration = Duration::from_secs(1);
 
 /// Runs until the relay is stopping. `commits` carries a signal after each
 /// commit of the writer (coalesced: at most one waits). Events are indexed
@@ -50,7 +52,9 @@ pub fn run(shared: Arc<Shared>, commits: Receiver<()>) {
                 Ok(true) => break,
                 Ok(false) => break,
                 Err(e) => {
+                    // Retried after a pause, not in a tight loop of errors.
                     tracing::error!("search indexing failed: {e}");
+                    std::thread::sleep(RETRY_AFTER_ERROR);
                     caught_up = false;
                     break;
                 }
