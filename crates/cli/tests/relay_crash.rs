@@ -36,6 +36,20 @@ fn start(dir: &std::path::Path, port: u16) -> Child {
     child
 }
 
+/// The body of a plain HTTP GET to the relay.
+fn http_get(port: u16, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+}
+
 type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
@@ -157,7 +171,19 @@ async fn acknowledged_events_survive_kill_9() {
         kinds: Some(vec![Kind(1)]),
         ..Filter::new()
     };
-    for mut filter in [by_tag, by_kind] {
+    // The search index (its own environment, written by its own thread,
+    // killed with the relay) opens and catches up: nothing waits for it,
+    // and a search finds every acknowledged event.
+    let metrics = http_get(port, "/metrics");
+    assert!(
+        metrics.contains("nostrwire_db_search_backlog_events 0\n"),
+        "{metrics}"
+    );
+    let by_search = Filter {
+        search: Some("event".into()),
+        ..Filter::new()
+    };
+    for mut filter in [by_tag, by_kind, by_search] {
         filter.limit = Some(5000);
         let found: std::collections::HashSet<_> =
             query(&mut ws, filter.clone()).await.into_iter().collect();
