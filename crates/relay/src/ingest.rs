@@ -560,9 +560,15 @@ fn event_message<E: SignedFields>(
         let _ = shared.fanout_tx.send(FanoutMsg::Events(vec![live]));
         return;
     }
+    // Compressed here, on the worker pool, rather than on the one writer.
+    let stored = shared.store.pack(&record).unwrap_or_else(|e| {
+        tracing::error!("compressing a record failed: {e}");
+        None
+    });
     let accepted = Accepted {
         id: *id,
         record,
+        stored,
         json,
         reply: conn.outbox.clone(),
         conn: conn.id,

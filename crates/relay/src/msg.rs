@@ -264,6 +264,10 @@ pub struct Accepted {
     pub id: EventId,
     /// The nwb record.
     pub record: Vec<u8>,
+    /// Its stored form, prepared by the ingest worker
+    /// ([`crate::store::EventStore::pack`]) so that the writer does not
+    /// compress; `None`: the writer prepares it.
+    pub stored: Option<Vec<u8>>,
     /// Canonical JSON, for fan-out.
     pub json: String,
     /// Who to answer.

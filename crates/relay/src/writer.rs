@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::Receiver;
 
 use crate::msg::{Accepted, ConnId, FanoutMsg, LiveEvent, WriterMsg};
-use crate::store::Verdict;
+use crate::store::{Incoming, Verdict};
 use crate::Shared;
 
 fn ok(reply: &crate::msg::Outbox, id: &nostrwire_event::EventId, accepted: bool, message: &str) {
@@ -161,12 +161,15 @@ impl Publishers {
 }
 
 fn commit(shared: &Shared, batch: &mut Vec<Accepted>) {
-    let records: Vec<Vec<u8>> = batch
+    let events: Vec<Incoming> = batch
         .iter_mut()
-        .map(|a| std::mem::take(&mut a.record))
+        .map(|a| Incoming {
+            record: std::mem::take(&mut a.record),
+            stored: a.stored.take(),
+        })
         .collect();
     shared.metrics.writer_batch.observe(batch.len() as f64);
-    let verdicts = match shared.store.write_batch(&records, crate::now()) {
+    let verdicts = match shared.store.write_batch(&events, crate::now()) {
         Ok(v) => v,
         Err(e) => {
             tracing::error!("write failed: {e}");
@@ -178,6 +181,7 @@ fn commit(shared: &Shared, batch: &mut Vec<Accepted>) {
         }
     };
     let mut live = Vec::new();
+    let records = events.into_iter().map(|e| e.record);
     for ((a, verdict), record) in batch.drain(..).zip(verdicts).zip(records) {
         match verdict {
             Verdict::Stored(serial) => {
@@ -224,6 +228,7 @@ mod tests {
             .map(|&conn| Accepted {
                 id: EventId::from_bytes([0; 32]),
                 record: Vec::new(),
+                stored: None,
                 json: String::new(),
                 reply: outbox.clone(),
                 conn,

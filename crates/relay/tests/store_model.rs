@@ -11,7 +11,9 @@ use nostrwire_event::{
 };
 use nostrwire_relay::search::EventTerms;
 use nostrwire_relay::store::lmdb::{LmdbStore, OpenOptions};
-use nostrwire_relay::store::{schema, Durability, EventStore, QueryCursor, ScanStatus, Verdict};
+use nostrwire_relay::store::{
+    schema, Durability, EventStore, Incoming, QueryCursor, ScanStatus, Verdict,
+};
 
 struct Rng(u64);
 
@@ -402,7 +404,7 @@ fn a_database_trains_its_own_dictionaries() {
             let e = gen_event(&mut rng, &keys, &history);
             history.push(e.clone());
             store
-                .write_batch(&[nostrwire_wire::encode_event(&e)], 0)
+                .write_batch(&[nostrwire_wire::encode_event(&e).into()], 0)
                 .unwrap();
             model.apply(&e);
         }
@@ -544,7 +546,13 @@ fn upgrade_from(version: u32) {
     };
     let store = LmdbStore::open(dir.path(), &options(0)).unwrap();
     store
-        .write_batch(&[note("lighthouse keeper"), note("keeper of bees")], 0)
+        .write_batch(
+            &[
+                note("lighthouse keeper").into(),
+                note("keeper of bees").into(),
+            ],
+            0,
+        )
         .unwrap();
     assert_eq!(query_store(&store, &search("keeper"), 100).len(), 2);
     drop(store);
@@ -657,7 +665,9 @@ fn upgrade_from(version: u32) {
     );
     assert_eq!(store.stats().unwrap().events, 2);
     assert_eq!(
-        store.write_batch(&[note("keeper of bees")], 0).unwrap(),
+        store
+            .write_batch(&[note("keeper of bees").into()], 0)
+            .unwrap(),
         vec![Verdict::Duplicate]
     );
     drop(store);
@@ -707,7 +717,9 @@ fn upgrade_from(version: u32) {
     };
     let store = LmdbStore::open(dir.path(), &off).unwrap();
     assert!(query_store(&store, &search("keeper"), 100).is_empty());
-    store.write_batch(&[note("keeper three")], 0).unwrap();
+    store
+        .write_batch(&[note("keeper three").into()], 0)
+        .unwrap();
     drop(store);
     let store = LmdbStore::open(dir.path(), &options(0)).unwrap();
     assert_eq!(query_store(&store, &search("keeper"), 100).len(), 3);
@@ -782,8 +794,20 @@ fn agrees_with_model_with_search_lag(
             history.push(e.clone());
             events.push(e);
         }
-        let records: Vec<Vec<u8>> = events.iter().map(nostrwire_wire::encode_event).collect();
-        let verdicts = store.write_batch(&records, 0).unwrap();
+        // Every other batch comes prepared (compressed) by the caller, as
+        // the relay's ingest workers do.
+        let batch_events: Vec<Incoming> = events
+            .iter()
+            .map(|e| {
+                let record = nostrwire_wire::encode_event(e);
+                let stored = match batch % 2 {
+                    0 => store.pack(&record).unwrap(),
+                    _ => None,
+                };
+                Incoming { record, stored }
+            })
+            .collect();
+        let verdicts = store.write_batch(&batch_events, 0).unwrap();
         store.index_search(usize::MAX, search_lag).unwrap();
         if batch % 7 == 3 {
             // What the writer and the search thread do when idle, cut short.

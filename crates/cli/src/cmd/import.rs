@@ -12,7 +12,7 @@ use std::time::Instant;
 use anyhow::Context;
 use nostrwire_event::{parse_event_line, Limits, PreimageFields, SignedFields};
 use nostrwire_relay::store::lmdb::LmdbStore;
-use nostrwire_relay::store::{EventStore, Verdict};
+use nostrwire_relay::store::{EventStore, Incoming, Verdict};
 
 use crate::input::{self, Line, Lines};
 
@@ -37,7 +37,7 @@ pub struct Args {
 }
 
 enum Outcome {
-    Ready(Vec<u8>),
+    Ready(Incoming),
     Rejected(&'static str),
 }
 
@@ -67,7 +67,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     // Verification of batch N+1 overlaps the write of batch N: the reader
     // (this thread) verifies on all cores, one writer thread commits.
-    let (to_writer, batches) = std::sync::mpsc::sync_channel::<(Vec<Vec<u8>>, u64)>(1);
+    let (to_writer, batches) = std::sync::mpsc::sync_channel::<(Vec<Incoming>, u64)>(1);
     let (seen, verdicts) = std::thread::scope(|scope| -> anyhow::Result<_> {
         let writer = scope.spawn(|| -> anyhow::Result<BTreeMap<&'static str, u64>> {
             let mut verdicts = BTreeMap::new();
@@ -113,7 +113,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 Line::Text(t) => {
                     match parse_event_line(t, &limits).and_then(|e| e.verify().map(|_| e)) {
                         Ok(e) if e.kind().is_ephemeral() => Outcome::Rejected("ephemeral"),
-                        Ok(e) => Outcome::Ready(nostrwire_wire::encode_json_event(&e)),
+                        Ok(e) => {
+                            // Compressed here, on every core, not by the writer.
+                            let record = nostrwire_wire::encode_json_event(&e);
+                            match store.pack(&record) {
+                                Ok(stored) => Outcome::Ready(Incoming { record, stored }),
+                                Err(_) => Outcome::Ready(record.into()),
+                            }
+                        }
                         Err(err) => Outcome::Rejected(err.kind().as_str()),
                     }
                 }

@@ -21,7 +21,9 @@ use nostrwire_wire::{EventView, Value};
 use super::plan::{plan, Plan, QueryCursor, Ranked, ScanStatus};
 use super::schema::{self, table, Posting, TimeKey, TIME_SUFFIX};
 use super::search_index::{block_serial, postings, SearchIndex, SearchSnapshot};
-use super::{Durability, EventStore, Found, Presence, Stats, StoreError, StoreResult, Verdict};
+use super::{
+    Durability, EventStore, Found, Incoming, Presence, Stats, StoreError, StoreResult, Verdict,
+};
 use crate::policy::ReadGate;
 use crate::search::{self, EventTerms, Query};
 
@@ -97,8 +99,8 @@ pub struct LmdbStore {
     /// one trained from its events) so compressors and per-thread
     /// decompressors can hold prepared dictionaries without lifetimes.
     dicts: RwLock<&'static DictSet>,
-    /// The writer's compressor; `None` when compression is off.
-    compressor: Option<Mutex<RecordCompressor<'static>>>,
+    /// Whether records are compressed (`compression_level` above 0).
+    compress: bool,
     /// Records smaller than this are stored raw.
     compress_min_bytes: usize,
     /// zstd level of stored records (and of a trained set).
@@ -257,6 +259,34 @@ thread_local! {
     /// made for (identified by address: each open store leaks its own set).
     static DECOMPRESSOR: RefCell<Option<(usize, RecordDecompressor<'static>)>> =
         const { RefCell::new(None) };
+    /// One compression context per thread (ingest workers, the writer,
+    /// `import`'s workers), for the set it was made for, like
+    /// [`DECOMPRESSOR`]: a store switching to a trained set is followed by
+    /// every thread at its next record.
+    static COMPRESSOR: RefCell<Option<(usize, RecordCompressor<'static>)>> =
+        const { RefCell::new(None) };
+}
+
+/// The stored form of `record`, compressed with `dicts` on this thread's
+/// context (the raw record again, framed as stored, when compression
+/// does not make it smaller).
+fn compress(dicts: &'static DictSet, record: &[u8]) -> StoreResult<Vec<u8>> {
+    COMPRESSOR.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        let key = dicts as *const DictSet as usize;
+        if slot.as_ref().is_none_or(|(k, _)| *k != key) {
+            let compressor = RecordCompressor::new(dicts).map_err(|e| {
+                StoreError::Dictionaries(format!("cannot prepare the compressor: {e}"))
+            })?;
+            *slot = Some((key, compressor));
+        }
+        let (_, compressor) = slot.as_mut().expect("just set");
+        let mut out = Vec::with_capacity(record.len());
+        compressor
+            .compress_into(record, &mut out)
+            .map_err(|e| StoreError::Corrupt(format!("compression failed: {e}")))?;
+        Ok(out)
+    })
 }
 
 /// The event record inside a stored one: borrowed when stored raw,
@@ -561,12 +591,6 @@ impl LmdbStore {
         let meta = env.create_database::<Bytes, Bytes>(&mut wtxn, Some(table::META))?;
         let dicts = Self::dictionaries(&mut wtxn, meta, options)?;
         let mut db = |name| env.create_database::<Bytes, Bytes>(&mut wtxn, Some(name));
-        let compressor = match options.compression_level {
-            0 => None,
-            _ => Some(Mutex::new(RecordCompressor::new(dicts).map_err(|e| {
-                StoreError::Dictionaries(format!("cannot prepare the compressor: {e}"))
-            })?)),
-        };
         let mut store = LmdbStore {
             events: db(table::EVENTS)?,
             ids: db(table::IDS)?,
@@ -592,7 +616,7 @@ impl LmdbStore {
             block_bytes: options.block_bytes.clamp(1, schema::BLOCK_BYTES),
             relay_urls: options.relay_urls.clone(),
             dicts: RwLock::new(dicts),
-            compressor,
+            compress: options.compression_level != 0,
             compress_min_bytes: options.compress_min_bytes,
             compression_level: options.compression_level.max(1),
             auto_dictionaries: options.auto_dictionaries,
@@ -1082,30 +1106,23 @@ impl LmdbStore {
     }
 
     /// The stored form of `record`: compressed when that is on and pays.
-    fn pack<'r>(&self, record: &'r [u8]) -> StoreResult<Cow<'r, [u8]>> {
-        let Some(compressor) = &self.compressor else {
-            return Ok(Cow::Borrowed(record));
-        };
-        if record.len() < self.compress_min_bytes {
+    /// The stored form of `record`: compressed when compression is on and
+    /// the record is large enough, else the record itself.
+    fn stored_form<'r>(&self, record: &'r [u8]) -> StoreResult<Cow<'r, [u8]>> {
+        if !self.compress || record.len() < self.compress_min_bytes {
             return Ok(Cow::Borrowed(record));
         }
-        let mut out = Vec::with_capacity(record.len());
-        compressor
-            .lock()
-            .expect("compressor lock")
-            .compress_into(record, &mut out)
-            .map_err(|e| StoreError::Corrupt(format!("compression failed: {e}")))?;
-        Ok(Cow::Owned(out))
+        compress(self.dicts(), record).map(Cow::Owned)
     }
 
     /// Stores the record with the entries a writer needs at once (`ids`,
     /// `replace`, `expiration`) and a `pending` row for the time-ordered
     /// indexes (`index_waiting`); the search index follows later
     /// (`index_search_into`).
-    fn insert(&self, wtxn: &mut RwTxn<'_>, d: &Derived, record: &[u8]) -> StoreResult<u64> {
+    fn insert(&self, wtxn: &mut RwTxn<'_>, d: &Derived, event: &Incoming) -> StoreResult<u64> {
         let serial = self.next_serial(wtxn)?;
         let sb = schema::serial_bytes(serial);
-        let mut value = Vec::with_capacity(record.len() + 9);
+        let mut value = Vec::with_capacity(event.record.len() + 9);
         match d.expires {
             Some(t) => {
                 value.push(FLAG_EXPIRES);
@@ -1115,7 +1132,10 @@ impl LmdbStore {
             }
             None => value.push(0),
         }
-        value.extend_from_slice(&self.pack(record)?);
+        match &event.stored {
+            Some(stored) => value.extend_from_slice(stored),
+            None => value.extend_from_slice(&self.stored_form(&event.record)?),
+        }
         // Serials only grow: appending fills leaf pages instead of splitting
         // them in half.
         self.events
@@ -1492,8 +1512,8 @@ impl LmdbStore {
     }
 
     /// Applies one verified event inside the batch transaction.
-    fn apply_one(&self, wtxn: &mut RwTxn<'_>, record: &[u8], now: u64) -> StoreResult<Verdict> {
-        let view = decode(record)?;
+    fn apply_one(&self, wtxn: &mut RwTxn<'_>, event: &Incoming, now: u64) -> StoreResult<Verdict> {
+        let view = decode(&event.record)?;
         let d = derive(&view);
         if self.serial_of(wtxn, &d.id)?.is_some() {
             return Ok(Verdict::Duplicate);
@@ -1531,7 +1551,7 @@ impl LmdbStore {
         if d.kind.as_u16() == 62 && self.vanish_applies(&view) {
             self.apply_vanish(wtxn, &view)?;
         }
-        let serial = self.insert(wtxn, &d, record)?;
+        let serial = self.insert(wtxn, &d, event)?;
         Ok(Verdict::Stored(serial))
     }
 
@@ -2116,11 +2136,18 @@ impl EventStore for LmdbStore {
         Ok(Presence::Absent)
     }
 
-    fn write_batch(&self, records: &[Vec<u8>], now: u64) -> StoreResult<Vec<Verdict>> {
+    fn pack(&self, record: &[u8]) -> StoreResult<Option<Vec<u8>>> {
+        Ok(match self.stored_form(record)? {
+            Cow::Owned(stored) => Some(stored),
+            Cow::Borrowed(_) => None,
+        })
+    }
+
+    fn write_batch(&self, batch: &[Incoming], now: u64) -> StoreResult<Vec<Verdict>> {
         let mut wtxn = self.env.write_txn()?;
-        let mut verdicts = Vec::with_capacity(records.len());
-        for record in records {
-            verdicts.push(self.apply_one(&mut wtxn, record, now)?);
+        let mut verdicts = Vec::with_capacity(batch.len());
+        for event in batch {
+            verdicts.push(self.apply_one(&mut wtxn, event, now)?);
         }
         let mut moved = None;
         if self.pending.len(&wtxn)? + self.removed.len(&wtxn)? > self.index_lag {
@@ -2310,9 +2337,7 @@ impl EventStore for LmdbStore {
     }
 
     fn wants_dictionaries(&self) -> StoreResult<bool> {
-        if self.auto_dictionaries == 0
-            || self.compressor.is_none()
-            || !self.dicts().dictionaries().is_empty()
+        if self.auto_dictionaries == 0 || !self.compress || !self.dicts().dictionaries().is_empty()
         {
             return Ok(false);
         }
@@ -2338,7 +2363,6 @@ impl EventStore for LmdbStore {
         let set: &'static DictSet = Box::leak(Box::new(
             DictSet::from_bytes_at_level(&bytes, self.compression_level).map_err(|e| bad(&e))?,
         ));
-        let compressor = RecordCompressor::new(set).map_err(|e| bad(&e))?;
         // Stored first: a record compressed with the set must never be
         // committed without it.
         let mut wtxn = self.env.write_txn()?;
@@ -2348,9 +2372,6 @@ impl EventStore for LmdbStore {
         self.meta.put(&mut wtxn, b"dicts", &bytes)?;
         wtxn.commit()?;
         *self.dicts.write().unwrap_or_else(|e| e.into_inner()) = set;
-        if let Some(current) = &self.compressor {
-            *current.lock().unwrap_or_else(|e| e.into_inner()) = compressor;
-        }
         tracing::info!(
             samples = samples.len(),
             dictionaries = set.dictionaries().len(),
@@ -2497,7 +2518,7 @@ mod tests {
         let store = open(dir.path());
         let keys = Keys::derive(3, 1);
         let (id, record) = note(&keys, "waiting");
-        store.write_batch(std::slice::from_ref(&record), 0).unwrap();
+        store.write_batch(&[record.clone().into()], 0).unwrap();
         // Waiting: not in `ids`, found through its row.
         assert_eq!(store.presence(&id).unwrap(), Presence::Stored);
         let before = store.env.read_txn().unwrap();
@@ -2516,7 +2537,7 @@ mod tests {
         assert!(store.pending.is_empty(&after).unwrap());
         drop(after);
         assert_eq!(
-            store.write_batch(&[record], 0).unwrap(),
+            store.write_batch(&[record.into()], 0).unwrap(),
             vec![Verdict::Duplicate]
         );
     }
@@ -2538,7 +2559,7 @@ mod tests {
         let store = open(dir.path());
         let keys = Keys::derive(3, 2);
         let (stored, record) = note(&keys, "stored");
-        store.write_batch(&[record], 0).unwrap();
+        store.write_batch(&[record.into()], 0).unwrap();
         // What a failed commit leaves: map entries for serials whose rows
         // are not there, or hold another event.
         let (ghost, ghost_record) = note(&keys, "never committed");
@@ -2559,7 +2580,7 @@ mod tests {
         );
         drop(txn);
         assert_eq!(
-            store.write_batch(&[ghost_record], 0).unwrap(),
+            store.write_batch(&[ghost_record.into()], 0).unwrap(),
             vec![Verdict::Stored(2)]
         );
     }

@@ -78,6 +78,25 @@ pub struct Stats {
     pub search_backlog: u64,
 }
 
+/// A verified event for [`EventStore::write_batch`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Incoming {
+    /// Its nwb record.
+    pub record: Vec<u8>,
+    /// Its stored form from [`EventStore::pack`], when the thread that
+    /// verified it prepared it; `None` has the writer prepare it.
+    pub stored: Option<Vec<u8>>,
+}
+
+impl From<Vec<u8>> for Incoming {
+    fn from(record: Vec<u8>) -> Self {
+        Incoming {
+            record,
+            stored: None,
+        }
+    }
+}
+
 /// Errors of the storage layer.
 #[non_exhaustive]
 #[derive(Debug)]
@@ -125,8 +144,16 @@ pub trait EventStore: Send + Sync + 'static {
     /// checks for duplicates.)
     fn presence(&self, id: &EventId) -> StoreResult<Presence>;
 
-    /// Applies a batch of verified events (nwb records) in one transaction.
-    fn write_batch(&self, records: &[Vec<u8>], now: u64) -> StoreResult<Vec<Verdict>>;
+    /// The form `record` would be stored in, when it differs from the
+    /// record (compressed): threads that verify events call it, so the
+    /// writer does not compress. `None`: stored as it is.
+    fn pack(&self, record: &[u8]) -> StoreResult<Option<Vec<u8>>> {
+        let _ = record;
+        Ok(None)
+    }
+
+    /// Applies a batch of verified events in one transaction.
+    fn write_batch(&self, batch: &[Incoming], now: u64) -> StoreResult<Vec<Verdict>>;
 
     /// Brings the time-ordered indexes (entries waiting to be written or
     /// deleted) up to date, at most `max` events in one transaction;
