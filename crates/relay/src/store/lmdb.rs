@@ -912,10 +912,13 @@ impl LmdbStore {
         let (mut docs, mut tokens) = index.totals(&wtxn)?;
         let mut applied = Vec::new();
         {
+            // A copy: the writer takes the set in every commit, and must
+            // not wait for the postings taken out below.
             let skip = self
                 .search_applied
                 .lock()
-                .unwrap_or_else(|e| e.into_inner());
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
             for item in self.search_removed.iter(&txn)? {
                 let (k, stored) = item?;
                 let serial = schema::serial_from(k)
@@ -939,6 +942,11 @@ impl LmdbStore {
             }
         }
         let last = self.last_serial(&txn)?;
+        if applied.is_empty() && from >= last {
+            // Only rows already applied, waiting for the writer: nothing to
+            // write (the transaction is dropped, not committed).
+            return Ok(false);
+        }
         let mut more = false;
         if from < last {
             // Term → its new postings, in serial order (the walk's). Keyed
