@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
 use nostrwire_event::message::write;
@@ -59,7 +59,9 @@ pub fn run(shared: Arc<Shared>, inbox: Receiver<IngestMsg>) {
     };
     while let Ok(msg) = inbox.recv() {
         match msg {
-            IngestMsg::Frame(conn, bytes) => handle(&shared, &mut subs, &conn, &bytes),
+            IngestMsg::Frame(conn, bytes, received) => {
+                handle(&shared, &mut subs, &conn, &bytes, received)
+            }
             IngestMsg::Closed(conn) => {
                 if let Some(list) = subs.by_conn.remove(&conn) {
                     for sub in list.values() {
@@ -123,19 +125,25 @@ fn parse_error(shared: &Shared, conn: &Conn, bytes: &[u8], err: &Error) {
     }
 }
 
-fn handle(shared: &Arc<Shared>, subs: &mut Subs, conn: &Arc<Conn>, bytes: &[u8]) {
+fn handle(
+    shared: &Arc<Shared>,
+    subs: &mut Subs,
+    conn: &Arc<Conn>,
+    bytes: &[u8],
+    received: Instant,
+) {
     if !conn.outbox.is_binary() {
-        return handle_json(shared, subs, conn, bytes);
+        return handle_json(shared, subs, conn, bytes, received);
     }
     // nostrwire.v1 (spec/transport.md): events arrive as nwb records.
     match transport::decode_client(bytes, &shared.wire_limits) {
-        Ok(ClientFrame::Json(json)) => handle_json(shared, subs, conn, json),
+        Ok(ClientFrame::Json(json)) => handle_json(shared, subs, conn, json, received),
         Ok(ClientFrame::Event(event)) => {
             shared.metrics.message("EVENT");
             if over_budget(shared, conn, Budget::Events) {
                 return ok_false(shared, conn, event.id(), "rate_limited", RATE_LIMITED);
             }
-            event_message(shared, conn, subs.plugin.as_mut(), &event, |e| {
+            event_message(shared, conn, subs.plugin.as_mut(), &event, received, |e| {
                 e.record().to_vec()
             });
         }
@@ -161,7 +169,13 @@ fn handle(shared: &Arc<Shared>, subs: &mut Subs, conn: &Arc<Conn>, bytes: &[u8])
     }
 }
 
-fn handle_json(shared: &Arc<Shared>, subs: &mut Subs, conn: &Arc<Conn>, bytes: &[u8]) {
+fn handle_json(
+    shared: &Arc<Shared>,
+    subs: &mut Subs,
+    conn: &Arc<Conn>,
+    bytes: &[u8],
+    received: Instant,
+) {
     let message = match ClientMessage::parse_with(bytes, &shared.event_limits) {
         Ok(m) => m,
         Err(e) => {
@@ -176,7 +190,7 @@ fn handle_json(shared: &Arc<Shared>, subs: &mut Subs, conn: &Arc<Conn>, bytes: &
     }
     match message {
         ClientMessage::Event(event) => {
-            event_message(shared, conn, subs.plugin.as_mut(), &event, |e| {
+            event_message(shared, conn, subs.plugin.as_mut(), &event, received, |e| {
                 nostrwire_wire::encode_json_event(e)
             })
         }
@@ -471,6 +485,7 @@ fn event_message<E: SignedFields>(
     conn: &Arc<Conn>,
     plugin: Option<&mut Plugin>,
     event: &E,
+    received: Instant,
     record: impl FnOnce(&E) -> Vec<u8>,
 ) {
     let id = event.id();
@@ -568,6 +583,7 @@ fn event_message<E: SignedFields>(
     let accepted = Accepted {
         id: *id,
         record,
+        received,
         stored,
         json,
         reply: conn.outbox.clone(),

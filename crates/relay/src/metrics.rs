@@ -73,10 +73,16 @@ pub struct Metrics {
     pub query_seconds: Histogram,
     /// Events per writer transaction.
     pub writer_batch: Histogram,
+    /// Seconds from reading an EVENT frame to answering its `OK`, for the
+    /// events that reach the writer.
+    pub write_seconds: Histogram,
 }
 
 const LATENCY_BOUNDS: &[f64] = &[
     0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0,
+];
+const WRITE_BOUNDS: &[f64] = &[
+    0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
 ];
 const BATCH_BOUNDS: &[f64] = &[1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0];
 
@@ -90,6 +96,7 @@ impl Default for Metrics {
             rejected: Mutex::new(Vec::new()),
             query_seconds: Histogram::new(LATENCY_BOUNDS),
             writer_batch: Histogram::new(BATCH_BOUNDS),
+            write_seconds: Histogram::new(WRITE_BOUNDS),
         }
     }
 }
@@ -163,6 +170,11 @@ impl Metrics {
             &mut out,
             "nostrwire_writer_batch_events",
             "Events per write transaction.",
+        );
+        self.write_seconds.render(
+            &mut out,
+            "nostrwire_event_write_seconds",
+            "Time from reading an EVENT frame to sending its OK, for events that reach the writer.",
         );
         if let Some(stats) = stats {
             gauge(

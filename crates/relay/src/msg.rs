@@ -3,6 +3,7 @@
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::Instant;
 
 use nostrwire_event::message::write;
 use nostrwire_event::{EventId, Filter, PublicKey};
@@ -233,8 +234,8 @@ impl Conn {
 /// worker, so they are handled in order.
 #[derive(Debug)]
 pub enum IngestMsg {
-    /// A text frame from a client.
-    Frame(Arc<Conn>, Vec<u8>),
+    /// A frame from a client, and when the socket layer read it.
+    Frame(Arc<Conn>, Vec<u8>, Instant),
     /// The connection closed.
     Closed(ConnId),
     /// A NIP-77 sync session's items were collected by the query pool.
@@ -264,6 +265,8 @@ pub struct Accepted {
     pub id: EventId,
     /// The nwb record.
     pub record: Vec<u8>,
+    /// When the socket layer read the EVENT frame (for the write latency).
+    pub received: Instant,
     /// Its stored form, prepared by the ingest worker
     /// ([`crate::store::EventStore::pack`]) so that the writer does not
     /// compress; `None`: the writer prepares it.

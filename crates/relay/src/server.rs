@@ -10,7 +10,7 @@ use std::io;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use nostrwire_websocket::deflate::{DeflateConfig, DeflateParams};
 use nostrwire_websocket::frame::opcode;
@@ -352,7 +352,11 @@ async fn websocket(
             match message {
                 Message::Text(text) if !binary => {
                     if ingest
-                        .send(IngestMsg::Frame(conn.clone(), text.to_vec()))
+                        .send(IngestMsg::Frame(
+                            conn.clone(),
+                            text.to_vec(),
+                            Instant::now(),
+                        ))
                         .is_err()
                     {
                         break 'connection;
@@ -360,7 +364,11 @@ async fn websocket(
                 }
                 Message::Binary(frame) if binary => {
                     if ingest
-                        .send(IngestMsg::Frame(conn.clone(), frame.to_vec()))
+                        .send(IngestMsg::Frame(
+                            conn.clone(),
+                            frame.to_vec(),
+                            Instant::now(),
+                        ))
                         .is_err()
                     {
                         break 'connection;

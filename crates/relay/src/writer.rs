@@ -183,6 +183,10 @@ fn commit(shared: &Shared, batch: &mut Vec<Accepted>) {
     let mut live = Vec::new();
     let records = events.into_iter().map(|e| e.record);
     for ((a, verdict), record) in batch.drain(..).zip(verdicts).zip(records) {
+        shared
+            .metrics
+            .write_seconds
+            .observe(a.received.elapsed().as_secs_f64());
         match verdict {
             Verdict::Stored(serial) => {
                 shared.metrics.events_stored.fetch_add(1, Ordering::Relaxed);
@@ -228,6 +232,7 @@ mod tests {
             .map(|&conn| Accepted {
                 id: EventId::from_bytes([0; 32]),
                 record: Vec::new(),
+                received: std::time::Instant::now(),
                 stored: None,
                 json: String::new(),
                 reply: outbox.clone(),

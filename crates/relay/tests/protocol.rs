@@ -384,6 +384,19 @@ async fn nip11_and_metrics_over_http() {
         metrics.contains("nostrwire_db_search_backlog_events 0"),
         "{metrics}"
     );
+    assert!(
+        metrics.contains("nostrwire_event_write_seconds_count 0"),
+        "{metrics}"
+    );
+    // One stored event: one write latency observed.
+    let mut c = Client::connect(&relay.url).await;
+    let e = event(&Keys::derive(1, 2), now(), 1, &[], "timed");
+    assert_eq!(c.publish(&e).await, (true, String::new()));
+    let metrics = get("/metrics", "*/*").await;
+    assert!(
+        metrics.contains("nostrwire_event_write_seconds_count 1"),
+        "{metrics}"
+    );
 }
 
 #[tokio::test]
