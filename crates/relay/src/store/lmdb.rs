@@ -910,10 +910,14 @@ impl LmdbStore {
         let txn = self.env.read_txn()?;
         let from = index.indexed(&wtxn)?.unwrap_or(0);
         let (mut docs, mut tokens) = index.totals(&wtxn)?;
+        // First everything this transaction needs from the events'
+        // snapshot, which is then let go: while a reader holds it, the
+        // writer's commits cannot reuse the pages they free.
         let mut applied = Vec::new();
+        let mut removals = Vec::new();
         {
             // A copy: the writer takes the set in every commit, and must
-            // not wait for the postings taken out below.
+            // not wait for this transaction.
             let skip = self
                 .search_applied
                 .lock()
@@ -932,12 +936,8 @@ impl LmdbStore {
                     continue;
                 }
                 let record = unpack(self.dicts(), stored)?;
-                let Some(terms) = EventTerms::of(&decode(&record)?) else {
-                    continue;
-                };
-                if index.remove_postings(&mut wtxn, serial, terms.terms.keys())? {
-                    docs = docs.saturating_sub(1);
-                    tokens = tokens.saturating_sub(u64::from(terms.len));
+                if let Some(terms) = EventTerms::of(&decode(&record)?) {
+                    removals.push((serial, terms));
                 }
             }
         }
@@ -947,12 +947,11 @@ impl LmdbStore {
             // write (the transaction is dropped, not committed).
             return Ok(false);
         }
-        let mut more = false;
-        if from < last {
-            // Term → its new postings, in serial order (the walk's). Keyed
-            // by the event's own term strings: no allocation per posting.
-            let mut added: std::collections::HashMap<String, Vec<Posting>> = Default::default();
-            let (walked, walked_to) = self.walk_unindexed(&txn, from, max, |serial, terms| {
+        // Term → its new postings, in serial order (the walk's). Keyed by
+        // the event's own term strings: no allocation per posting.
+        let mut added: std::collections::HashMap<String, Vec<Posting>> = Default::default();
+        let (walked, walked_to) = match from < last {
+            true => self.walk_unindexed(&txn, from, max, |serial, terms| {
                 let Some(terms) = terms else {
                     return;
                 };
@@ -965,7 +964,18 @@ impl LmdbStore {
                         len: terms.len,
                     });
                 }
-            })?;
+            })?,
+            false => (0, None),
+        };
+        drop(txn);
+        for (serial, terms) in removals {
+            if index.remove_postings(&mut wtxn, serial, terms.terms.keys())? {
+                docs = docs.saturating_sub(1);
+                tokens = tokens.saturating_sub(u64::from(terms.len));
+            }
+        }
+        let mut more = false;
+        if from < last {
             // Written in key order: neighbouring terms share pages.
             let mut added: Vec<(Vec<u8>, Vec<Posting>)> = added
                 .into_iter()
@@ -985,7 +995,6 @@ impl LmdbStore {
             index.set_indexed(&mut wtxn, indexed)?;
         }
         index.put_totals(&mut wtxn, docs, tokens)?;
-        drop(txn);
         wtxn.commit()?;
         // LMDB reuses the pages a transaction freed only two transactions
         // later. A batch rewrites thousands of pages; without this small
