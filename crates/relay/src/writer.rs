@@ -216,6 +216,10 @@ fn commit(shared: &Shared, batch: &mut Vec<Accepted>) {
     if !live.is_empty() {
         let _ = shared.fanout_tx.send(FanoutMsg::Events(live));
     }
+    // After the answers: publishers do not wait for the index batch.
+    if let Err(e) = shared.store.index_past_lag() {
+        tracing::error!("indexing the waiting events failed: {e}");
+    }
 }
 
 #[cfg(test)]

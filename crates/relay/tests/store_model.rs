@@ -351,9 +351,12 @@ fn store_with_trailing_indexes_agrees_with_naive_model() {
     // Searches and tag queries must find the events the indexes do not
     // hold yet, and removals must work on both sides.
     // Blocks of a few postings each: terms span many blocks.
+    // Index batches commit every few writes: queries and lookups between
+    // those commits see entries both written and still waiting.
     let trailing = OpenOptions {
         index_lag: 90,
         block_bytes: 12,
+        index_txn_writes: 5,
         ..options(3)
     };
     agrees_with_model_with_search_lag(&trailing, 120);
@@ -554,6 +557,8 @@ fn upgrade_from(version: u32) {
             0,
         )
         .unwrap();
+    // With no lag, both notes' entries are written.
+    assert!(store.index_past_lag().unwrap());
     assert_eq!(query_store(&store, &search("keeper"), 100).len(), 2);
     drop(store);
     // Turn it into what schema 1 or 2 left: other tag keys (an entry the
@@ -808,6 +813,7 @@ fn agrees_with_model_with_search_lag(
             })
             .collect();
         let verdicts = store.write_batch(&batch_events, 0).unwrap();
+        store.index_past_lag().unwrap();
         store.index_search(usize::MAX, search_lag).unwrap();
         if batch % 7 == 3 {
             // What the writer and the search thread do when idle, cut short.
@@ -937,6 +943,7 @@ fn agrees_with_model_with_search_lag(
     for name in ["created", "kind", "pubkey", "pubkey_kind"] {
         assert_eq!(entries(name), model.live.len(), "{name}");
     }
+    assert_eq!(table("ids").len(&rtxn).unwrap(), model.live.len() as u64);
     assert!(table("pending").is_empty(&rtxn).unwrap());
     assert!(table("removed").is_empty(&rtxn).unwrap());
     // The search index, in its own environment, holds exactly the live

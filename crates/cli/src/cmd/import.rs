@@ -81,6 +81,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     };
                     *verdicts.entry(name).or_default() += 1;
                 }
+                store.index_past_lag()?;
                 // What the relay's search thread does, in line.
                 while store.index_search(10_000, config.search.index_lag)? {}
                 if store.wants_dictionaries()? {

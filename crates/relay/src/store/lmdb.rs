@@ -93,6 +93,8 @@ pub struct LmdbStore {
     search_max_reads: usize,
     /// Size a block of search postings grows to before a new one starts.
     block_bytes: usize,
+    /// Most block and `ids` writes in one transaction of an index batch.
+    index_txn_writes: usize,
     relay_urls: Vec<String>,
     /// Dictionaries of the compressed records (also in `meta/dicts`); leaked
     /// once per set (at most two per open store: the one it opened with and
@@ -109,6 +111,9 @@ pub struct LmdbStore {
     /// its own; 0 never.
     auto_dictionaries: u64,
 }
+
+/// Default of [`OpenOptions::index_txn_writes`].
+pub const INDEX_TXN_WRITES: usize = 1024;
 
 /// Most stored records a trained dictionary set learns from (the newest).
 const DICTIONARY_SAMPLES: usize = 20_000;
@@ -135,9 +140,10 @@ pub struct OpenOptions {
     /// Most postings (and probes of other terms) one search filter reads.
     pub search_max_reads: usize,
     /// Stored events whose entries in the time-ordered indexes
-    /// ([`table::TIME_ORDERED`]) may wait in `pending`: a commit that
-    /// leaves more waiting writes them all, in the same transaction. 0
-    /// writes every event's entries in its own commit. The writer also
+    /// ([`table::TIME_ORDERED`]) may wait in `pending`: once more wait,
+    /// [`EventStore::index_past_lag`] writes them all (in transactions of
+    /// [`OpenOptions::index_txn_writes`]). 0 writes every event's entries
+    /// right after its commit. The writer also
     /// calls [`EventStore::index_pending`] when it is idle.
     pub index_lag: u64,
     /// Bytes a block of search postings grows to before the next posting
@@ -145,6 +151,13 @@ pub struct OpenOptions {
     /// holds ([`schema::BLOCK_BYTES`]; at most that). Smaller blocks only
     /// cost space and time: tests use them to exercise many blocks per key.
     pub block_bytes: usize,
+    /// Most block and `ids` writes in one transaction of an index batch
+    /// ([`EventStore::index_pending`]): a batch that writes more commits in
+    /// several. Each transaction's changed pages are copied, and the old
+    /// copies reused only two commits later, so the largest transaction
+    /// sets how much free space the file keeps. Tests use small values to
+    /// split batches often.
+    pub index_txn_writes: usize,
     /// Once this many events are stored in a database without a dictionary
     /// set (and none is configured), [`EventStore::wants_dictionaries`]
     /// turns true and [`EventStore::train_dictionaries`] trains per-kind
@@ -172,6 +185,7 @@ impl Default for OpenOptions {
             search_max_reads: 100_000,
             index_lag: 0,
             block_bytes: schema::BLOCK_BYTES,
+            index_txn_writes: INDEX_TXN_WRITES,
             auto_dictionaries: 0,
             writer_lock: true,
         }
@@ -614,6 +628,7 @@ impl LmdbStore {
             index_lag: options.index_lag,
             search_max_reads: options.search_max_reads.max(1),
             block_bytes: options.block_bytes.clamp(1, schema::BLOCK_BYTES),
+            index_txn_writes: options.index_txn_writes.max(1),
             relay_urls: options.relay_urls.clone(),
             dicts: RwLock::new(dicts),
             compress: options.compression_level != 0,
@@ -1192,19 +1207,82 @@ impl LmdbStore {
     /// old and new entries sit side by side), and drops their rows. Call
     /// [`LmdbStore::drop_waiting_ids`] with `moved_through` once committed.
     fn index_waiting(&self, wtxn: &mut RwTxn<'_>, max: usize) -> StoreResult<WaitingBatch> {
-        let mut changes: [Vec<(TimeKey, bool)>; 5] = Default::default();
-        let mut ids = Vec::new();
-        let last_added =
-            self.waiting_changes(wtxn, self.pending, max, Some(&mut ids), &mut changes)?;
-        let last_dropped = self.waiting_changes(wtxn, self.removed, max, None, &mut changes)?;
-        for (name, changes) in table::TIME_ORDERED.into_iter().zip(changes) {
-            self.update_time_index(wtxn, self.table(name), changes)?;
+        let work = self.waiting_work(wtxn, max)?;
+        self.apply_waiting_work(wtxn, &work, &mut WorkPosition::default(), usize::MAX)?;
+        self.finish_waiting_work(wtxn, &work)
+    }
+
+    /// Reads the oldest `max` rows of `pending` and of `removed`: the index
+    /// changes they stand for, each index's sorted by key.
+    fn waiting_work(&self, txn: &RoTxn<'_>, max: usize) -> StoreResult<WaitingWork> {
+        let mut work = WaitingWork::default();
+        work.last_added = self.waiting_changes(
+            txn,
+            self.pending,
+            max,
+            Some(&mut work.ids),
+            &mut work.changes,
+        )?;
+        work.last_dropped =
+            self.waiting_changes(txn, self.removed, max, None, &mut work.changes)?;
+        for changes in &mut work.changes {
+            changes.sort_unstable();
         }
-        ids.sort_unstable();
-        for (id, serial) in ids {
-            self.ids.put(wtxn, &id, &schema::serial_bytes(serial))?;
+        work.ids.sort_unstable();
+        Ok(work)
+    }
+
+    /// Applies `work` from `at` on, until about `max_writes` blocks and
+    /// `ids` entries are written. Returns whether it is all applied. Every
+    /// change is idempotent (adding an entry a block holds, or deleting one
+    /// it lacks, changes nothing), so work interrupted between two
+    /// transactions is simply applied again from its rows.
+    fn apply_waiting_work(
+        &self,
+        wtxn: &mut RwTxn<'_>,
+        work: &WaitingWork,
+        at: &mut WorkPosition,
+        max_writes: usize,
+    ) -> StoreResult<bool> {
+        let mut writes = 0;
+        while let Some(changes) = work.changes.get(at.index) {
+            if at.next >= changes.len() {
+                *at = WorkPosition {
+                    index: at.index + 1,
+                    next: 0,
+                };
+                continue;
+            }
+            if writes >= max_writes {
+                return Ok(false);
+            }
+            let db = self.table(table::TIME_ORDERED[at.index]);
+            let (next, wrote) =
+                self.update_time_blocks(wtxn, db, changes, at.next, max_writes - writes)?;
+            at.next = next;
+            writes += wrote;
         }
-        for (rows, last) in [(self.pending, last_added), (self.removed, last_dropped)] {
+        while let Some((id, serial)) = work.ids.get(at.next) {
+            if writes >= max_writes {
+                return Ok(false);
+            }
+            self.ids.put(wtxn, id, &schema::serial_bytes(*serial))?;
+            at.next += 1;
+            writes += 1;
+        }
+        Ok(true)
+    }
+
+    /// Drops the rows `work` was read from, once it is applied.
+    fn finish_waiting_work(
+        &self,
+        wtxn: &mut RwTxn<'_>,
+        work: &WaitingWork,
+    ) -> StoreResult<WaitingBatch> {
+        for (rows, last) in [
+            (self.pending, work.last_added),
+            (self.removed, work.last_dropped),
+        ] {
             if let Some(last) = last {
                 let upper = schema::serial_bytes(last);
                 rows.delete_range(wtxn, &(Bound::Unbounded, Bound::Included(&upper[..])))?;
@@ -1212,7 +1290,7 @@ impl LmdbStore {
         }
         Ok(WaitingBatch {
             more: !self.pending.is_empty(wtxn)? || !self.removed.is_empty(wtxn)?,
-            moved_through: last_added,
+            moved_through: work.last_added,
         })
     }
 
@@ -1230,10 +1308,27 @@ impl LmdbStore {
         mut changes: Vec<(TimeKey, bool)>,
     ) -> StoreResult<()> {
         changes.sort_unstable();
+        self.update_time_blocks(wtxn, db, &changes, 0, usize::MAX)?;
+        Ok(())
+    }
+
+    /// Applies the sorted `changes` from `start` on, a block at a time,
+    /// until `max_writes` block writes (puts and deletes) are spent; each
+    /// call applies at least one block's changes. Returns the first change
+    /// not applied and the writes spent.
+    fn update_time_blocks(
+        &self,
+        wtxn: &mut RwTxn<'_>,
+        db: Db,
+        changes: &[(TimeKey, bool)],
+        start: usize,
+        max_writes: usize,
+    ) -> StoreResult<(usize, usize)> {
         let corrupt = |e: String| StoreError::Corrupt(e);
         let mut entries = Vec::new();
-        let mut i = 0;
-        while i < changes.len() {
+        let mut i = start;
+        let mut writes = 0;
+        while i < changes.len() && writes < max_writes {
             let first = changes[i].0;
             let (k, prefix) = (first.as_bytes(), first.prefix());
             // The block holding k: the last one keyed at or below it, else
@@ -1296,13 +1391,15 @@ impl LmdbStore {
                     .is_some_and(|(suffix, _)| bk[prefix.len()..] == suffix[..]);
                 if !reused {
                     db.delete(wtxn, bk)?;
+                    writes += 1;
                 }
             }
             for (suffix, value) in &blocks {
                 db.put(wtxn, &key(&[prefix, suffix]), value)?;
             }
+            writes += blocks.len();
         }
-        Ok(())
+        Ok((i, writes))
     }
 
     /// Rewrites every time-ordered index in full blocks, in write
@@ -2166,14 +2263,21 @@ impl EventStore for LmdbStore {
         for event in batch {
             verdicts.push(self.apply_one(&mut wtxn, event, now)?);
         }
-        let mut moved = None;
-        if self.pending.len(&wtxn)? + self.removed.len(&wtxn)? > self.index_lag {
-            moved = self.index_waiting(&mut wtxn, usize::MAX)?.moved_through;
-        }
         self.delete_applied_removals(&mut wtxn)?;
         wtxn.commit()?;
-        self.drop_waiting_ids(moved);
         Ok(verdicts)
+    }
+
+    fn index_past_lag(&self) -> StoreResult<bool> {
+        let waiting = {
+            let txn = self.env.read_txn()?;
+            self.pending.len(&txn)? + self.removed.len(&txn)?
+        };
+        if waiting <= self.index_lag {
+            return Ok(false);
+        }
+        self.index_pending(usize::MAX)?;
+        Ok(true)
     }
 
     fn index_pending(&self, max: usize) -> StoreResult<bool> {
@@ -2190,10 +2294,20 @@ impl EventStore for LmdbStore {
             return Ok(false);
         }
         let mut wtxn = self.env.write_txn()?;
-        let batch = match waiting {
-            true => self.index_waiting(&mut wtxn, max.max(1))?,
-            false => WaitingBatch::default(),
-        };
+        let mut batch = WaitingBatch::default();
+        if waiting {
+            // LMDB copies every page a transaction changes and reuses the
+            // old copies only two commits later, so the file keeps room for
+            // about the largest transaction twice: the batch is applied in
+            // transactions of a bounded number of writes.
+            let work = self.waiting_work(&wtxn, max.max(1))?;
+            let mut at = WorkPosition::default();
+            while !self.apply_waiting_work(&mut wtxn, &work, &mut at, self.index_txn_writes)? {
+                wtxn.commit()?;
+                wtxn = self.env.write_txn()?;
+            }
+            batch = self.finish_waiting_work(&mut wtxn, &work)?;
+        }
         self.delete_applied_removals(&mut wtxn)?;
         wtxn.commit()?;
         self.drop_waiting_ids(batch.moved_through);
@@ -2317,7 +2431,8 @@ impl EventStore for LmdbStore {
     fn export(&self, filter: &Filter, emit: &mut dyn FnMut(&Found) -> bool) -> StoreResult<()> {
         let txn = self.env.read_txn()?;
         // Events still waiting in `pending` are not in `created` yet: they
-        // are merged in by (created_at, serial).
+        // are merged in by (created_at, serial). Between the transactions
+        // of one index batch an event can be in both: it is taken once.
         let mut waiting = self.pending_matches(
             &txn,
             table::CREATED,
@@ -2331,6 +2446,11 @@ impl EventStore for LmdbStore {
             let serial = match (waiting.last(), next_indexed) {
                 (None, None) => break,
                 (Some(&w), Some(i)) if w > i => waiting.pop().map_or(0, |w| w.1),
+                (Some(&w), Some(i)) if w == i => {
+                    waiting.pop();
+                    next_indexed = indexed.next()?;
+                    w.1
+                }
                 (Some(_), None) => waiting.pop().map_or(0, |w| w.1),
                 (_, Some((_, serial))) => {
                     next_indexed = indexed.next()?;
@@ -2466,6 +2586,28 @@ struct WaitingIds {
     dropped_through: u64,
 }
 
+/// The index changes a batch of `pending` and `removed` rows stands for.
+#[derive(Default)]
+struct WaitingWork {
+    /// Per time-ordered index ([`table::TIME_ORDERED`]): full keys, sorted,
+    /// with `true` to add the entry and `false` to delete it.
+    changes: [Vec<(TimeKey, bool)>; 5],
+    /// `ids` entries to write, sorted.
+    ids: Vec<([u8; 32], u64)>,
+    /// The last `pending` row read.
+    last_added: Option<u64>,
+    /// The last `removed` row read.
+    last_dropped: Option<u64>,
+}
+
+/// How far [`LmdbStore::apply_waiting_work`] got: the next change of the
+/// time-ordered index `index`, or (`index` past them) the next `ids` entry.
+#[derive(Default)]
+struct WorkPosition {
+    index: usize,
+    next: usize,
+}
+
 /// What [`LmdbStore::index_waiting`] did.
 #[derive(Default)]
 struct WaitingBatch {
@@ -2557,6 +2699,61 @@ mod tests {
             store.write_batch(&[record.into()], 0).unwrap(),
             vec![Verdict::Duplicate]
         );
+    }
+
+    #[test]
+    fn a_snapshot_between_the_transactions_of_a_batch_sees_each_event_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(dir.path());
+        let keys = Keys::derive(3, 3);
+        let notes: Vec<_> = (0..40).map(|i| note(&keys, &format!("note {i}"))).collect();
+        let records: Vec<Incoming> = notes.iter().map(|(_, r)| r.clone().into()).collect();
+        store.write_batch(&records, 0).unwrap();
+        // The first transactions of a batch split every few writes: some
+        // events now have entries and still their row.
+        {
+            let mut wtxn = store.env.write_txn().unwrap();
+            let work = store.waiting_work(&wtxn, usize::MAX).unwrap();
+            let mut at = WorkPosition::default();
+            for _ in 0..3 {
+                assert!(!store
+                    .apply_waiting_work(&mut wtxn, &work, &mut at, 7)
+                    .unwrap());
+            }
+            wtxn.commit().unwrap();
+        }
+        let txn = store.env.read_txn().unwrap();
+        assert_eq!(store.pending.len(&txn).unwrap(), 40);
+        assert!(!store.created.is_empty(&txn).unwrap());
+        drop(txn);
+        let mut exported = Vec::new();
+        store
+            .export(&Filter::new(), &mut |found| {
+                exported.push(found.id);
+                true
+            })
+            .unwrap();
+        let mut found = Vec::new();
+        let by_author = Filter {
+            authors: Some(vec![keys.public_key()]),
+            ..Filter::new()
+        };
+        let mut cursor = QueryCursor::new(100);
+        while store.scan(&by_author, &mut cursor, 7, 0).unwrap() == ScanStatus::More {}
+        found.extend(cursor.found.iter().map(|f| f.id));
+        for got in [&mut exported, &mut found] {
+            got.sort_unstable();
+            let mut expected: Vec<_> = notes.iter().map(|(id, _)| *id).collect();
+            expected.sort_unstable();
+            assert_eq!(*got, expected);
+        }
+        // Reopening applies the whole batch again, from its rows.
+        drop(store);
+        let store = open(dir.path());
+        let txn = store.env.read_txn().unwrap();
+        assert!(store.pending.is_empty(&txn).unwrap());
+        assert_eq!(store.ids.len(&txn).unwrap(), 40);
+        assert_eq!(store.created.len(&txn).unwrap(), 1);
     }
 
     #[test]

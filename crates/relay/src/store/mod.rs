@@ -152,13 +152,22 @@ pub trait EventStore: Send + Sync + 'static {
         Ok(None)
     }
 
-    /// Applies a batch of verified events in one transaction.
+    /// Applies a batch of verified events in one transaction. Their index
+    /// entries may wait: call [`EventStore::index_past_lag`] next.
     fn write_batch(&self, batch: &[Incoming], now: u64) -> StoreResult<Vec<Verdict>>;
 
-    /// Brings the time-ordered indexes (entries waiting to be written or
-    /// deleted) up to date, at most `max` events in one transaction;
-    /// returns whether more remain. The writer calls it when it has
-    /// nothing to do.
+    /// Writes every waiting index entry when more wait than the store's
+    /// index lag allows; returns whether it did. Call it after
+    /// [`EventStore::write_batch`]: the relay's writer does once it has
+    /// answered the batch's publishers, so they do not wait for it.
+    fn index_past_lag(&self) -> StoreResult<bool> {
+        Ok(false)
+    }
+
+    /// Brings the time-ordered indexes and `ids` (entries waiting to be
+    /// written or deleted) up to date for at most `max` events, in as many
+    /// transactions as it takes to keep each one small; returns whether
+    /// more remain. The writer calls it when it has nothing to do.
     fn index_pending(&self, max: usize) -> StoreResult<bool>;
 
     /// Brings the search index up to date when more than `lag` stored
