@@ -43,14 +43,27 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         })
         .with_context(|| format!("cannot write the copy into {}", args.output.display()))?;
     eprintln!();
+    let mut files = vec![std::path::PathBuf::from("data.mdb")];
+    if args.output.join("search/data.mdb").exists() {
+        files.push("search/data.mdb".into());
+    }
+    let moves: Vec<String> = files
+        .iter()
+        .map(|f| {
+            format!(
+                "{} in place of {}",
+                args.output.join(f).display(),
+                config.relay.data.join(f).display()
+            )
+        })
+        .collect();
     eprintln!(
-        "wrote {:.1} MB ({:.0}% of {:.1} MB) in {:.1} s; to use it, stop the relay and put {} in place of {}",
+        "wrote {:.1} MB ({:.0}% of {:.1} MB) in {:.1} s; to use it, stop the relay and put {}",
         after as f64 / 1e6,
         100.0 * after as f64 / before.disk_bytes.max(1) as f64,
         before.disk_bytes as f64 / 1e6,
         started.elapsed().as_secs_f64(),
-        args.output.join("data.mdb").display(),
-        config.relay.data.join("data.mdb").display(),
+        moves.join(", and "),
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -112,6 +112,10 @@ pub struct LmdbStore {
     auto_dictionaries: u64,
 }
 
+/// Entries per write transaction of a compacted copy (bounds its dirty
+/// pages).
+const COMPACT_CHUNK: u64 = 100_000;
+
 /// Default of [`OpenOptions::index_txn_writes`].
 pub const INDEX_TXN_WRITES: usize = 1024;
 
@@ -489,8 +493,6 @@ impl LmdbStore {
     /// overwritten. `progress` is told each table and the entries copied so
     /// far. Returns the size of the copy in bytes.
     pub fn compact_to(&self, dir: &Path, progress: &mut dyn FnMut(&str, u64)) -> StoreResult<u64> {
-        /// Entries per write transaction of the copy (bounds its dirty pages).
-        const CHUNK: u64 = 100_000;
         let io = |e: std::io::Error| StoreError::Lmdb(heed::Error::Io(e));
         std::fs::create_dir_all(dir).map_err(io)?;
         let target = dir.join("data.mdb");
@@ -502,23 +504,42 @@ impl LmdbStore {
         }
         // The search index first: its snapshot is then older than the
         // events', which hold every event it indexes and the removal rows
-        // of every event removed since. LMDB's own compacting copy.
+        // of every event removed since.
         let mut search_size = 0;
         if let Some(index) = &self.search {
-            progress(table::SEARCH, 0);
             let search_dir = dir.join(SEARCH_DIR);
             std::fs::create_dir_all(&search_dir).map_err(io)?;
-            let mut file = std::fs::File::create_new(search_dir.join("data.mdb")).map_err(io)?;
-            index
-                .env
-                .copy_to_file(&mut file, heed::CompactionOption::Enabled)?;
-            file.sync_all().map_err(io)?;
-            search_size = file.metadata().map_err(io)?.len();
+            search_size =
+                self.copy_packed(&index.env, &search_dir, false, &mut |name, copied| {
+                    progress(&format!("{SEARCH_DIR}/{name}"), copied)
+                })?;
+        }
+        Ok(self.copy_packed(&self.env, dir, true, progress)? + search_size)
+    }
+
+    /// Copies every table of `source` into a new environment in `dir`, in
+    /// key order with `MDB_APPEND` (packed leaves, no free pages), merging
+    /// the blocks of the time-ordered indexes on the way when
+    /// `merge_blocks` (the events' environment); one read snapshot,
+    /// transactions of [`COMPACT_CHUNK`] entries, one sync at the end.
+    /// Returns the size of the copy's file.
+    fn copy_packed(
+        &self,
+        source: &Env,
+        dir: &Path,
+        merge_blocks: bool,
+        progress: &mut dyn FnMut(&str, u64),
+    ) -> StoreResult<u64> {
+        let io = |e: std::io::Error| StoreError::Lmdb(heed::Error::Io(e));
+        let target = dir.join("data.mdb");
+        if target.exists() {
+            return Err(io(std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                format!("{} already exists", target.display()),
+            )));
         }
         let mut options = EnvOpenOptions::new();
-        options
-            .map_size(self.env.info().map_size)
-            .max_dbs(MAX_TABLES);
+        options.map_size(source.info().map_size).max_dbs(MAX_TABLES);
         // SAFETY: a new environment in a directory that holds no database
         // (checked above), opened once, by this function only; without
         // syncs until the one at the end (a copy cut short is not used).
@@ -526,27 +547,26 @@ impl LmdbStore {
             options.flags(EnvFlags::NO_SYNC);
             options.open(dir)?
         };
-        let rtxn = self.env.read_txn()?;
+        let rtxn = source.read_txn()?;
         // Every table the environment holds, as its main database lists
         // them: a table added later is copied without being named here.
         let mut tables = Vec::new();
-        if let Some(main) = self.env.open_database::<Bytes, Bytes>(&rtxn, None)? {
+        if let Some(main) = source.open_database::<Bytes, Bytes>(&rtxn, None)? {
             for item in main.iter(&rtxn)? {
                 let name = String::from_utf8_lossy(item?.0).into_owned();
-                if let Some(db) = self.env.open_database::<Bytes, Bytes>(&rtxn, Some(&name))? {
+                if let Some(db) = source.open_database::<Bytes, Bytes>(&rtxn, Some(&name))? {
                     tables.push((name, db));
                 }
             }
         }
-        for (name, source) in &tables {
+        for (name, table) in &tables {
             let mut wtxn = copy.write_txn()?;
             let target: Db = copy.create_database(&mut wtxn, Some(name))?;
             let mut copied = 0u64;
             // The time-ordered indexes are merged into full blocks on the way.
-            let mut packer = table::TIME_ORDERED
-                .contains(&name.as_str())
+            let mut packer = (merge_blocks && table::TIME_ORDERED.contains(&name.as_str()))
                 .then(|| BlockPacker::new(schema::time_prefix_len(name), self.block_bytes));
-            for item in source.iter(&rtxn)? {
+            for item in table.iter(&rtxn)? {
                 let (k, v) = item?;
                 let mut append = |k: &[u8], v: &[u8]| -> StoreResult<()> {
                     target.put_with_flags(&mut wtxn, PutFlags::APPEND, k, v)?;
@@ -557,7 +577,7 @@ impl LmdbStore {
                     None => append(k, v)?,
                 }
                 copied += 1;
-                if copied % CHUNK == 0 {
+                if copied % COMPACT_CHUNK == 0 {
                     wtxn.commit()?;
                     wtxn = copy.write_txn()?;
                     progress(name, copied);
@@ -574,7 +594,7 @@ impl LmdbStore {
         }
         copy.force_sync()?;
         drop(copy);
-        Ok(std::fs::metadata(&target).map_err(io)?.len() + search_size)
+        Ok(std::fs::metadata(&target).map_err(io)?.len())
     }
 
     /// Closes the database and hands back its writer lock (when held), so
