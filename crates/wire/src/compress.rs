@@ -254,11 +254,23 @@ fn parse_set(bytes: &[u8]) -> Result<(i32, Vec<(u32, Option<Kind>, Vec<u8>)>)> {
     Ok((level, entries))
 }
 
+/// Most sample bytes one dictionary is trained on, per byte of dictionary.
+/// zstd's guidance is about a hundred; training time grows with the
+/// samples (each candidate dictionary compresses all of them), and past
+/// that the dictionaries hardly improve.
+const SAMPLE_BYTES_PER_DICT_BYTE: usize = 100;
+
 fn train_one(samples: &[&[u8]], max_dict_bytes: usize) -> io::Result<Vec<u8>> {
     let total: usize = samples.iter().map(|s| s.len()).sum();
+    // Evenly spaced samples when there are more than needed: the newest
+    // and the oldest alike.
+    let budget = max_dict_bytes.saturating_mul(SAMPLE_BYTES_PER_DICT_BYTE);
+    let stride = total.div_ceil(budget.max(1)).max(1);
+    let picked: Vec<&[u8]> = samples.iter().step_by(stride).copied().collect();
+    let total: usize = picked.iter().map(|s| s.len()).sum();
     // A dictionary much larger than its training data only stores noise.
     let size = max_dict_bytes.min(total / 2).max(1024);
-    zstd::dict::from_samples(samples, size)
+    zstd::dict::from_samples(&picked, size)
 }
 
 fn io_to_wire(_: io::Error) -> Error {

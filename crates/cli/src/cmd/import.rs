@@ -1,7 +1,8 @@
 //! `nostrwire import`: bulk-load JSON Lines into the relay database. Events
 //! are parsed and fully verified in parallel, then written in large batches,
 //! one transaction each, through the same store code the relay uses; the
-//! next batch is verified while the previous one is written.
+//! next batch is verified while the previous one is written, and a search
+//! thread indexes what is written.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -66,10 +67,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut counts: BTreeMap<&'static str, u64> = BTreeMap::new();
     let started = Instant::now();
     // Verification of batch N+1 overlaps the write of batch N: the reader
-    // (this thread) verifies on all cores, one writer thread commits.
+    // (this thread) verifies on all cores, one writer thread commits, and a
+    // search thread indexes what the writer stored, as in the relay.
     let (to_writer, batches) = std::sync::mpsc::sync_channel::<(Vec<Incoming>, u64)>(1);
+    let (to_search, commits) = std::sync::mpsc::sync_channel::<()>(1);
+    let search_lag = config.search.index_lag;
     let (seen, verdicts) = std::thread::scope(|scope| -> anyhow::Result<_> {
-        let writer = scope.spawn(|| -> anyhow::Result<BTreeMap<&'static str, u64>> {
+        let store = &store;
+        let search = scope.spawn(move || -> anyhow::Result<()> {
+            for () in commits {
+                while store.index_search(10_000, search_lag)? {}
+            }
+            Ok(())
+        });
+        let writer = scope.spawn(move || -> anyhow::Result<BTreeMap<&'static str, u64>> {
             let mut verdicts = BTreeMap::new();
             for (records, seen) in batches {
                 for verdict in store.write_batch(&records, nostrwire_relay::now())? {
@@ -82,8 +93,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     *verdicts.entry(name).or_default() += 1;
                 }
                 store.index_past_lag()?;
-                // What the relay's search thread does, in line.
-                while store.index_search(10_000, config.search.index_lag)? {}
+                // The search thread takes this batch in, or is still busy
+                // and will see it: one signal waits at most.
+                let _ = to_search.try_send(());
                 if store.wants_dictionaries()? {
                     eprint!("\rimported {seen} events; training compression dictionaries");
                     store.train_dictionaries()?;
@@ -140,6 +152,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         drop(to_writer);
         let verdicts = writer.join().expect("import writer panicked")?;
+        search.join().expect("import search thread panicked")?;
         Ok((seen, verdicts))
     })?;
     for (name, n) in verdicts {
