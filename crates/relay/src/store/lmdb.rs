@@ -52,6 +52,43 @@ const REPACK_CHUNK: usize = 100_000;
 
 /// Stored value header: bit 0 set = an 8-byte expiration follows.
 const FLAG_EXPIRES: u8 = 1;
+/// Stored value header: bit 1 set = the value goes on in `tails`.
+const FLAG_SPLIT: u8 = 2;
+
+/// Where a stored value is cut so that it fills LMDB's pages: a value too
+/// large for a leaf goes to overflow pages, whole pages after a 16-byte
+/// header, and its last page is on average half empty. A value that
+/// would leave at least half a page empty (`inline_max` bytes or fewer
+/// past its last full page) is cut there: the first part fills whole
+/// overflow pages, the rest goes to `tails`, in a leaf.
+#[derive(Clone, Copy, Debug)]
+struct PageFit {
+    page: usize,
+    /// Largest value a node with an 8-byte key keeps in its leaf.
+    inline_max: usize,
+}
+
+impl PageFit {
+    fn new(page: usize) -> PageFit {
+        // LMDB (`mdb_env_setup_locks`, `mdb_leaf_size`): a node of 8-byte
+        // header, key and value stays in its leaf up to `nodemax` bytes.
+        let nodemax = (((page - 16) / 2) & !1) - 2;
+        PageFit {
+            page,
+            inline_max: nodemax - 8 - 8,
+        }
+    }
+
+    /// Where to cut a value of `len` bytes, if anywhere.
+    fn cut(&self, len: usize) -> Option<usize> {
+        if len <= self.inline_max {
+            return None;
+        }
+        let first = ((len + 16) / self.page * self.page).checked_sub(16)?;
+        let rest = len - first;
+        (rest > 0 && rest <= self.inline_max).then_some(first)
+    }
+}
 
 /// A stored event as read: its expiration and its (decompressed) record.
 type Loaded<'t> = (Option<u64>, Cow<'t, [u8]>);
@@ -82,6 +119,10 @@ pub struct LmdbStore {
     search_applied: Mutex<std::collections::HashSet<u64>>,
     pending: Db,
     removed: Db,
+    /// serial → the end of a stored value cut to fit its pages.
+    tails: Db,
+    /// How stored values are cut ([`FLAG_SPLIT`]).
+    fit: PageFit,
     meta: Db,
     /// Ids of the events whose `ids` entry waits in `pending`.
     waiting_ids: RwLock<WaitingIds>,
@@ -262,9 +303,9 @@ fn derive(view: &EventView<'_>) -> Derived {
 
 /// Splits a stored value into (expiration, record).
 fn split_value(value: &[u8]) -> StoreResult<(Option<u64>, &[u8])> {
-    match value.first() {
+    match value.first().map(|h| h & !FLAG_SPLIT) {
         Some(0) => Ok((None, &value[1..])),
-        Some(&FLAG_EXPIRES) if value.len() >= 9 => Ok((
+        Some(FLAG_EXPIRES) if value.len() >= 9 => Ok((
             Some(u64::from_be_bytes(value[1..9].try_into().expect("8 bytes"))),
             &value[9..],
         )),
@@ -644,6 +685,8 @@ impl LmdbStore {
             waiting_ids: RwLock::default(),
             writer_lock,
             removed: db(table::REMOVED)?,
+            tails: db(table::TAILS)?,
+            fit: PageFit::new(4096),
             meta,
             index_lag: options.index_lag,
             search_max_reads: options.search_max_reads.max(1),
@@ -657,6 +700,7 @@ impl LmdbStore {
             auto_dictionaries: options.auto_dictionaries,
             env: env.clone(),
         };
+        store.fit = PageFit::new(store.events.stat(&wtxn)?.page_size as usize);
         let version = match store.meta.get(&wtxn, b"schema")? {
             None => schema::SCHEMA_VERSION,
             Some(v) => u32::from_le_bytes(v.try_into().unwrap_or([0xff; 4])),
@@ -671,7 +715,8 @@ impl LmdbStore {
             // and `removed` tables (created above) are their state. Rows
             // of versions 7 to 9 carry no id: their `ids` entry is written.
             // Version 10 differs only by where its search index lives.
-            5 | 7..=10 => {}
+            // Version 11 differs only by never cutting a stored value.
+            5 | 7..=11 => {}
             // Versions 3 and 4 keep one entry per posting: the search index
             // is emptied below, like that of every version up to 10.
             3 | 4 => {}
@@ -747,7 +792,7 @@ impl LmdbStore {
                     let (k, value) = item?;
                     let serial = schema::serial_from(k)
                         .ok_or_else(|| StoreError::Corrupt("bad serial key".into()))?;
-                    let record = unpack(self.dicts(), split_value(value)?.1)?;
+                    let (_, record) = self.read_value(&wtxn, k, value)?;
                     batch.push((serial, extract(&decode(&record)?)));
                     if batch.len() == BATCH {
                         break;
@@ -906,7 +951,7 @@ impl LmdbStore {
             let (k, value) = item?;
             let serial = schema::serial_from(k)
                 .ok_or_else(|| StoreError::Corrupt("bad serial key".into()))?;
-            let record = unpack(self.dicts(), split_value(value)?.1)?;
+            let (_, record) = self.read_value(txn, k, value)?;
             f(serial, EventTerms::of(&decode(&record)?));
             walked += 1;
             last = Some(serial);
@@ -1120,8 +1165,8 @@ impl LmdbStore {
         let txn = self.env.read_txn()?;
         let mut samples = Vec::new();
         for item in self.events.rev_iter(&txn)?.take(DICTIONARY_SAMPLES) {
-            let (_, value) = item?;
-            let record = unpack(self.dicts(), split_value(value)?.1)?;
+            let (k, value) = item?;
+            let (_, record) = self.read_value(&txn, k, value)?;
             let kind = decode(&record)?.kind();
             samples.push((kind, record.into_owned()));
         }
@@ -1148,12 +1193,51 @@ impl LmdbStore {
 
     /// The expiration and the event record of a stored event.
     fn load<'t>(&self, txn: &'t RoTxn<'_>, serial: u64) -> StoreResult<Option<Loaded<'t>>> {
-        match self.events.get(txn, &schema::serial_bytes(serial))? {
-            Some(value) => {
-                let (expires, stored) = split_value(value)?;
-                Ok(Some((expires, unpack(self.dicts(), stored)?)))
-            }
+        let key = schema::serial_bytes(serial);
+        match self.events.get(txn, &key)? {
+            Some(value) => self.read_value(txn, &key, value).map(Some),
             None => Ok(None),
+        }
+    }
+
+    /// A whole stored value from what `events` holds under `key`: with its
+    /// tail appended when it was cut ([`FLAG_SPLIT`]).
+    fn whole_value<'t>(
+        &self,
+        txn: &'t RoTxn<'_>,
+        key: &[u8],
+        value: &'t [u8],
+    ) -> StoreResult<Cow<'t, [u8]>> {
+        if value.first().is_none_or(|h| h & FLAG_SPLIT == 0) {
+            return Ok(Cow::Borrowed(value));
+        }
+        let tail = self
+            .tails
+            .get(txn, key)?
+            .ok_or_else(|| StoreError::Corrupt("a cut stored value without its tail".into()))?;
+        Ok(Cow::Owned([value, tail].concat()))
+    }
+
+    /// The expiration and the event record of what `events` holds under
+    /// `key`.
+    fn read_value<'t>(
+        &self,
+        txn: &'t RoTxn<'_>,
+        key: &[u8],
+        value: &'t [u8],
+    ) -> StoreResult<Loaded<'t>> {
+        match self.whole_value(txn, key, value)? {
+            Cow::Borrowed(value) => {
+                let (expires, stored) = split_value(value)?;
+                Ok((expires, unpack(self.dicts(), stored)?))
+            }
+            Cow::Owned(value) => {
+                let (expires, stored) = split_value(&value)?;
+                Ok((
+                    expires,
+                    Cow::Owned(unpack(self.dicts(), stored)?.into_owned()),
+                ))
+            }
         }
     }
 
@@ -1190,8 +1274,18 @@ impl LmdbStore {
         }
         // Serials only grow: appending fills leaf pages instead of splitting
         // them in half.
-        self.events
-            .put_with_flags(wtxn, PutFlags::APPEND, &sb, &value)?;
+        match self.fit.cut(value.len()) {
+            Some(at) => {
+                value[0] |= FLAG_SPLIT;
+                self.events
+                    .put_with_flags(wtxn, PutFlags::APPEND, &sb, &value[..at])?;
+                self.tails
+                    .put_with_flags(wtxn, PutFlags::APPEND, &sb, &value[at..])?;
+            }
+            None => self
+                .events
+                .put_with_flags(wtxn, PutFlags::APPEND, &sb, &value)?,
+        }
         // The `ids` entry and the time-ordered index entries wait
         // (`index_waiting` writes them in batches, in key order): each sits
         // on its own page of its index, and a follow list alone has
@@ -1553,7 +1647,8 @@ impl LmdbStore {
         let Some(value) = self.events.get(wtxn, &sb)? else {
             return Ok(false);
         };
-        let (expires, stored) = split_value(value)?;
+        let value = self.whole_value(wtxn, &sb, value)?.into_owned();
+        let (expires, stored) = split_value(&value)?;
         let record = unpack(self.dicts(), stored)?.into_owned();
         let view = decode(&record)?;
         // The search index may hold its postings: they are taken out from
@@ -1562,6 +1657,9 @@ impl LmdbStore {
             (self.search.is_some() && search::indexed_kind(view.kind())).then(|| stored.to_vec());
         let d = derive(&view);
         self.events.delete(wtxn, &sb)?;
+        if value[0] & FLAG_SPLIT != 0 {
+            self.tails.delete(wtxn, &sb)?;
+        }
         if let Some(copy) = search_copy {
             self.search_removed.put(wtxn, &sb, &copy)?;
         }
@@ -2774,6 +2872,118 @@ mod tests {
         assert!(store.pending.is_empty(&txn).unwrap());
         assert_eq!(store.ids.len(&txn).unwrap(), 40);
         assert_eq!(store.created.len(&txn).unwrap(), 1);
+    }
+
+    #[test]
+    fn page_fit_matches_lmdb() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = open_env(dir.path(), 1 << 26, 4, Durability::None).unwrap();
+        let mut wtxn = env.write_txn().unwrap();
+        let db: Db = env.create_database(&mut wtxn, Some("t")).unwrap();
+        let fit = PageFit::new(db.stat(&wtxn).unwrap().page_size as usize);
+        let overflow = |wtxn: &mut RwTxn<'_>, serial: u64, len: usize| {
+            let before = db.stat(wtxn).unwrap().overflow_pages;
+            db.put(wtxn, &schema::serial_bytes(serial), &vec![7; len])
+                .unwrap();
+            db.stat(wtxn).unwrap().overflow_pages - before
+        };
+        // The largest value kept in its leaf, and the smallest that is not.
+        assert_eq!(overflow(&mut wtxn, 1, fit.inline_max), 0);
+        assert_eq!(overflow(&mut wtxn, 2, fit.inline_max + 1), 1);
+        // A cut leaves a first part that fills its pages exactly, and a
+        // rest that stays in a leaf.
+        for (i, len) in [
+            fit.page,
+            3 * fit.page + 100,
+            5 * fit.page + fit.inline_max - 16,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let at = fit.cut(len).unwrap();
+            let key = 10 * (i as u64 + 1);
+            assert_eq!(overflow(&mut wtxn, key, at), (at + 16) / fit.page, "{len}");
+            assert_eq!(overflow(&mut wtxn, key + 1, len - at), 0, "{len}");
+            assert_eq!(
+                overflow(&mut wtxn, key + 2, at + 1),
+                (at + 16) / fit.page + 1
+            );
+        }
+        // Values that would fill their last page well stay whole.
+        assert_eq!(fit.cut(fit.inline_max), None);
+        assert_eq!(fit.cut(fit.page + fit.inline_max), None);
+        assert_eq!(fit.cut(2 * fit.page - 16), None);
+    }
+
+    #[test]
+    fn large_values_are_cut_to_fit_whole_pages() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(dir.path());
+        let keys = Keys::derive(3, 4);
+        // Content that compresses little: values of 2 to 14 KB.
+        let mut seed = 7u64;
+        let mut noise = |len: usize| -> String {
+            (0..len)
+                .map(|_| {
+                    seed = seed
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    char::from(b'!' + (seed >> 58) as u8)
+                })
+                .collect()
+        };
+        let event = |kind: u16, at: u64, content: &str| {
+            UnsignedEvent::new(
+                &keys,
+                Timestamp::new(at).unwrap(),
+                Kind(kind),
+                Vec::new(),
+                content,
+            )
+            .sign(&keys)
+        };
+        let mut events: Vec<_> = (0..60)
+            .map(|i| event(1, 1000 + i, &noise(2_000 + i as usize * 200)))
+            .collect();
+        // A replaceable event, cut, then replaced by another: its tail goes.
+        let profile = event(0, 900, &noise(4_000));
+        events.push(profile.clone());
+        let records: Vec<Incoming> = events
+            .iter()
+            .map(|e| nostrwire_wire::encode_event(e).into())
+            .collect();
+        store.write_batch(&records, 0).unwrap();
+        let txn = store.env.read_txn().unwrap();
+        let cut = store.tails.len(&txn).unwrap();
+        assert!((10..61).contains(&cut), "{cut} values cut");
+        // Every tail fits in its leaf: the cut is where LMDB's limits are.
+        assert_eq!(store.tails.stat(&txn).unwrap().overflow_pages, 0);
+        drop(txn);
+        let newer = event(0, 901, &noise(4_000));
+        let record = nostrwire_wire::encode_event(&newer).into();
+        store.write_batch(&[record], 0).unwrap();
+        events.retain(|e| e.id != profile.id);
+        events.push(newer);
+        let txn = store.env.read_txn().unwrap();
+        assert_eq!(store.tails.len(&txn).unwrap(), cut);
+        drop(txn);
+        // Every event comes back whole, before and after reopening.
+        let mut expected: Vec<String> = events.iter().map(|e| e.to_json()).collect();
+        expected.sort();
+        let exported = |store: &LmdbStore| {
+            let mut exported = Vec::new();
+            store
+                .export(&Filter::new(), &mut |found| {
+                    exported.push(found.json.clone());
+                    true
+                })
+                .unwrap();
+            exported.sort();
+            exported
+        };
+        assert_eq!(exported(&store), expected);
+        drop(store);
+        assert_eq!(exported(&open(dir.path())), expected);
     }
 
     #[test]

@@ -19,13 +19,18 @@ use sha2::{Digest, Sha256};
 /// wait in `pending`; 8 deletes those of a removed event later, from
 /// `removed`; 9 stores those indexes in blocks of entries; 10 lets the
 /// `ids` entry wait in `pending` too; 11 moves the search index into an
-/// environment of its own.
-pub const SCHEMA_VERSION: u32 = 11;
+/// environment of its own; 12 cuts large stored values to fit whole
+/// pages, their ends in `tails`.
+pub const SCHEMA_VERSION: u32 = 12;
 
 /// Table names.
 pub mod table {
-    /// serial → stored record (header byte + nwb record).
+    /// serial → stored record (header byte + nwb record), or its first
+    /// part when cut to fill whole pages (the rest in [`TAILS`]).
     pub const EVENTS: &str = "events";
+    /// serial → the end of a stored value cut to fit whole overflow pages
+    /// (its header in `events` has bit 1 set).
+    pub const TAILS: &str = "tails";
     /// id → serial.
     pub const IDS: &str = "ids";
     /// created_at ‖ serial → block of later entries (`encode_time_blocks`).
