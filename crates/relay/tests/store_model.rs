@@ -513,7 +513,7 @@ fn a_database_keeps_its_dictionary_set() {
 
 #[test]
 fn an_older_database_is_upgraded_on_open() {
-    for version in [1u32, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11] {
+    for version in [1u32, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12] {
         upgrade_from(version);
     }
 }
@@ -577,6 +577,25 @@ fn upgrade_from(version: u32) {
         let env = raw_env(dir.path());
         let mut wtxn = env.write_txn().unwrap();
         let meta: Db = env.open_database(&wtxn, Some("meta")).unwrap().unwrap();
+        // Up to schema 12, `ids` was keyed by whole ids, with the serial as
+        // its value.
+        {
+            let ids: Db = env.open_database(&wtxn, Some("ids")).unwrap().unwrap();
+            let events: Db = env.open_database(&wtxn, Some("events")).unwrap().unwrap();
+            let mut whole = Vec::new();
+            for item in ids.iter(&wtxn).unwrap() {
+                let (k, _) = item.unwrap();
+                let serial = &k[schema::ID_PREFIX..];
+                let value = events.get(&wtxn, serial).unwrap().unwrap();
+                let view = nostrwire_wire::EventView::decode(&value[1..]).unwrap();
+                whole.push((*view.id().as_bytes(), serial.to_vec()));
+            }
+            assert_eq!(whole.len(), 2);
+            ids.clear(&mut wtxn).unwrap();
+            for (id, serial) in whole {
+                ids.put(&mut wtxn, &id, &serial).unwrap();
+            }
+        }
         if version <= 10 {
             let search: Db = env.create_database(&mut wtxn, Some("search")).unwrap();
             let mut old_posting = b"\x06keeper".to_vec();
@@ -712,6 +731,14 @@ fn upgrade_from(version: u32) {
         {
             assert!(legacy.is_empty(&rtxn).unwrap());
         }
+        // `ids` holds id-prefix keys, one per event.
+        let ids: Db = env.open_database(&rtxn, Some("ids")).unwrap().unwrap();
+        let keys: Vec<usize> = ids
+            .iter(&rtxn)
+            .unwrap()
+            .map(|i| i.unwrap().0.len())
+            .collect();
+        assert_eq!(keys, [schema::ID_PREFIX + 8; 2]);
         let meta: Db = env.open_database(&rtxn, Some("meta")).unwrap().unwrap();
         for key in [&b"search"[..], b"search_indexed"] {
             assert_eq!(meta.get(&rtxn, key).unwrap(), None);

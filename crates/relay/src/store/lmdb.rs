@@ -715,8 +715,9 @@ impl LmdbStore {
             // and `removed` tables (created above) are their state. Rows
             // of versions 7 to 9 carry no id: their `ids` entry is written.
             // Version 10 differs only by where its search index lives.
-            // Version 11 differs only by never cutting a stored value.
-            5 | 7..=11 => {}
+            // Version 11 differs only by never cutting a stored value, and
+            // up to version 12 `ids` is keyed by whole ids (rewritten below).
+            5 | 7..=12 => {}
             // Versions 3 and 4 keep one entry per posting: the search index
             // is emptied below, like that of every version up to 10.
             3 | 4 => {}
@@ -743,6 +744,9 @@ impl LmdbStore {
             // Versions 1 to 8 hold one entry per key in the time-ordered
             // indexes: valid blocks of one entry, merged into full ones below.
             store.meta.put(&mut wtxn, REPACK, &[])?;
+        }
+        if version < 13 {
+            store.shorten_id_keys(&mut wtxn)?;
         }
         if version < 11 {
             // Versions up to 10 kept the search index in this environment:
@@ -1380,7 +1384,7 @@ impl LmdbStore {
             if writes >= max_writes {
                 return Ok(false);
             }
-            self.ids.put(wtxn, id, &schema::serial_bytes(*serial))?;
+            self.ids.put(wtxn, &schema::id_entry(id, *serial), &[])?;
             at.next += 1;
             writes += 1;
         }
@@ -1663,7 +1667,8 @@ impl LmdbStore {
         if let Some(copy) = search_copy {
             self.search_removed.put(wtxn, &sb, &copy)?;
         }
-        self.ids.delete(wtxn, schema::id_key(&d.id))?;
+        self.ids
+            .delete(wtxn, &schema::id_entry(d.id.as_bytes(), serial))?;
         // Its time-ordered entries were either never written (the row is
         // still waiting: dropped) or all written: they are deleted by the
         // next batch, and until then lead to a serial that is gone, which
@@ -1690,12 +1695,18 @@ impl LmdbStore {
     /// The serial of a stored event by id, in `txn`'s snapshot: from
     /// `ids`, or from the event's `pending` row while its entry waits.
     fn serial_of(&self, txn: &RoTxn<'_>, id: &EventId) -> StoreResult<Option<u64>> {
-        if let Some(serial) = self
+        // Keys hold a prefix of the id: each stored event under it is
+        // checked (one, nearly always; none for a new event).
+        for item in self
             .ids
-            .get(txn, schema::id_key(id))?
-            .and_then(schema::serial_from)
+            .prefix_iter(txn, &id.as_bytes()[..schema::ID_PREFIX])?
         {
-            return Ok(Some(serial));
+            let (k, _) = item?;
+            let serial = schema::serial_from(&k[schema::ID_PREFIX..])
+                .ok_or_else(|| StoreError::Corrupt("bad ids key".into()))?;
+            if self.stored_id(txn, serial)? == Some(*id) {
+                return Ok(Some(serial));
+            }
         }
         let (hit, dropped_through) = {
             let waiting = self.waiting_ids.read().unwrap_or_else(|e| e.into_inner());
@@ -1722,6 +1733,43 @@ impl LmdbStore {
             }
         }
         Ok(None)
+    }
+
+    /// The id of the stored event `serial`, if it is stored.
+    fn stored_id(&self, txn: &RoTxn<'_>, serial: u64) -> StoreResult<Option<EventId>> {
+        match self.load(txn, serial)? {
+            Some((_, record)) => Ok(Some(*decode(&record)?.id())),
+            None => Ok(None),
+        }
+    }
+
+    /// Schema 12 and older keyed `ids` by the whole id, the serial as its
+    /// value: rewritten as [`schema::id_entry`] keys, in the transaction
+    /// that raises the schema.
+    fn shorten_id_keys(&self, wtxn: &mut RwTxn<'_>) -> StoreResult<()> {
+        let mut keys = Vec::new();
+        for item in self.ids.iter(wtxn)? {
+            let (k, v) = item?;
+            let bad = || StoreError::Corrupt("bad ids entry".into());
+            let id: &[u8; 32] = k.try_into().map_err(|_| bad())?;
+            keys.push(schema::id_entry(
+                id,
+                schema::serial_from(v).ok_or_else(bad)?,
+            ));
+        }
+        if keys.is_empty() {
+            return Ok(());
+        }
+        tracing::info!(
+            entries = keys.len(),
+            "rewriting the id index with shorter keys"
+        );
+        self.ids.clear(wtxn)?;
+        keys.sort_unstable();
+        for key in &keys {
+            self.ids.put_with_flags(wtxn, PutFlags::APPEND, key, &[])?;
+        }
+        Ok(())
     }
 
     /// The id in the `pending` row of `serial`, if it has one.
@@ -2799,7 +2847,8 @@ mod tests {
         // Waiting: not in `ids`, found through its row.
         assert_eq!(store.presence(&id).unwrap(), Presence::Stored);
         let before = store.env.read_txn().unwrap();
-        assert!(store.ids.get(&before, id.as_bytes()).unwrap().is_none());
+        let entry = schema::id_entry(id.as_bytes(), 1);
+        assert!(store.ids.get(&before, &entry).unwrap().is_none());
         assert_eq!(store.serial_of(&before, &id).unwrap(), Some(1));
         // The batch (on another thread: this one holds a snapshot) moves it
         // into `ids` and drops it from the map; the snapshot taken before
@@ -2810,7 +2859,7 @@ mod tests {
         assert_eq!(store.serial_of(&before, &id).unwrap(), Some(1));
         drop(before);
         let after = store.env.read_txn().unwrap();
-        assert!(store.ids.get(&after, id.as_bytes()).unwrap().is_some());
+        assert!(store.ids.get(&after, &entry).unwrap().is_some());
         assert!(store.pending.is_empty(&after).unwrap());
         drop(after);
         assert_eq!(
@@ -2984,6 +3033,39 @@ mod tests {
         assert_eq!(exported(&store), expected);
         drop(store);
         assert_eq!(exported(&open(dir.path())), expected);
+    }
+
+    #[test]
+    fn ids_that_share_a_prefix_are_told_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(dir.path());
+        let keys = Keys::derive(3, 5);
+        let (first, record) = note(&keys, "first");
+        store.write_batch(&[record.into()], 0).unwrap();
+        let (second, record) = note(&keys, "second");
+        store.write_batch(&[record.into()], 0).unwrap();
+        store.index_pending(100).unwrap();
+        // A key under the second id's prefix that leads to the first event
+        // (serial 1), as a stored event whose id began like the second's
+        // would have: it sorts before the second's own key (serial 2).
+        let mut wtxn = store.env.write_txn().unwrap();
+        store
+            .ids
+            .put(&mut wtxn, &schema::id_entry(second.as_bytes(), 1), &[])
+            .unwrap();
+        wtxn.commit().unwrap();
+        assert_eq!(store.presence(&first).unwrap(), Presence::Stored);
+        assert_eq!(store.presence(&second).unwrap(), Presence::Stored);
+        let txn = store.env.read_txn().unwrap();
+        assert_eq!(store.serial_of(&txn, &first).unwrap(), Some(1));
+        assert_eq!(store.serial_of(&txn, &second).unwrap(), Some(2));
+        // An id with the same first bytes that no event has.
+        let mut unknown = *second.as_bytes();
+        unknown[31] ^= 1;
+        let unknown = EventId::from_bytes(unknown);
+        assert_eq!(store.serial_of(&txn, &unknown).unwrap(), None);
+        drop(txn);
+        assert_eq!(store.presence(&unknown).unwrap(), Presence::Absent);
     }
 
     #[test]

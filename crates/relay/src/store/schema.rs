@@ -20,8 +20,8 @@ use sha2::{Digest, Sha256};
 /// `removed`; 9 stores those indexes in blocks of entries; 10 lets the
 /// `ids` entry wait in `pending` too; 11 moves the search index into an
 /// environment of its own; 12 cuts large stored values to fit whole
-/// pages, their ends in `tails`.
-pub const SCHEMA_VERSION: u32 = 12;
+/// pages, their ends in `tails`; 13 keys `ids` by id prefix and serial.
+pub const SCHEMA_VERSION: u32 = 13;
 
 /// Table names.
 pub mod table {
@@ -31,7 +31,8 @@ pub mod table {
     /// serial → the end of a stored value cut to fit whole overflow pages
     /// (its header in `events` has bit 1 set).
     pub const TAILS: &str = "tails";
-    /// id → serial.
+    /// id prefix ([`super::ID_PREFIX`] bytes) ‖ serial → () (schema 13;
+    /// id → serial before).
     pub const IDS: &str = "ids";
     /// created_at ‖ serial → block of later entries (`encode_time_blocks`).
     pub const CREATED: &str = "created";
@@ -537,9 +538,23 @@ fn walk_postings(key_serial: u64, block: &[u8], mut f: impl FnMut(Posting)) -> R
     Ok(())
 }
 
-/// Id as a key.
+/// Id as a key (of `deleted_ids`).
 pub fn id_key(id: &EventId) -> &[u8; 32] {
     id.as_bytes()
+}
+
+/// Bytes of an event id that an `ids` key holds.
+pub const ID_PREFIX: usize = 8;
+
+/// An `ids` key: the first [`ID_PREFIX`] bytes of the id, then the serial.
+/// Ids that share those bytes (rare by chance, but anyone can make such
+/// ids with about 2³² hashes) get one key each: a lookup walks the keys of
+/// the prefix and checks each event's own id.
+pub fn id_entry(id: &[u8; 32], serial: u64) -> [u8; ID_PREFIX + 8] {
+    let mut key = [0; ID_PREFIX + 8];
+    key[..ID_PREFIX].copy_from_slice(&id[..ID_PREFIX]);
+    key[ID_PREFIX..].copy_from_slice(&serial_bytes(serial));
+    key
 }
 
 #[cfg(test)]
