@@ -135,9 +135,11 @@ impl DictSet {
     ///
     /// Spec: [§11.1](https://github.com/nostrwire/nostrwire/blob/main/spec/nwb.md#111-dictionaries).
     pub fn train(samples: &[(Kind, &[u8])], options: &TrainOptions) -> io::Result<DictSet> {
-        let all: Vec<&[u8]> = samples.iter().map(|(_, s)| *s).collect();
-        let fallback = train_one(&all, options.max_dict_bytes)?;
-        let mut entries = vec![(1u32, None, fallback)];
+        // The fallback (kind `None`, on every sample) and, per kind with
+        // enough samples, its own: independent trainings, spread over the
+        // cores. Ids follow this order, whatever finishes first.
+        let mut jobs: Vec<(Option<u16>, Vec<&[u8]>)> =
+            vec![(None, samples.iter().map(|(_, s)| *s).collect())];
         if options.per_kind {
             let mut kinds: Vec<u16> = samples.iter().map(|(k, _)| k.as_u16()).collect();
             kinds.sort_unstable();
@@ -148,13 +150,45 @@ impl DictSet {
                     .filter(|(k, _)| k.as_u16() == kind)
                     .map(|(_, s)| *s)
                     .collect();
-                if of_kind.len() < options.min_kind_samples {
-                    continue;
+                if of_kind.len() >= options.min_kind_samples {
+                    jobs.push((Some(kind), of_kind));
                 }
-                if let Ok(dict) = train_one(&of_kind, options.max_dict_bytes) {
+            }
+        }
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(jobs.len());
+        let mut trained: Vec<Option<io::Result<Vec<u8>>>> = (0..jobs.len()).map(|_| None).collect();
+        std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..threads)
+                .map(|t| {
+                    let jobs = &jobs;
+                    scope.spawn(move || {
+                        (t..jobs.len())
+                            .step_by(threads)
+                            .map(|i| (i, train_one(&jobs[i].1, options.max_dict_bytes)))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            for worker in workers {
+                for (i, result) in worker.join().expect("dictionary training panicked") {
+                    trained[i] = Some(result);
+                }
+            }
+        });
+        let mut entries = Vec::with_capacity(jobs.len());
+        for ((kind, _), result) in jobs.iter().zip(trained) {
+            match (kind, result.expect("every job trained")) {
+                // Without a fallback there is no set.
+                (None, result) => entries.push((1, None, result?)),
+                // A kind whose training fails (too little data) uses the
+                // fallback.
+                (Some(kind), Ok(dict)) => {
                     let id = entries.len() as u32 + 1;
-                    entries.push((id, Some(Kind(kind)), dict));
+                    entries.push((id, Some(Kind(*kind)), dict));
                 }
+                (Some(_), Err(_)) => {}
             }
         }
         DictSet::new(options.level, entries)
