@@ -191,10 +191,11 @@ pub struct OpenOptions {
     /// right after its commit. The writer also
     /// calls [`EventStore::index_pending`] when it is idle.
     pub index_lag: u64,
-    /// Bytes a block of search postings grows to before the next posting
-    /// starts a new block, and the most a block of a time-ordered index
-    /// holds ([`schema::BLOCK_BYTES`]; at most that). Smaller blocks only
-    /// cost space and time: tests use them to exercise many blocks per key.
+    /// The most a block of a time-ordered index holds
+    /// ([`schema::BLOCK_BYTES`]; at most that), and the bytes a block of
+    /// search postings grows to before the next posting starts a new block
+    /// (at most [`schema::SEARCH_BLOCK_BYTES`]). Tests use small blocks to
+    /// exercise many blocks per key.
     pub block_bytes: usize,
     /// Most block and `ids` writes in one transaction of an index batch
     /// ([`EventStore::index_pending`]): a batch that writes more commits in
@@ -867,8 +868,8 @@ impl LmdbStore {
         fresh: bool,
     ) -> StoreResult<Option<SearchIndex>> {
         let dir = path.join(SEARCH_DIR);
-        let open =
-            || SearchIndex::open(&dir, options.map_size, options.durability, self.block_bytes);
+        let block_bytes = self.block_bytes.min(schema::SEARCH_BLOCK_BYTES);
+        let open = || SearchIndex::open(&dir, options.map_size, options.durability, block_bytes);
         if !options.writer_lock {
             return match options.search && dir.join("data.mdb").exists() {
                 true => open().map(Some),

@@ -450,11 +450,18 @@ pub fn search_key(prefix: &[u8], serial: u64) -> Vec<u8> {
     out
 }
 
-/// A block of search postings grows to about this many bytes before the
-/// next posting starts a new block; a block of a time-ordered index holds
-/// at most this many bytes. Small enough that a block (and its key) stays
-/// inside a leaf page: LMDB moves values over ~2 KB to overflow pages.
+/// A block of a time-ordered index holds at most this many bytes. Small
+/// enough that a block (and its key) stays inside a leaf page: LMDB moves
+/// values over ~2 KB to overflow pages.
 pub const BLOCK_BYTES: usize = 1024;
+
+/// A block of search postings grows to about this many bytes before the
+/// next posting starts a new block. The last block of a term grows with
+/// each batch, in the middle of the index, and a leaf that overflows is
+/// split in half: smaller blocks fill the leaves better. 500,000 events
+/// published through the relay: the search index took 63.6 MB of leaves
+/// with blocks of 1,024 bytes, 54.6 MB with 512 and 58.0 MB with 256.
+pub const SEARCH_BLOCK_BYTES: usize = 512;
 
 /// One event in a term's postings: the event's serial, how often the term
 /// occurs in it, and its indexed length (both for BM25).
