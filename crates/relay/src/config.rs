@@ -101,7 +101,9 @@ settings! {
     auto_dictionaries: u64 = 20_000; reloadable = false;
         "Once this many events are stored in a database without a dictionary set (and `dictionaries` is empty), the relay trains per-kind zstd dictionaries from its newest events (up to 20,000), on a thread of its own, keeps them in the database for good and compresses new records with them; records stored before stay as they are. 0 never trains."
     index_lag: u64 = 4096; reloadable = false;
-        "Stored events whose entries in the time-ordered indexes (created_at, kind, author, author and kind, tags) and in the id index may wait. The writer writes them in one batch, in key order, when it has been idle for 20 ms, or right after the commit that leaves more than this many waiting (in transactions of at most 1,024 block writes each, so that the file keeps little free space); queries read the waiting events' keys directly, so results never miss a stored event. 0 writes each event's entries in its own commit (slower publishing: a follow list alone has hundreds)."
+        "Stored events whose entries in the time-ordered indexes (created_at, kind, author, author and kind, tags) and in the id index may wait. The writer writes them in one batch, in key order, when it has been idle for 20 ms, or right after the commit that leaves more than this many waiting (in transactions of at most `index_txn_writes` writes); queries read the waiting events' keys directly, so results never miss a stored event. 0 writes each event's entries in its own commit (slower publishing: a follow list alone has hundreds)."
+    index_txn_writes: usize = 1024; reloadable = false;
+        "Most writes (index blocks, id entries, search postings) in one transaction of an index batch, of the writer's or of the search thread's; a batch that writes more commits several times. LMDB keeps about the largest transaction's worth of pages free in its files, so smaller values keep the files smaller and cost more commits (see docs/design-store.md, \"Space\")."
 
     [limits: LimitSettings] "Limits; each violation is answered with its NIP-01 prefix."
     max_message_bytes: usize = 1 << 20; reloadable = false;

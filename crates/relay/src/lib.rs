@@ -119,6 +119,7 @@ pub fn open_store(config: &Config, writer: bool) -> anyhow::Result<LmdbStore> {
         search: config.search.enabled,
         search_max_reads: config.search.max_reads,
         index_lag: config.storage.index_lag,
+        index_txn_writes: config.storage.index_txn_writes.max(1),
         auto_dictionaries: config.storage.auto_dictionaries,
         writer_lock: writer,
         ..OpenOptions::default()

@@ -914,7 +914,7 @@ impl LmdbStore {
             tracing::info!(events = behind, "building the search index");
         }
         let mut done = 0u64;
-        while self.index_search_into(&index, 10_000, 0)? {
+        while self.index_search_into(&index, 10_000, 0, None)? {
             done += 10_000;
             tracing::info!(done, total = behind, "building the search index");
         }
@@ -964,20 +964,36 @@ impl LmdbStore {
         Ok((walked, last))
     }
 
-    /// One transaction of the search index (see
-    /// [`EventStore::index_search`]): first the removed events of the
-    /// main snapshot (`search_removed`) are taken out, then the stored
-    /// events above the mark, oldest first, at most `max`, are indexed and
-    /// the mark raised past them. Postings are written in key order and
-    /// each term's document frequency once per call, so a batch dirties
-    /// far fewer pages than one event at a time.
+    /// One batch of the search index (see [`EventStore::index_search`]):
+    /// first the removed events of the main snapshot (`search_removed`)
+    /// are taken out, then the stored events above the mark, oldest first,
+    /// at most `max`, are indexed and the mark raised past them. Postings
+    /// are written in key order and each term's document frequency once
+    /// per batch, so a batch dirties far fewer pages than one event at a
+    /// time.
     ///
     /// The main snapshot is taken after the search transaction starts, so
     /// it holds every event the index holds. A removal row is applied in
-    /// the first transaction whose snapshot shows it, and taking postings
-    /// out finds them only once, so applying a row again (its deletion by
-    /// the writer not committed yet, or lost in a crash) changes nothing.
-    fn index_search_into(&self, index: &SearchIndex, max: usize, lag: u64) -> StoreResult<bool> {
+    /// the first batch whose snapshot shows it, and taking postings out
+    /// finds them only once, so applying a row again (its deletion by the
+    /// writer not committed yet, or lost in a crash) changes nothing.
+    ///
+    /// A batch commits every [`OpenOptions::index_txn_writes`] writes, as
+    /// the writer's do, so that the file keeps little free space. Until its
+    /// last commit raises the mark, the postings it wrote above the mark
+    /// are left out by searches (and out of document frequencies), and
+    /// `meta/partial` says how far they may go: a batch cut short is
+    /// applied again (appending skips the postings a term holds already),
+    /// and the events of that range removed meanwhile are taken out.
+    /// `stop_after` ends the batch after that many commits, as a crash
+    /// would (tests).
+    fn index_search_into(
+        &self,
+        index: &SearchIndex,
+        max: usize,
+        lag: u64,
+        stop_after: Option<usize>,
+    ) -> StoreResult<bool> {
         let (from, last, removals) = {
             let stxn = index.env.read_txn()?;
             let txn = self.env.read_txn()?;
@@ -991,13 +1007,14 @@ impl LmdbStore {
         if behind <= lag && !(lag == 0 && removals) {
             return Ok(false);
         }
-        let mut wtxn = index.env.write_txn()?;
+        let wtxn = index.env.write_txn()?;
         let txn = self.env.read_txn()?;
         let from = index.indexed(&wtxn)?.unwrap_or(0);
+        let partial = index.partial(&wtxn)?;
         let (mut docs, mut tokens) = index.totals(&wtxn)?;
-        // First everything this transaction needs from the events'
-        // snapshot, which is then let go: while a reader holds it, the
-        // writer's commits cannot reuse the pages they free.
+        // First everything this batch needs from the events' snapshot,
+        // which is then let go: while a reader holds it, the writer's
+        // commits cannot reuse the pages they free.
         let mut applied = Vec::new();
         let mut removals = Vec::new();
         {
@@ -1016,8 +1033,9 @@ impl LmdbStore {
                     continue;
                 }
                 applied.push(serial);
-                // Above the mark, an event was never indexed.
-                if serial > from {
+                // Above the mark, an event was never indexed, unless a
+                // batch cut short wrote its postings.
+                if serial > from && partial.is_none_or(|p| serial > p) {
                     continue;
                 }
                 let record = unpack(self.dicts(), stored)?;
@@ -1035,13 +1053,14 @@ impl LmdbStore {
         // Term → its new postings, in serial order (the walk's). Keyed by
         // the event's own term strings: no allocation per posting.
         let mut added: std::collections::HashMap<String, Vec<Posting>> = Default::default();
+        let (mut added_docs, mut added_tokens) = (0u64, 0u64);
         let (walked, walked_to) = match from < last {
             true => self.walk_unindexed(&txn, from, max, |serial, terms| {
                 let Some(terms) = terms else {
                     return;
                 };
-                docs += 1;
-                tokens += u64::from(terms.len);
+                added_docs += 1;
+                added_tokens += u64::from(terms.len);
                 for (term, tf) in terms.terms {
                     added.entry(term).or_default().push(Posting {
                         serial,
@@ -1053,14 +1072,29 @@ impl LmdbStore {
             false => (0, None),
         };
         drop(txn);
+        let mut txns = SearchTxns {
+            index,
+            wtxn: None,
+            max_writes: self.index_txn_writes,
+            writes: 0,
+            commits: 0,
+            stop_after,
+        };
+        txns.wtxn = Some(wtxn);
         for (serial, terms) in removals {
-            if index.remove_postings(&mut wtxn, serial, terms.terms.keys())? {
+            if index.remove_postings(txns.open(), serial, terms.terms.keys())? {
                 docs = docs.saturating_sub(1);
                 tokens = tokens.saturating_sub(u64::from(terms.len));
+            }
+            if !txns.wrote(2 * terms.terms.len(), docs, tokens)? {
+                return Ok(true);
             }
         }
         let mut more = false;
         if from < last {
+            // Postings above the mark from here on, until the last commit.
+            let reach = partial.max(walked_to);
+            index.set_partial(txns.open(), reach)?;
             // Written in key order: neighbouring terms share pages.
             let mut added: Vec<(Vec<u8>, Vec<Posting>)> = added
                 .into_iter()
@@ -1068,7 +1102,10 @@ impl LmdbStore {
                 .collect();
             added.sort_unstable_by(|a, b| a.0.cmp(&b.0));
             for (prefix, new) in added {
-                index.append_postings(&mut wtxn, &prefix, &new)?;
+                let puts = index.append_postings(txns.open(), &prefix, &new)?;
+                if !txns.wrote(puts, docs, tokens)? {
+                    return Ok(true);
+                }
             }
             // Removed events leave gaps: once the walk has run out of
             // events, the mark passes every serial handed out.
@@ -1077,14 +1114,17 @@ impl LmdbStore {
                 true => walked_to.unwrap_or(last),
                 false => last,
             };
-            index.set_indexed(&mut wtxn, indexed)?;
+            index.set_indexed(txns.open(), indexed)?;
+            index.set_partial(txns.open(), reach.filter(|&r| r > indexed))?;
+            docs += added_docs;
+            tokens += added_tokens;
         }
+        let mut wtxn = txns.wtxn.take().expect("open");
         index.put_totals(&mut wtxn, docs, tokens)?;
         wtxn.commit()?;
         // LMDB reuses the pages a transaction freed only two transactions
-        // later. A batch rewrites thousands of pages; without this small
-        // commit in between, the next batch could not reuse them and the
-        // file would hold two batches' worth of free pages, not one.
+        // later. Without this small commit in between, the next batch
+        // could not reuse the pages this one's last commit freed.
         let mut tick = index.env.write_txn()?;
         index.put_totals(&mut tick, docs, tokens)?;
         tick.commit()?;
@@ -2078,7 +2118,11 @@ impl LmdbStore {
         let mut terms = Vec::with_capacity(query.terms.len());
         for (term, tail_df) in query.terms.iter().zip(tail_df) {
             let prefix = schema::term_prefix(term);
-            match index.document_frequency(stxn, &prefix)? + tail_df {
+            // Postings a batch wrote above the mark before its last commit
+            // are counted in the tail instead.
+            let held = index.document_frequency(stxn, &prefix)?;
+            let unfinished = index.postings_above(stxn, &prefix, mark)?;
+            match held.saturating_sub(unfinished) + tail_df {
                 0 => return Ok(None),
                 df => {
                     let idf = search::idf(docs, df);
@@ -2106,7 +2150,8 @@ impl LmdbStore {
                 .collect(),
             avg_len,
             tail,
-            resume_below: None,
+            // The walk starts at the mark: the tail holds the events above.
+            resume_below: Some(mark.saturating_add(1)),
             reads: 0,
             done: false,
         }))
@@ -2483,7 +2528,7 @@ impl EventStore for LmdbStore {
 
     fn index_search(&self, max: usize, lag: u64) -> StoreResult<bool> {
         match &self.search {
-            Some(index) => self.index_search_into(index, max.max(1), lag),
+            Some(index) => self.index_search_into(index, max.max(1), lag, None),
             None => Ok(false),
         }
     }
@@ -2751,6 +2796,44 @@ struct WaitingIds {
     /// Entries of serials up to this one have been dropped; a snapshot from
     /// before that batch reads its rows up to here instead.
     dropped_through: u64,
+}
+
+/// The write transactions of one search batch: a new one every
+/// `max_writes` writes.
+struct SearchTxns<'e> {
+    index: &'e SearchIndex,
+    wtxn: Option<RwTxn<'e>>,
+    max_writes: usize,
+    writes: usize,
+    commits: usize,
+    /// Stop after this many commits, as a crash would (tests).
+    stop_after: Option<usize>,
+}
+
+impl<'e> SearchTxns<'e> {
+    fn open(&mut self) -> &mut RwTxn<'e> {
+        self.wtxn.as_mut().expect("a transaction is open")
+    }
+
+    /// Counts `writes`; at the bound, commits with these totals (those of
+    /// the events below the mark) and opens the next transaction. Returns
+    /// `false` when the batch is to stop there.
+    fn wrote(&mut self, writes: usize, docs: u64, tokens: u64) -> StoreResult<bool> {
+        self.writes += writes;
+        if self.writes < self.max_writes {
+            return Ok(true);
+        }
+        let mut done = self.wtxn.take().expect("a transaction is open");
+        self.index.put_totals(&mut done, docs, tokens)?;
+        done.commit()?;
+        self.writes = 0;
+        self.commits += 1;
+        if self.stop_after.is_some_and(|n| self.commits >= n) {
+            return Ok(false);
+        }
+        self.wtxn = Some(self.index.env.write_txn()?);
+        Ok(true)
+    }
 }
 
 /// The index changes a batch of `pending` and `removed` rows stands for.
@@ -3067,6 +3150,103 @@ mod tests {
         assert_eq!(store.serial_of(&txn, &unknown).unwrap(), None);
         drop(txn);
         assert_eq!(store.presence(&unknown).unwrap(), Presence::Absent);
+    }
+
+    #[test]
+    fn a_search_batch_cut_short_is_left_out_and_applied_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = OpenOptions {
+            durability: Durability::None,
+            index_lag: 1_000,
+            index_txn_writes: 4,
+            ..OpenOptions::default()
+        };
+        let store = LmdbStore::open(dir.path(), &options).unwrap();
+        let (keys, other) = (Keys::derive(3, 6), Keys::derive(3, 7));
+        let event = |keys: &Keys, kind: u16, at: u64, content: &str| {
+            let event = UnsignedEvent::new(
+                keys,
+                Timestamp::new(at).unwrap(),
+                Kind(kind),
+                Vec::new(),
+                content,
+            )
+            .sign(keys);
+            (
+                event.id,
+                Incoming::from(nostrwire_wire::encode_event(&event)),
+            )
+        };
+        let mut apples: Vec<EventId> = Vec::new();
+        let mut batch = Vec::new();
+        for i in 0..30 {
+            let (id, record) = event(&keys, 1, 1000 + i, &format!("apple word{i}"));
+            apples.push(id);
+            batch.push(record);
+        }
+        let (profile, record) = event(&other, 0, 900, "apple orchard");
+        apples.push(profile);
+        batch.push(record);
+        store.write_batch(&batch, 0).unwrap();
+        let index = store.search.as_ref().unwrap();
+        // A batch that stops after two commits, as a crash would: postings
+        // above the mark, the mark where it was.
+        assert!(store
+            .index_search_into(index, usize::MAX, 0, Some(2))
+            .unwrap());
+        let apple = schema::term_prefix("apple");
+        let stxn = index.env.read_txn().unwrap();
+        assert_eq!(index.indexed(&stxn).unwrap(), Some(0));
+        assert!(index.partial(&stxn).unwrap().is_some());
+        assert!(index.postings_above(&stxn, &apple, 0).unwrap() > 0);
+        drop(stxn);
+        // Searches find each event once, and count each once.
+        let search = Filter {
+            search: Some("apple".into()),
+            ..Filter::new()
+        };
+        let mut cursor = QueryCursor::new(100);
+        while store.scan(&search, &mut cursor, 7, 0).unwrap() == ScanStatus::More {}
+        let mut found: Vec<EventId> = cursor.into_results().iter().map(|f| f.id).collect();
+        found.sort_unstable();
+        apples.sort_unstable();
+        assert_eq!(found, apples);
+        let mut count = QueryCursor::counting(1_000);
+        while store.scan(&search, &mut count, 7, 0).unwrap() == ScanStatus::More {}
+        assert_eq!(count.counted, 31);
+        // The profile is replaced: the postings of the old one, which the
+        // cut batch may have written, go with it.
+        let (_, record) = event(&other, 0, 901, "pear orchard");
+        store.write_batch(&[record], 0).unwrap();
+        while store.index_search(usize::MAX, 0).unwrap() {}
+        let stxn = index.env.read_txn().unwrap();
+        assert_eq!(index.partial(&stxn).unwrap(), None);
+        let held = |term: &str| -> Vec<u64> {
+            let prefix = schema::term_prefix(term);
+            let lower = schema::search_key(&prefix, 0);
+            let upper = schema::df_key(&prefix);
+            let range = (Bound::Included(&lower[..]), Bound::Excluded(&upper[..]));
+            let mut serials = Vec::new();
+            for item in index.postings.range(&stxn, &range).unwrap() {
+                let (k, v) = item.unwrap();
+                serials.extend(
+                    super::super::search_index::postings(k, v)
+                        .unwrap()
+                        .iter()
+                        .map(|p| p.serial),
+                );
+            }
+            assert_eq!(
+                index.document_frequency(&stxn, &prefix).unwrap(),
+                serials.len() as u64,
+                "{term}"
+            );
+            serials
+        };
+        assert_eq!(held("apple"), (1..=30).collect::<Vec<u64>>());
+        assert_eq!(held("orchard"), [32]);
+        assert_eq!(held("pear"), [32]);
+        assert_eq!(index.totals(&stxn).unwrap().0, 31);
     }
 
     #[test]

@@ -21,6 +21,9 @@ const TOTALS: &[u8] = b"totals";
 /// `meta` key: the serial (u64 BE) up to which every event stored in the
 /// main environment is indexed. Absent: the index has never been built.
 const INDEXED: &[u8] = b"indexed";
+/// `meta` key: the serial (u64 BE) up to which a batch that has not
+/// finished may have written postings above the mark. Absent: none.
+const PARTIAL: &[u8] = b"partial";
 
 /// The serial a key of the search index ends with.
 pub(super) fn block_serial(key: &[u8]) -> StoreResult<u64> {
@@ -138,6 +141,51 @@ impl SearchIndex {
         Ok(())
     }
 
+    /// The serial up to which a batch cut short may have written postings
+    /// above the mark.
+    pub(super) fn partial(&self, txn: &RoTxn<'_>) -> StoreResult<Option<u64>> {
+        self.meta
+            .get(txn, PARTIAL)?
+            .map(|v| {
+                schema::serial_from(v)
+                    .ok_or_else(|| StoreError::Corrupt("bad search partial mark".into()))
+            })
+            .transpose()
+    }
+
+    pub(super) fn set_partial(&self, wtxn: &mut RwTxn<'_>, serial: Option<u64>) -> StoreResult<()> {
+        match serial {
+            Some(serial) => self
+                .meta
+                .put(wtxn, PARTIAL, &schema::serial_bytes(serial))?,
+            None => self.meta.delete(wtxn, PARTIAL).map(drop)?,
+        }
+        Ok(())
+    }
+
+    /// Postings of the term with this key prefix above serial `mark`: those
+    /// a batch that has not finished wrote. Searches leave them out, and
+    /// take them out of the term's document frequency.
+    pub(super) fn postings_above(
+        &self,
+        txn: &RoTxn<'_>,
+        prefix: &[u8],
+        mark: u64,
+    ) -> StoreResult<u64> {
+        let lower = schema::search_key(prefix, 0);
+        let upper = schema::df_key(prefix);
+        let range = (Bound::Included(&lower[..]), Bound::Excluded(&upper[..]));
+        let mut above = 0;
+        for item in self.postings.rev_range(txn, &range)? {
+            let (k, v) = item?;
+            above += postings(k, v)?.iter().filter(|p| p.serial > mark).count() as u64;
+            if block_serial(k)? <= mark {
+                break;
+            }
+        }
+        Ok(above)
+    }
+
     /// Events holding the term with this key prefix.
     pub(super) fn document_frequency(&self, txn: &RoTxn<'_>, prefix: &[u8]) -> StoreResult<u64> {
         Ok(self
@@ -161,44 +209,50 @@ impl SearchIndex {
         Ok(())
     }
 
-    /// Appends postings (serials strictly increasing, all above the term's
-    /// postings so far: the index grows in serial order) to a term's last
-    /// block, starting new blocks as they fill, and raises the term's
-    /// document frequency by their number.
+    /// Appends postings (serials strictly increasing: the index grows in
+    /// serial order) to a term's last block, starting new blocks as they
+    /// fill, and raises the term's document frequency by their number.
+    /// Postings at or below the term's last one are in already (a batch
+    /// cut short, applied again) and are skipped. Returns the puts made.
     pub(super) fn append_postings(
         &self,
         wtxn: &mut RwTxn<'_>,
         prefix: &[u8],
         new: &[Posting],
-    ) -> StoreResult<()> {
-        let Some(first) = new.first() else {
-            return Ok(());
-        };
+    ) -> StoreResult<usize> {
         let last_block = {
             let lower = schema::search_key(prefix, 0);
             let upper = schema::df_key(prefix);
             let range = (Bound::Included(&lower[..]), Bound::Excluded(&upper[..]));
             match self.postings.rev_range(wtxn, &range)?.next().transpose()? {
-                Some((k, v)) if v.len() < self.block_bytes => {
+                Some((k, v)) => {
                     let key_serial = block_serial(k)?;
                     let prev =
                         schema::last_posting_serial(key_serial, v).map_err(StoreError::Corrupt)?;
                     Some((key_serial, prev, v.to_vec()))
                 }
-                _ => None,
+                None => None,
             }
         };
-        let (mut key_serial, mut prev, mut block) =
-            last_block.unwrap_or((first.serial, first.serial, Vec::new()));
-        if first.serial <= prev && !block.is_empty() {
-            return Err(StoreError::Corrupt(
-                "search postings would not be in serial order".into(),
-            ));
-        }
+        let new = match &last_block {
+            Some((_, prev, _)) => &new[new.partition_point(|p| p.serial <= *prev)..],
+            None => new,
+        };
+        let Some(first) = new.first() else {
+            return Ok(0);
+        };
+        let (mut key_serial, mut prev, mut block) = match last_block {
+            Some((key_serial, prev, block)) if block.len() < self.block_bytes => {
+                (key_serial, prev, block)
+            }
+            _ => (first.serial, first.serial, Vec::new()),
+        };
+        let mut puts = 0;
         for &posting in new {
             if block.len() >= self.block_bytes {
                 self.postings
                     .put(wtxn, &schema::search_key(prefix, key_serial), &block)?;
+                puts += 1;
                 (key_serial, prev) = (posting.serial, posting.serial);
                 block.clear();
             }
@@ -208,7 +262,8 @@ impl SearchIndex {
         self.postings
             .put(wtxn, &schema::search_key(prefix, key_serial), &block)?;
         let df = self.document_frequency(wtxn, prefix)? + new.len() as u64;
-        self.put_document_frequency(wtxn, prefix, df)
+        self.put_document_frequency(wtxn, prefix, df)?;
+        Ok(puts + 2)
     }
 
     /// The block of a term's postings that would hold `serial` (the last one
