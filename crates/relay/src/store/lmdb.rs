@@ -70,7 +70,7 @@ struct PageFit {
 
 impl PageFit {
     fn new(page: usize) -> PageFit {
-        // LMDB (`mdb_env_setup_locks`, `mdb_leaf_size`): a node of 8-byte
+        // LMDB (`mdb_env_open2`, `mdb_leaf_size`): a node of 8-byte
         // header, key and value stays in its leaf up to `nodemax` bytes.
         let nodemax = (((page - 16) / 2) & !1) - 2;
         PageFit {
