@@ -290,11 +290,24 @@ fn parse_set(bytes: &[u8]) -> Result<(i32, Vec<(u32, Option<Kind>, Vec<u8>)>)> {
 
 /// Most sample bytes one dictionary is trained on, per byte of dictionary.
 /// zstd's guidance is about a hundred; training time grows with the
-/// samples (each candidate dictionary compresses all of them), and past
-/// that the dictionaries hardly improve.
+/// samples, and past that the dictionaries hardly improve.
 const SAMPLE_BYTES_PER_DICT_BYTE: usize = 100;
 
+/// FastCover segment size (`k`) and d-mer size (`d`). zstd's default trainer
+/// tries several `k` and keeps the one whose dictionary compresses a held-back
+/// quarter of the samples best, which trains about five dictionaries for one.
+/// A fixed `k` of 200 took a quarter of the time on 30,000 generated events
+/// for records 0.3% larger, and on the bundled real events (trained on one
+/// half, measured on the other) gave records 1.2% smaller: with few samples
+/// the search picks a `k` that fits the held-back quarter, not the rest.
+const FASTCOVER_K: u32 = 200;
+const FASTCOVER_D: u32 = 8;
+/// log2 of FastCover's frequency table (6 × 2^f bytes of memory).
+const FASTCOVER_F: u32 = 20;
+
 fn train_one(samples: &[&[u8]], max_dict_bytes: usize) -> io::Result<Vec<u8>> {
+    use zstd::zstd_safe::zstd_sys;
+
     let total: usize = samples.iter().map(|s| s.len()).sum();
     // Evenly spaced samples when there are more than needed: the newest
     // and the oldest alike.
@@ -304,7 +317,53 @@ fn train_one(samples: &[&[u8]], max_dict_bytes: usize) -> io::Result<Vec<u8>> {
     let total: usize = picked.iter().map(|s| s.len()).sum();
     // A dictionary much larger than its training data only stores noise.
     let size = max_dict_bytes.min(total / 2).max(1024);
-    zstd::dict::from_samples(&picked, size)
+
+    let mut flat = Vec::with_capacity(total);
+    let mut sizes = Vec::with_capacity(picked.len());
+    for sample in &picked {
+        flat.extend_from_slice(sample);
+        sizes.push(sample.len());
+    }
+    let count = u32::try_from(sizes.len())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "too many samples"))?;
+    // Zero means "default" for every other field (no shrinking, level 3 for
+    // the entropy tables, dictionary id from the content's hash).
+    let params = zstd_sys::ZDICT_fastCover_params_t {
+        k: FASTCOVER_K,
+        d: FASTCOVER_D,
+        f: FASTCOVER_F,
+        steps: 0,
+        nbThreads: 0,
+        splitPoint: 0.0,
+        accel: 1,
+        shrinkDict: 0,
+        shrinkDictMaxRegression: 0,
+        zParams: zstd_sys::ZDICT_params_t {
+            compressionLevel: 0,
+            notificationLevel: 0,
+            dictID: 0,
+        },
+    };
+    let mut dict = vec![0u8; size];
+    // SAFETY: `dict` is writable for `size` bytes; `flat` holds exactly the
+    // sum of `sizes` bytes, and `sizes` has `count` entries. zstd reads and
+    // writes only within those bounds and keeps no pointer after returning.
+    let written = unsafe {
+        zstd_sys::ZDICT_trainFromBuffer_fastCover(
+            dict.as_mut_ptr().cast(),
+            dict.len(),
+            flat.as_ptr().cast(),
+            sizes.as_ptr(),
+            count,
+            params,
+        )
+    };
+    // SAFETY: ZDICT_isError only inspects the value.
+    if unsafe { zstd_sys::ZDICT_isError(written) } != 0 {
+        return Err(io::Error::other("dictionary training failed"));
+    }
+    dict.truncate(written);
+    Ok(dict)
 }
 
 fn io_to_wire(_: io::Error) -> Error {
