@@ -35,12 +35,23 @@ pub enum Line {
 pub struct Lines<R> {
     reader: R,
     max: usize,
+    consumed: u64,
 }
 
 impl<R: BufRead> Lines<R> {
     /// A line reader over `reader`.
     pub fn new(reader: R, max: usize) -> Self {
-        Lines { reader, max }
+        Lines {
+            reader,
+            max,
+            consumed: 0,
+        }
+    }
+
+    /// Bytes of input taken so far (lines and their newlines): progress
+    /// through a file of known size.
+    pub fn bytes_read(&self) -> u64 {
+        self.consumed
     }
 
     /// The next line, or `None` at end of input.
@@ -68,6 +79,7 @@ impl<R: BufRead> Lines<R> {
             }
             let consumed = done.unwrap_or(buf.len());
             self.reader.consume(consumed);
+            self.consumed += consumed as u64;
             if done.is_some() {
                 break;
             }
@@ -108,12 +120,16 @@ mod tests {
         let data = b"ab\r\ncdefgh\n\nij";
         let mut lines = Lines::new(BufReader::with_capacity(3, &data[..]), 4);
         let mut out = Vec::new();
+        let mut read = Vec::new();
         while let Some(line) = lines.next_line().unwrap() {
             out.push(match line {
                 Line::Text(t) => String::from_utf8(t).unwrap(),
                 Line::TooLong => "<long>".into(),
             });
+            read.push(lines.bytes_read());
         }
         assert_eq!(out, ["ab", "<long>", "", "ij"]);
+        // Newlines, `\r` and skipped bytes all count.
+        assert_eq!(read, [4, 11, 12, 14]);
     }
 }

@@ -64,12 +64,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         input::open(args.input.as_deref())?,
         limits.max_message_bytes,
     );
+    // A regular file's size turns the progress line into a percentage.
+    let input_bytes = args
+        .input
+        .as_deref()
+        .filter(|p| p.as_os_str() != "-")
+        .and_then(|p| std::fs::metadata(p).ok())
+        .filter(|m| m.is_file() && m.len() > 0)
+        .map(|m| m.len());
     let mut counts: BTreeMap<&'static str, u64> = BTreeMap::new();
     let started = Instant::now();
     // Verification of batch N+1 overlaps the write of batch N: the reader
     // (this thread) verifies on all cores, one writer thread commits, and a
     // search thread indexes what the writer stored, as in the relay.
-    let (to_writer, batches) = std::sync::mpsc::sync_channel::<(Vec<Incoming>, u64)>(1);
+    let (to_writer, batches) = std::sync::mpsc::sync_channel::<(Vec<Incoming>, Progress)>(1);
     let (to_search, commits) = std::sync::mpsc::sync_channel::<()>(1);
     let search_lag = config.search.index_lag;
     let (seen, verdicts) = std::thread::scope(|scope| -> anyhow::Result<_> {
@@ -82,7 +90,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         });
         let writer = scope.spawn(move || -> anyhow::Result<BTreeMap<&'static str, u64>> {
             let mut verdicts = BTreeMap::new();
-            for (records, seen) in batches {
+            for (records, progress) in batches {
+                let seen = progress.events;
                 for verdict in store.write_batch(&records, nostrwire_relay::now())? {
                     let name = match verdict {
                         Verdict::Stored(_) => "accepted",
@@ -100,8 +109,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     eprint!("\rimported {seen} events; training compression dictionaries");
                     store.train_dictionaries()?;
                 }
-                let rate = seen as f64 / started.elapsed().as_secs_f64().max(1e-9);
-                eprint!("\rimported {seen} events ({rate:.0}/s)");
+                eprint!(
+                    "\r{}",
+                    progress.line(started.elapsed().as_secs_f64(), input_bytes)
+                );
                 let _ = std::io::stderr().flush();
             }
             Ok(verdicts)
@@ -146,7 +157,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 }
             }
             seen += batch.len() as u64;
-            if to_writer.send((records, seen)).is_err() {
+            let progress = Progress {
+                events: seen,
+                bytes: lines.bytes_read(),
+            };
+            if to_writer.send((records, progress)).is_err() {
                 break; // the writer failed; its error is reported below
             }
         }
@@ -179,6 +194,37 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 /// Where [`compact_in_place`] writes its copy.
+/// How far the reader got when it handed a batch to the writer.
+#[derive(Clone, Copy, Debug)]
+struct Progress {
+    /// Lines read, blank ones excepted.
+    events: u64,
+    /// Bytes of input read.
+    bytes: u64,
+}
+
+impl Progress {
+    /// The progress line once this batch is committed, `elapsed` seconds
+    /// after the start: events, rate, and with the input's size the share
+    /// read and the time left at the rate so far.
+    fn line(&self, elapsed: f64, input_bytes: Option<u64>) -> String {
+        let elapsed = elapsed.max(1e-9);
+        let rate = self.events as f64 / elapsed;
+        match input_bytes {
+            Some(total) if self.bytes > 0 => {
+                let share = (self.bytes as f64 / total as f64).min(1.0);
+                let left = elapsed * (1.0 - share) / share;
+                format!(
+                    "imported {} events ({rate:.0}/s), {:.0}% of the input, about {left:.0} s left   ",
+                    self.events,
+                    share * 100.0
+                )
+            }
+            _ => format!("imported {} events ({rate:.0}/s)   ", self.events),
+        }
+    }
+}
+
 fn scratch_dir(data: &Path) -> PathBuf {
     data.join("compacting")
 }
@@ -223,4 +269,25 @@ fn compact_in_place(store: LmdbStore, data: &Path) -> anyhow::Result<()> {
         started.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Progress;
+
+    #[test]
+    fn progress_names_the_share_read_when_the_size_is_known() {
+        let p = Progress {
+            events: 30_000,
+            bytes: 250,
+        };
+        assert_eq!(
+            p.line(6.0, Some(1_000)).trim_end(),
+            "imported 30000 events (5000/s), 25% of the input, about 18 s left"
+        );
+        assert_eq!(
+            p.line(6.0, None).trim_end(),
+            "imported 30000 events (5000/s)"
+        );
+    }
 }
