@@ -775,6 +775,126 @@ fn upgrade_from(version: u32) {
     assert_eq!((cursor.count(), cursor.is_capped()), (2, true));
 }
 
+#[test]
+fn replaceable_events_have_their_own_table_and_older_databases_keep_theirs_in_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = Keys::derive(8, 3);
+    let event = |kind: u16, at: u64, tags: Vec<Tag>, content: &str| {
+        let unsigned = UnsignedEvent::new(
+            &keys,
+            Timestamp::new(at).unwrap(),
+            Kind(kind),
+            tags,
+            content,
+        );
+        Event {
+            id: unsigned.compute_id(),
+            pubkey: unsigned.pubkey,
+            created_at: unsigned.created_at,
+            kind: unsigned.kind,
+            tags: unsigned.tags,
+            content: unsigned.content,
+            sig: nostrwire_event::Signature::from_bytes([0; 64]),
+        }
+    };
+    let incoming = |e: &Event| Incoming::from(nostrwire_wire::encode_event(e));
+    // A follow list large enough to be cut (its end in `tails`), a profile,
+    // an article and a note.
+    let follows: Vec<Tag> = (0..120u64)
+        .map(|i| Tag::from_strs(&["p", &Keys::derive(9, i).public_key().to_hex()]))
+        .collect();
+    let contacts = event(3, 1000, follows.clone(), "");
+    let profile = event(0, 1001, vec![], "lighthouse keeper");
+    let article = event(
+        30023,
+        1002,
+        vec![Tag::from_strs(&["d", "a"])],
+        "keeper notes",
+    );
+    let note = event(1, 1003, vec![], "keeper of bees");
+    let store = LmdbStore::open(dir.path(), &options(0)).unwrap();
+    let all = [&contacts, &profile, &article, &note];
+    store.write_batch(&all.map(incoming), 0).unwrap();
+    assert!(store.index_past_lag().unwrap());
+    drop(store);
+    let table_lens = |names: &[&str]| -> Vec<u64> {
+        let env = raw_env(dir.path());
+        let rtxn = env.read_txn().unwrap();
+        names
+            .iter()
+            .map(|n| {
+                let db: Db = env.open_database(&rtxn, Some(n)).unwrap().unwrap();
+                db.len(&rtxn).unwrap()
+            })
+            .collect()
+    };
+    assert_eq!(table_lens(&["events", "replaceable", "tails"]), [1, 3, 1]);
+    // What schema 13 left: every stored value in `events`.
+    {
+        let env = raw_env(dir.path());
+        let mut wtxn = env.write_txn().unwrap();
+        let events: Db = env.open_database(&wtxn, Some("events")).unwrap().unwrap();
+        let replaceable: Db = env
+            .open_database(&wtxn, Some("replaceable"))
+            .unwrap()
+            .unwrap();
+        let moved: Vec<(Vec<u8>, Vec<u8>)> = replaceable
+            .iter(&wtxn)
+            .unwrap()
+            .map(|i| i.map(|(k, v)| (k.to_vec(), v.to_vec())).unwrap())
+            .collect();
+        replaceable.clear(&mut wtxn).unwrap();
+        for (k, v) in moved {
+            events.put(&mut wtxn, &k, &v).unwrap();
+        }
+        let meta: Db = env.open_database(&wtxn, Some("meta")).unwrap().unwrap();
+        meta.put(&mut wtxn, b"schema", &13u32.to_le_bytes())
+            .unwrap();
+        wtxn.commit().unwrap();
+    }
+    assert_eq!(table_lens(&["events", "replaceable"]), [4, 0]);
+    let store = LmdbStore::open(dir.path(), &options(0)).unwrap();
+    assert_eq!(store.stats().unwrap().events, 4);
+    let kinds = |k: &[u16]| {
+        let mut f = Filter::new();
+        f.kinds = Some(k.iter().map(|&k| Kind(k)).collect());
+        f
+    };
+    assert_eq!(
+        query_store(&store, &kinds(&[0, 1, 3, 30023]), 100),
+        [note.id, article.id, profile.id, contacts.id]
+    );
+    assert_eq!(
+        store.write_batch(&[incoming(&profile)], 0).unwrap(),
+        vec![Verdict::Duplicate]
+    );
+    // Newer versions replace the old ones, wherever these are kept.
+    let contacts2 = event(3, 2000, follows[..60].to_vec(), "");
+    let profile2 = event(0, 2001, vec![], "keeper of the light");
+    let verdicts = store
+        .write_batch(&[incoming(&contacts2), incoming(&profile2)], 0)
+        .unwrap();
+    assert!(
+        verdicts.iter().all(|v| matches!(v, Verdict::Stored(_))),
+        "{verdicts:?}"
+    );
+    assert!(store.index_past_lag().unwrap());
+    assert_eq!(
+        query_store(&store, &kinds(&[0, 1, 3, 30023]), 100),
+        [profile2.id, contacts2.id, note.id, article.id]
+    );
+    let mut search = Filter::new();
+    search.search = Some("keeper".into());
+    assert_eq!(
+        sorted(query_store(&store, &search, 100)),
+        sorted(vec![profile2.id, article.id, note.id])
+    );
+    drop(store);
+    // The old versions left `events` (and the cut one its tail); the new
+    // ones went to `replaceable`.
+    assert_eq!(table_lens(&["events", "replaceable", "tails"]), [2, 2, 0]);
+}
+
 /// The entries of a time-ordered index as (prefix, entry), checked on the
 /// way: every key has the table's length, every block value holds at most
 /// `max_bytes`, and a prefix's entries strictly increase across its blocks.

@@ -98,6 +98,11 @@ type Loaded<'t> = (Option<u64>, Cow<'t, [u8]>);
 pub struct LmdbStore {
     env: Env,
     events: Db,
+    /// Stored values of replaceable and addressable events, apart from the
+    /// others so that the holes their replaced versions leave do not stay
+    /// in the leaves of `events` (LMDB merges a leaf only below a quarter
+    /// full). Schema 13 and older kept them in `events`; reads look in both.
+    replaceable: Db,
     ids: Db,
     created: Db,
     kind: Db,
@@ -247,6 +252,34 @@ struct Derived {
     tag_prefixes: Vec<[u8; schema::TAG_PREFIX]>,
     address: Option<Vec<u8>>,
     expires: Option<u64>,
+}
+
+/// One table's entries, in either direction.
+type StoredIter<'t> = Box<dyn Iterator<Item = heed::Result<(&'t [u8], &'t [u8])>> + 't>;
+
+/// The entries of `events` and `replaceable` in key (serial) order: each
+/// serial is in one of them. An error comes out as soon as it is met.
+struct MergedByKey<'t> {
+    a: std::iter::Peekable<StoredIter<'t>>,
+    b: std::iter::Peekable<StoredIter<'t>>,
+    descending: bool,
+}
+
+impl<'t> Iterator for MergedByKey<'t> {
+    type Item = heed::Result<(&'t [u8], &'t [u8])>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let take_a = match (self.a.peek(), self.b.peek()) {
+            (None, None) => return None,
+            (Some(_), None) | (Some(Err(_)), _) => true,
+            (None, Some(_)) | (_, Some(Err(_))) => false,
+            (Some(Ok((ka, _))), Some(Ok((kb, _)))) => (ka < kb) != self.descending,
+        };
+        match take_a {
+            true => self.a.next(),
+            false => self.b.next(),
+        }
+    }
 }
 
 fn derive(view: &EventView<'_>) -> Derived {
@@ -669,6 +702,7 @@ impl LmdbStore {
         let mut db = |name| env.create_database::<Bytes, Bytes>(&mut wtxn, Some(name));
         let mut store = LmdbStore {
             events: db(table::EVENTS)?,
+            replaceable: db(table::REPLACEABLE)?,
             ids: db(table::IDS)?,
             created: db(table::CREATED)?,
             kind: db(table::KIND)?,
@@ -718,7 +752,9 @@ impl LmdbStore {
             // Version 10 differs only by where its search index lives.
             // Version 11 differs only by never cutting a stored value, and
             // up to version 12 `ids` is keyed by whole ids (rewritten below).
-            5 | 7..=12 => {}
+            // Version 13 keeps replaceable events in `events`: they stay
+            // there until replaced (reads look in both tables).
+            5 | 7..=13 => {}
             // Versions 3 and 4 keep one entry per posting: the search index
             // is emptied below, like that of every version up to 10.
             3 | 4 => {}
@@ -793,7 +829,7 @@ impl LmdbStore {
                     Some(k) => Bound::Excluded(&k[..]),
                     None => Bound::Unbounded,
                 };
-                for item in self.events.range(&wtxn, &(lower, Bound::Unbounded))? {
+                for item in self.stored_range(&wtxn, &(lower, Bound::Unbounded), false)? {
                     let (k, value) = item?;
                     let serial = schema::serial_from(k)
                         .ok_or_else(|| StoreError::Corrupt("bad serial key".into()))?;
@@ -946,9 +982,8 @@ impl LmdbStore {
     ) -> StoreResult<(usize, Option<u64>)> {
         let lower = schema::serial_bytes(above);
         let (mut walked, mut last) = (0, None);
-        for item in self
-            .events
-            .range(txn, &(Bound::Excluded(&lower[..]), Bound::Unbounded))?
+        for item in
+            self.stored_range(txn, &(Bound::Excluded(&lower[..]), Bound::Unbounded), false)?
         {
             if walked == max {
                 break;
@@ -1209,7 +1244,11 @@ impl LmdbStore {
     fn dictionary_samples(&self) -> StoreResult<Vec<(Kind, Vec<u8>)>> {
         let txn = self.env.read_txn()?;
         let mut samples = Vec::new();
-        for item in self.events.rev_iter(&txn)?.take(DICTIONARY_SAMPLES) {
+        let all = (Bound::Unbounded, Bound::Unbounded);
+        for item in self
+            .stored_range(&txn, &all, true)?
+            .take(DICTIONARY_SAMPLES)
+        {
             let (k, value) = item?;
             let (_, record) = self.read_value(&txn, k, value)?;
             let kind = decode(&record)?.kind();
@@ -1239,10 +1278,56 @@ impl LmdbStore {
     /// The expiration and the event record of a stored event.
     fn load<'t>(&self, txn: &'t RoTxn<'_>, serial: u64) -> StoreResult<Option<Loaded<'t>>> {
         let key = schema::serial_bytes(serial);
-        match self.events.get(txn, &key)? {
-            Some(value) => self.read_value(txn, &key, value).map(Some),
+        match self.stored_value(txn, &key)? {
+            Some((_, value)) => self.read_value(txn, &key, value).map(Some),
             None => Ok(None),
         }
+    }
+
+    /// The table holding the stored value under `key`, and the value (or
+    /// its first part, when cut): `events`, else `replaceable`.
+    fn stored_value<'t>(
+        &self,
+        txn: &'t RoTxn<'_>,
+        key: &[u8],
+    ) -> StoreResult<Option<(Db, &'t [u8])>> {
+        if let Some(value) = self.events.get(txn, key)? {
+            return Ok(Some((self.events, value)));
+        }
+        Ok(self
+            .replaceable
+            .get(txn, key)?
+            .map(|v| (self.replaceable, v)))
+    }
+
+    /// The stored values of both tables with serials in `range`, in serial
+    /// order (`descending`: newest first).
+    fn stored_range<'t>(
+        &self,
+        txn: &'t RoTxn<'_>,
+        range: &(Bound<&[u8]>, Bound<&[u8]>),
+        descending: bool,
+    ) -> StoreResult<MergedByKey<'t>> {
+        let (a, b): (StoredIter<'t>, StoredIter<'t>) = match descending {
+            false => (
+                Box::new(self.events.range(txn, range)?),
+                Box::new(self.replaceable.range(txn, range)?),
+            ),
+            true => (
+                Box::new(self.events.rev_range(txn, range)?),
+                Box::new(self.replaceable.rev_range(txn, range)?),
+            ),
+        };
+        Ok(MergedByKey {
+            a: a.peekable(),
+            b: b.peekable(),
+            descending,
+        })
+    }
+
+    /// Stored events in both tables.
+    fn stored_len(&self, txn: &RoTxn<'_>) -> StoreResult<u64> {
+        Ok(self.events.len(txn)? + self.replaceable.len(txn)?)
     }
 
     /// A whole stored value from what `events` holds under `key`: with its
@@ -1319,17 +1404,18 @@ impl LmdbStore {
         }
         // Serials only grow: appending fills leaf pages instead of splitting
         // them in half.
+        let table = match d.address {
+            Some(_) => self.replaceable,
+            None => self.events,
+        };
         match self.fit.cut(value.len()) {
             Some(at) => {
                 value[0] |= FLAG_SPLIT;
-                self.events
-                    .put_with_flags(wtxn, PutFlags::APPEND, &sb, &value[..at])?;
+                table.put_with_flags(wtxn, PutFlags::APPEND, &sb, &value[..at])?;
                 self.tails
                     .put_with_flags(wtxn, PutFlags::APPEND, &sb, &value[at..])?;
             }
-            None => self
-                .events
-                .put_with_flags(wtxn, PutFlags::APPEND, &sb, &value)?,
+            None => table.put_with_flags(wtxn, PutFlags::APPEND, &sb, &value)?,
         }
         // The `ids` entry and the time-ordered index entries wait
         // (`index_waiting` writes them in batches, in key order): each sits
@@ -1689,7 +1775,7 @@ impl LmdbStore {
     /// Removes a stored event and all its index entries.
     fn remove(&self, wtxn: &mut RwTxn<'_>, serial: u64) -> StoreResult<bool> {
         let sb = schema::serial_bytes(serial);
-        let Some(value) = self.events.get(wtxn, &sb)? else {
+        let Some((table, value)) = self.stored_value(wtxn, &sb)? else {
             return Ok(false);
         };
         let value = self.whole_value(wtxn, &sb, value)?.into_owned();
@@ -1701,7 +1787,7 @@ impl LmdbStore {
         let search_copy =
             (self.search.is_some() && search::indexed_kind(view.kind())).then(|| stored.to_vec());
         let d = derive(&view);
-        self.events.delete(wtxn, &sb)?;
+        table.delete(wtxn, &sb)?;
         if value[0] & FLAG_SPLIT != 0 {
             self.tails.delete(wtxn, &sb)?;
         }
@@ -2633,7 +2719,7 @@ impl EventStore for LmdbStore {
             None => (0, 0),
         };
         Ok(Stats {
-            events: self.events.len(&txn)?,
+            events: self.stored_len(&txn)?,
             disk_bytes: self.env.real_disk_size().unwrap_or(0) + search_bytes,
             index_backlog: self.pending.len(&txn)? + self.removed.len(&txn)?,
             search_backlog,
@@ -2692,7 +2778,7 @@ impl EventStore for LmdbStore {
         }
         let txn = self.env.read_txn()?;
         Ok(self.meta.get(&txn, b"dicts")?.is_none()
-            && self.events.len(&txn)? >= self.auto_dictionaries)
+            && self.stored_len(&txn)? >= self.auto_dictionaries)
     }
 
     fn train_dictionaries(&self) -> StoreResult<bool> {

@@ -20,14 +20,19 @@ use sha2::{Digest, Sha256};
 /// `removed`; 9 stores those indexes in blocks of entries; 10 lets the
 /// `ids` entry wait in `pending` too; 11 moves the search index into an
 /// environment of its own; 12 cuts large stored values to fit whole
-/// pages, their ends in `tails`; 13 keys `ids` by id prefix and serial.
-pub const SCHEMA_VERSION: u32 = 13;
+/// pages, their ends in `tails`; 13 keys `ids` by id prefix and serial;
+/// 14 stores replaceable and addressable events in `replaceable`.
+pub const SCHEMA_VERSION: u32 = 14;
 
 /// Table names.
 pub mod table {
     /// serial → stored record (header byte + nwb record), or its first
     /// part when cut to fill whole pages (the rest in [`TAILS`]).
     pub const EVENTS: &str = "events";
+    /// The same as [`EVENTS`] for replaceable and addressable events
+    /// (schema 14; in `events` before): their versions come and go, and the
+    /// holes they leave stay in the leaves of whatever table holds them.
+    pub const REPLACEABLE: &str = "replaceable";
     /// serial → the end of a stored value cut to fit whole overflow pages
     /// (its header in `events` has bit 1 set).
     pub const TAILS: &str = "tails";
