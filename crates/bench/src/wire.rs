@@ -299,7 +299,9 @@ pub fn run(
     };
     let json_dict = {
         let train_json: Vec<&[u8]> = train.iter().map(|&i| json[i].as_bytes()).collect();
-        let dict = zstd::dict::from_samples(&train_json, train_options.max_dict_bytes)?;
+        // Trained as the nwb dictionaries are, so the trainer is not what differs.
+        let dict =
+            nostrwire_wire::compress::train_dictionary(&train_json, train_options.max_dict_bytes)?;
         let prepared = zstd::dict::EncoderDictionary::copy(&dict, options.level);
         let mut c = zstd::bulk::Compressor::with_prepared_dictionary(&prepared)?;
         let mut total = 0;

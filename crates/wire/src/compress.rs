@@ -166,7 +166,7 @@ impl DictSet {
                     scope.spawn(move || {
                         (t..jobs.len())
                             .step_by(threads)
-                            .map(|i| (i, train_one(&jobs[i].1, options.max_dict_bytes)))
+                            .map(|i| (i, train_dictionary(&jobs[i].1, options.max_dict_bytes)))
                             .collect::<Vec<_>>()
                     })
                 })
@@ -305,7 +305,10 @@ const FASTCOVER_D: u32 = 8;
 /// log2 of FastCover's frequency table (6 × 2^f bytes of memory).
 const FASTCOVER_F: u32 = 20;
 
-fn train_one(samples: &[&[u8]], max_dict_bytes: usize) -> io::Result<Vec<u8>> {
+/// Trains one zstd dictionary of at most `max_dict_bytes` on `samples`, the
+/// way [`DictSet::train`] trains each of its dictionaries: for comparisons
+/// that must train other data the same way.
+pub fn train_dictionary(samples: &[&[u8]], max_dict_bytes: usize) -> io::Result<Vec<u8>> {
     use zstd::zstd_safe::zstd_sys;
 
     let total: usize = samples.iter().map(|s| s.len()).sum();
