@@ -235,13 +235,17 @@ fn gen_event(rng: &mut Rng, keys: &[Keys], history: &[Event]) -> Event {
     }
     let created_at = Timestamp::new(1000 + rng.below(if vanish { 15 } else { 40 }) as u64).unwrap();
     let unsigned = UnsignedEvent::new(k, created_at, kind, tags, format!("n{}", rng.next() % 1000));
-    // The store does not verify signatures; ids must be real.
-    let id = unsigned.compute_id();
+    unsigned_event(unsigned)
+}
+
+/// An event with its real id and a zero signature: the store does not
+/// verify signatures, and ids must be real.
+fn unsigned_event(unsigned: UnsignedEvent) -> Event {
     Event {
-        id,
+        id: unsigned.compute_id(),
         pubkey: unsigned.pubkey,
-        created_at,
-        kind,
+        created_at: unsigned.created_at,
+        kind: unsigned.kind,
         tags: unsigned.tags,
         content: unsigned.content,
         sig: nostrwire_event::Signature::from_bytes([0; 64]),
@@ -532,15 +536,7 @@ fn upgrade_from(version: u32) {
             ],
             content,
         );
-        nostrwire_wire::encode_event(&Event {
-            id: unsigned.compute_id(),
-            pubkey: unsigned.pubkey,
-            created_at: unsigned.created_at,
-            kind: unsigned.kind,
-            tags: unsigned.tags,
-            content: unsigned.content,
-            sig: nostrwire_event::Signature::from_bytes([0; 64]),
-        })
+        nostrwire_wire::encode_event(&unsigned_event(unsigned))
     };
     let search = |q: &str| {
         let mut f = Filter::new();
@@ -787,15 +783,7 @@ fn replaceable_events_have_their_own_table_and_older_databases_keep_theirs_in_ev
             tags,
             content,
         );
-        Event {
-            id: unsigned.compute_id(),
-            pubkey: unsigned.pubkey,
-            created_at: unsigned.created_at,
-            kind: unsigned.kind,
-            tags: unsigned.tags,
-            content: unsigned.content,
-            sig: nostrwire_event::Signature::from_bytes([0; 64]),
-        }
+        unsigned_event(unsigned)
     };
     let incoming = |e: &Event| Incoming::from(nostrwire_wire::encode_event(e));
     // A follow list large enough to be cut (its end in `tails`), a profile,
