@@ -12,8 +12,11 @@
 # --duration seconds per scenario and round, and stops by itself.
 #
 # Usage: scripts/compare-relays.sh [--peers LIST] [--scenarios LIST] [--count N]
-#            [--duration S] [--rounds R] [--connections N] [--out DIR] [--no-ours]
-#            [--install-only]
+#            [--duration S] [--rounds R] [--connections N] [--timeout S]
+#            [--out DIR] [--no-ours] [--install-only]
+#   --timeout is how long the load tester waits for any one answer (default 5 s):
+#   a relay that leaves some events unanswered (rnostr does, for a few corpus
+#   follow lists) stalls that connection for this long each time.
 #   LIST is comma-separated. Peers: khatru-lmdb, khatru-badger, nostr-rs-relay, rnostr.
 #   Environment: PEERS_DIR (installed peers, default ~/.cache/nostrwire-peers);
 #   NOSTRWIRE_BIN (a built nostrwire binary; default: build target/release/nostrwire).
@@ -27,6 +30,7 @@ count=5000
 duration=20
 rounds=3
 connections=8
+timeout=5
 out=""
 ours=1
 install_only=0
@@ -38,10 +42,11 @@ while [ $# -gt 0 ]; do
         --duration) duration=$2; shift 2 ;;
         --rounds) rounds=$2; shift 2 ;;
         --connections) connections=$2; shift 2 ;;
+        --timeout) timeout=$2; shift 2 ;;
         --out) out=$2; shift 2 ;;
         --no-ours) ours=0; shift ;;
         --install-only) install_only=1; shift ;;
-        -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
         *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -317,7 +322,7 @@ fi
 log "running: ${names[*]}"
 "$NW" load --relay "${urls[0]}" "${compare[@]}" \
     --scenario "$scenarios" --count "$count" --duration "$duration" --rounds "$rounds" \
-    --connections "$connections" --quiet \
+    --connections "$connections" --timeout "$timeout" --quiet \
     --report "$out/relays.json" --markdown "$out/relays.md" --svg "$out/relays.svg" |
     tee "$out/relays.txt"
 log "wrote $out/relays.md"
