@@ -1822,6 +1822,16 @@ impl LmdbStore {
     /// The serial of a stored event by id, in `txn`'s snapshot: from
     /// `ids`, or from the event's `pending` row while its entry waits.
     fn serial_of(&self, txn: &RoTxn<'_>, id: &EventId) -> StoreResult<Option<u64>> {
+        Ok(self.lookup_id(txn, id)?.map(|(serial, _)| serial))
+    }
+
+    /// Like [`Self::serial_of`], with the stored value when the lookup read
+    /// it to check the id (an `ids` hit), so a query need not read it again.
+    fn lookup_id<'t>(
+        &self,
+        txn: &'t RoTxn<'_>,
+        id: &EventId,
+    ) -> StoreResult<Option<(u64, Option<Loaded<'t>>)>> {
         // Keys hold a prefix of the id: each stored event under it is
         // checked (one, nearly always; none for a new event).
         for item in self
@@ -1831,8 +1841,10 @@ impl LmdbStore {
             let (k, _) = item?;
             let serial = schema::serial_from(&k[schema::ID_PREFIX..])
                 .ok_or_else(|| StoreError::Corrupt("bad ids key".into()))?;
-            if self.stored_id(txn, serial)? == Some(*id) {
-                return Ok(Some(serial));
+            if let Some(loaded) = self.load(txn, serial)? {
+                if decode(&loaded.1)?.id() == id {
+                    return Ok(Some((serial, Some(loaded))));
+                }
             }
         }
         let (hit, dropped_through) = {
@@ -1843,7 +1855,7 @@ impl LmdbStore {
         // committed, or its commit failed): only the row counts.
         if let Some(serial) = hit {
             if self.waiting_row_id(txn, serial)? == Some(*id.as_bytes()) {
-                return Ok(Some(serial));
+                return Ok(Some((serial, None)));
             }
         }
         // A snapshot taken before the last batch still holds rows the map
@@ -1856,18 +1868,10 @@ impl LmdbStore {
             let (k, v) = item?;
             let row = waiting_row(v)?;
             if row.id() == Some(id.as_bytes()) {
-                return Ok(schema::serial_from(k));
+                return Ok(schema::serial_from(k).map(|serial| (serial, None)));
             }
         }
         Ok(None)
-    }
-
-    /// The id of the stored event `serial`, if it is stored.
-    fn stored_id(&self, txn: &RoTxn<'_>, serial: u64) -> StoreResult<Option<EventId>> {
-        match self.load(txn, serial)? {
-            Some((_, record)) => Ok(Some(*decode(&record)?.id())),
-            None => Ok(None),
-        }
     }
 
     /// Schema 12 and older keyed `ids` by the whole id, the serial as its
@@ -2125,9 +2129,21 @@ impl LmdbStore {
         if cursor.seen.contains(&serial) {
             return Ok(());
         }
-        let Some((expires, record)) = self.load(txn, serial)? else {
+        let Some(loaded) = self.load(txn, serial)? else {
             return Ok(());
         };
+        self.consider_loaded(serial, loaded, filter, cursor, now)
+    }
+
+    /// [`Self::consider`] for an event already read (and counted).
+    fn consider_loaded(
+        &self,
+        serial: u64,
+        (expires, record): Loaded<'_>,
+        filter: &Filter,
+        cursor: &mut QueryCursor,
+        now: u64,
+    ) -> StoreResult<()> {
         if expires.is_some_and(|t| t <= now) {
             return Ok(());
         }
@@ -2660,8 +2676,13 @@ impl EventStore for LmdbStore {
                         status = ScanStatus::More;
                         break;
                     }
-                    if let Some(serial) = self.serial_of(&txn, &ids[next])? {
-                        self.consider(&txn, serial, filter, cursor, now)?;
+                    match self.lookup_id(&txn, &ids[next])? {
+                        Some((serial, Some(loaded))) if !cursor.seen.contains(&serial) => {
+                            cursor.examined += 1;
+                            self.consider_loaded(serial, loaded, filter, cursor, now)?;
+                        }
+                        Some((serial, _)) => self.consider(&txn, serial, filter, cursor, now)?,
+                        None => {}
                     }
                     next += 1;
                     spent += 1;
