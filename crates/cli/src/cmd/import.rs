@@ -193,7 +193,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Where [`compact_in_place`] writes its copy.
 /// How far the reader got when it handed a batch to the writer.
 #[derive(Clone, Copy, Debug)]
 struct Progress {
@@ -225,6 +224,7 @@ impl Progress {
     }
 }
 
+/// Where [`compact_in_place`] writes its copy.
 fn scratch_dir(data: &Path) -> PathBuf {
     data.join("compacting")
 }

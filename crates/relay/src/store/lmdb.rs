@@ -1330,8 +1330,8 @@ impl LmdbStore {
         Ok(self.events.len(txn)? + self.replaceable.len(txn)?)
     }
 
-    /// A whole stored value from what `events` holds under `key`: with its
-    /// tail appended when it was cut ([`FLAG_SPLIT`]).
+    /// A whole stored value from what `events` or `replaceable` holds
+    /// under `key`: with its tail appended when it was cut ([`FLAG_SPLIT`]).
     fn whole_value<'t>(
         &self,
         txn: &'t RoTxn<'_>,
@@ -1348,8 +1348,8 @@ impl LmdbStore {
         Ok(Cow::Owned([value, tail].concat()))
     }
 
-    /// The expiration and the event record of what `events` holds under
-    /// `key`.
+    /// The expiration and the event record of what `events` or
+    /// `replaceable` holds under `key`.
     fn read_value<'t>(
         &self,
         txn: &'t RoTxn<'_>,
