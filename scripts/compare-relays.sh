@@ -13,10 +13,13 @@
 #
 # Usage: scripts/compare-relays.sh [--peers LIST] [--scenarios LIST] [--count N]
 #            [--duration S] [--rounds R] [--connections N] [--timeout S]
-#            [--out DIR] [--no-ours] [--install-only]
+#            [--out DIR] [--no-ours] [--install-only] [--disk]
 #   --timeout is how long the load tester waits for any one answer (default 5 s):
 #   a relay that leaves some events unanswered (rnostr does, for a few corpus
 #   follow lists) stalls that connection for this long each time.
+#   --disk stops every relay after the run (SIGTERM; ours once its trailing
+#   indexes are written) and adds disk.md: each data directory's size after
+#   the same events, and the JSON of the events ours kept (`nostrwire export`).
 #   LIST is comma-separated. Peers: khatru-lmdb, khatru-badger, nostr-rs-relay, rnostr.
 #   Environment: PEERS_DIR (installed peers, default ~/.cache/nostrwire-peers);
 #   NOSTRWIRE_BIN (a built nostrwire binary; default: build target/release/nostrwire).
@@ -34,6 +37,7 @@ timeout=5
 out=""
 ours=1
 install_only=0
+disk=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --peers) peers=$2; shift 2 ;;
@@ -46,7 +50,8 @@ while [ $# -gt 0 ]; do
         --out) out=$2; shift 2 ;;
         --no-ours) ours=0; shift ;;
         --install-only) install_only=1; shift ;;
-        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+        --disk) disk=1; shift ;;
+        -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
         *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -326,3 +331,43 @@ log "running: ${names[*]}"
     --report "$out/relays.json" --markdown "$out/relays.md" --svg "$out/relays.svg" |
     tee "$out/relays.txt"
 log "wrote $out/relays.md"
+
+# Disk: every relay stopped cleanly, then its data directory measured.
+if [ "$disk" = 1 ]; then
+    if [ "$ours" = 1 ]; then
+        # Our time-ordered and search indexes trail the commits: let them finish.
+        for _ in $(seq 120); do
+            backlog=$(curl -s "${urls[0]/ws:/http:}/metrics" |
+                awk '/^nostrwire_db_(index|search)_backlog_events /{s+=$2} END{print s+0}')
+            [ "$backlog" = 0 ] && break
+            sleep 0.5
+        done
+    fi
+    for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+    for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+    pids=()
+    {
+        echo "# Disk after the run"
+        echo
+        echo "Each relay's data directory after the same events (\`du -sb\`: bytes of its files; \`du -sk\`: blocks allocated, which is what counts for sparse files such as Badger's preallocated logs), every relay stopped with SIGTERM first."
+        echo
+        kept_json=""
+        if [ "$ours" = 1 ]; then
+            read -r kept kept_json < <("$NW" export --data "$work/ours" |
+                LC_ALL=C awk '{n++; b+=length($0)} END{print n+0, b+0}')
+            echo "nostrwire kept $kept events: $kept_json bytes of JSON (\`nostrwire export\`, one line each, newlines not counted)."
+            echo
+        fi
+        echo "| relay | bytes | allocated | allocated / nostrwire's kept JSON |"
+        echo "|---|---|---|---|"
+        for i in "${!names[@]}"; do
+            dir="$work/${names[$i]}"
+            [ "${names[$i]}" != nostrwire ] || dir="$work/ours"
+            bytes=$(du -sb "$dir" | cut -f1)
+            alloc=$(( $(du -sk "$dir" | cut -f1) * 1024 ))
+            ratio=$(awk -v b="$alloc" -v j="${kept_json:-0}" 'BEGIN{ if (j > 0) printf "%.3f", b / j; else print "—" }')
+            echo "| ${names[$i]} | $bytes | $alloc | $ratio |"
+        done
+    } >"$out/disk.md"
+    cat "$out/disk.md"
+fi

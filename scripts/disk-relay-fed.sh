@@ -17,11 +17,11 @@
 #   Environment: NOSTRWIRE_BIN (a built nostrwire binary; default: build
 #   target/release/nostrwire).
 #
-# The generated events repeat the contents of the 1,001 corpus events, which
-# flatters compression with trained dictionaries (see
-# bench-runs/2026-11-24-vm/relay-fed-500k-compression/); add
-# `[storage]` `auto_dictionaries = 0` to a --config file for the figure
-# without dictionaries.
+# The generated events take new prose, encrypted payloads and `e` ids rather
+# than copies of the corpus (crates/loadgen/src/renew.rs), so trained
+# dictionaries cannot memorise them; add `[storage]` `auto_dictionaries = 0`
+# to a --config file for the figure without dictionaries, `[search]`
+# `enabled = false` for the event store alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -13,7 +13,8 @@
 //!   their filter (and a sample for id and signature).
 //! - [`workload`]: events signed before any clock starts, with the real kind
 //!   mix and corpus-resampled tags and contents, or replayed from a file;
-//!   seeded.
+//!   seeded. [`renew`] redraws the prose, encrypted payloads and `e` ids
+//!   that real traffic does not repeat.
 //! - [`scenario`]: closed- and open-loop publishing, bursts, queries, mixed,
 //!   concurrent, fan-out, large events, idle connections, search.
 //! - [`stats`] and [`report`]: HDR histograms, failures by reason, bytes,
@@ -26,6 +27,7 @@ use std::path::PathBuf;
 
 pub mod client;
 pub mod host;
+pub mod renew;
 pub mod report;
 pub mod rng;
 pub mod runner;

@@ -4,7 +4,8 @@
 //! take their tags and content from a corpus event of the same kind, chosen
 //! at random: sizes, tag counts and escaping are those of real traffic, while
 //! the author (one of `authors` deterministic keys) and `created_at` are new,
-//! so every id is new. `created_at` rises with the send order, so a later
+//! so every id is new. [`mixed_events`] also redraws what real traffic does
+//! not repeat (prose, encrypted payloads, `e` ids: see [`crate::renew`]). `created_at` rises with the send order, so a later
 //! replaceable event always supersedes an earlier one. Replayed events
 //! (`--replay`) are sent exactly as read.
 
@@ -16,6 +17,7 @@ use nostrwire_event::{
     parse_event_line, Event, Keys, Kind, Limits, PublicKey, Tag, Timestamp, UnsignedEvent,
 };
 
+use crate::renew::Renewal;
 use crate::rng::Rng;
 use crate::Error;
 
@@ -139,6 +141,7 @@ pub struct Shape {
 pub struct Shapes {
     shapes: Vec<Shape>,
     by_kind: HashMap<u16, Vec<usize>>,
+    renewal: Renewal,
 }
 
 impl Shapes {
@@ -168,7 +171,12 @@ impl Shapes {
                 }
             })
             .collect();
-        Ok(Shapes { shapes, by_kind })
+        let renewal = Renewal::learn(shapes.iter().map(|s| s.content.as_str()));
+        Ok(Shapes {
+            shapes,
+            by_kind,
+            renewal,
+        })
     }
 
     /// A shape of `kind`, or of any kind when the corpus has none of it.
@@ -177,6 +185,15 @@ impl Shapes {
             Some(list) => &self.shapes[list[rng.below(list.len() as u64) as usize]],
             None => &self.shapes[rng.below(self.shapes.len() as u64) as usize],
         }
+    }
+
+    /// Tags and content for a new event of `kind`: a sampled shape's, with
+    /// prose, encrypted payloads and `e` ids drawn anew ([`Renewal`]).
+    pub fn renewed(&self, kind: u16, rng: &mut Rng) -> (Vec<Tag>, String) {
+        let shape = self.sample(kind, rng);
+        let tags = self.renewal.tags(&shape.tags, rng);
+        let content = self.renewal.content(&shape.content, rng);
+        (tags, content)
     }
 
     /// Shapes of `kind` with at least `min_tags` tags.
@@ -299,7 +316,7 @@ fn renew_expiration(tags: &mut [Tag], created_at: u64) {
     }
 }
 
-/// The usual generator: kind from the mix, shape from the corpus.
+/// The usual generator: kind from the mix, shape from the corpus, renewed.
 pub fn mixed_events(
     spec: &GenSpec,
     keys: &[Keys],
@@ -308,8 +325,8 @@ pub fn mixed_events(
 ) -> Vec<Prepared> {
     generate(spec, keys, |rng| {
         let kind = mix.sample(rng);
-        let s = shapes.sample(kind, rng);
-        (kind, s.tags.clone(), s.content.clone())
+        let (tags, content) = shapes.renewed(kind, rng);
+        (kind, tags, content)
     })
 }
 
@@ -430,6 +447,40 @@ mod tests {
         let other = GenSpec { stream: 2, ..spec };
         let c = mixed_events(&other, &keys, &mix, &shapes);
         assert!(a.iter().zip(&c).any(|(x, y)| x.event.id != y.event.id));
+    }
+
+    #[test]
+    fn generated_contents_do_not_repeat_the_corpus() {
+        let shapes = corpus();
+        let mix = KindMix::load(&crate::testdata("kind-mix.tsv")).unwrap();
+        let spec = GenSpec {
+            seed: 2,
+            stream: 0,
+            count: 3000,
+            newest: Timestamp::new(1_800_000_000).unwrap(),
+            extra_tag: None,
+        };
+        let events = mixed_events(&spec, &authors(2, 10), &mix, &shapes);
+        let corpus_contents: std::collections::HashSet<&str> =
+            shapes.shapes.iter().map(|s| s.content.as_str()).collect();
+        let renewable: Vec<&str> = events
+            .iter()
+            .map(|p| p.event.content.as_str())
+            .filter(|c| crate::renew::ContentClass::of(c) != crate::renew::ContentClass::Kept)
+            .collect();
+        assert!(renewable.len() > 500, "{}", renewable.len());
+        let copies = renewable
+            .iter()
+            .filter(|c| corpus_contents.contains(*c))
+            .count();
+        let distinct: std::collections::HashSet<&&str> = renewable.iter().collect();
+        assert!(copies * 100 < renewable.len(), "{copies} copies");
+        assert!(
+            distinct.len() * 100 > renewable.len() * 95,
+            "{} of {}",
+            distinct.len(),
+            renewable.len()
+        );
     }
 
     #[test]
