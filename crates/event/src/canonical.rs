@@ -102,9 +102,18 @@ pub trait SignedFields: PreimageFields {
 
     /// The event as canonical compact JSON.
     fn to_json(&self) -> String {
+        String::from_utf8(self.to_json_bytes()).expect("canonical JSON is UTF-8")
+    }
+
+    /// The event as canonical compact JSON, as bytes: UTF-8 (written from
+    /// the event's `&str`s and ASCII) without the check [`to_json`] pays
+    /// for, for callers that only pass the bytes on.
+    ///
+    /// [`to_json`]: SignedFields::to_json
+    fn to_json_bytes(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.json_size_hint());
         self.write_json(&mut out);
-        String::from_utf8(out).expect("canonical JSON is UTF-8")
+        out
     }
 }
 

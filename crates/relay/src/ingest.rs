@@ -26,7 +26,7 @@ use nostrwire_wire::transport::{self, ClientFrame};
 fn send(conn: &Conn, build: impl FnOnce(&mut Vec<u8>)) {
     let mut out = Vec::with_capacity(128);
     build(&mut out);
-    conn.outbox.send(String::from_utf8(out).expect("UTF-8"));
+    conn.outbox.send(out);
 }
 
 fn ok_false(shared: &Shared, conn: &Conn, id: &EventId, reason: &str, message: &str) {
@@ -552,9 +552,13 @@ fn event_message<E: SignedFields>(
         };
         return ok_false(shared, conn, id, e.kind().as_str(), &message);
     }
-    let json = event.to_json();
+    let json = event.to_json_bytes();
     if let Some(plugin) = plugin {
-        match plugin.decide(id, &json, conn.ip, now) {
+        let Ok(text) = std::str::from_utf8(&json) else {
+            tracing::error!("canonical JSON of {id} is not UTF-8");
+            return ok_false(shared, conn, id, "internal", "error: internal error");
+        };
+        match plugin.decide(id, text, conn.ip, now) {
             Decision::Accept => {}
             Decision::Reject(message) => return ok_false(shared, conn, id, "plugin", &message),
             Decision::ShadowReject => {

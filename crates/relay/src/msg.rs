@@ -18,8 +18,10 @@ pub type ConnId = u64;
 /// A frame queued for a connection's socket.
 #[derive(Debug)]
 pub enum Outgoing {
-    /// A text frame.
-    Text(String),
+    /// A text frame's payload. UTF-8 by construction: every text message is
+    /// written from `&str`s and ASCII by the `message::write` functions or
+    /// `write_json`, so it is not checked again on its way out.
+    Text(Vec<u8>),
     /// A binary frame (`nostrwire.v1` connections).
     Binary(Vec<u8>),
     /// A pong answering a ping, with the ping's payload.
@@ -79,12 +81,13 @@ impl Outbox {
         self.tx.send(frame).is_ok()
     }
 
-    /// Queues a NIP-01 message given as JSON text (a `0x00` frame on binary
-    /// connections); false if the connection is gone or was cut off.
-    pub fn send(&self, json: String) -> bool {
+    /// Queues a NIP-01 message given as JSON text (UTF-8, as the message
+    /// writers produce it; a `0x00` frame on binary connections); false if
+    /// the connection is gone or was cut off.
+    pub fn send(&self, json: Vec<u8>) -> bool {
         if self.binary {
             let mut frame = Vec::with_capacity(json.len() + 1);
-            transport::write_json(&mut frame, json.as_bytes());
+            transport::write_json(&mut frame, &json);
             return self.queue(frame.len(), Outgoing::Binary(frame));
         }
         self.queue(json.len(), Outgoing::Text(json))
@@ -93,17 +96,15 @@ impl Outbox {
     /// Queues an event for a subscription: `json` on text connections,
     /// `record` (nwb, as stored) on binary ones. Only the one the transport
     /// needs has to be filled in.
-    pub fn send_event(&self, subscription_id: &str, json: &str, record: &[u8]) -> bool {
+    pub fn send_event(&self, subscription_id: &str, json: &[u8], record: &[u8]) -> bool {
         if self.binary {
             let mut frame = Vec::new();
             transport::write_relay_event(&mut frame, subscription_id, record);
             return self.queue(frame.len(), Outgoing::Binary(frame));
         }
         let mut out = Vec::with_capacity(json.len() + subscription_id.len() + 16);
-        write::relay_event_json(&mut out, subscription_id, |o| {
-            o.extend_from_slice(json.as_bytes())
-        });
-        self.send(String::from_utf8(out).expect("UTF-8"))
+        write::relay_event_json(&mut out, subscription_id, |o| o.extend_from_slice(json));
+        self.send(out)
     }
 
     /// Queues an `OK`.
@@ -115,7 +116,7 @@ impl Outbox {
         }
         let mut out = Vec::with_capacity(100 + message.len());
         write::ok(&mut out, id, accepted, message);
-        self.send(String::from_utf8(out).expect("UTF-8"))
+        self.send(out)
     }
 
     /// Queues an `EOSE`.
@@ -127,7 +128,7 @@ impl Outbox {
         }
         let mut out = Vec::new();
         write::eose(&mut out, subscription_id);
-        self.send(String::from_utf8(out).expect("UTF-8"))
+        self.send(out)
     }
 
     /// Closes a connection that does not read what it asked for, telling it why.
@@ -145,7 +146,7 @@ impl Outbox {
             transport::write_json(&mut frame, &notice);
             Outgoing::Binary(frame)
         } else {
-            Outgoing::Text(String::from_utf8(notice).expect("UTF-8"))
+            Outgoing::Text(notice)
         };
         let _ = self.tx.send(frame);
         let _ = self.tx.send(Outgoing::Close(CLOSE_POLICY));
@@ -271,8 +272,8 @@ pub struct Accepted {
     /// ([`crate::store::EventStore::pack`]) so that the writer does not
     /// compress; `None`: the writer prepares it.
     pub stored: Option<Vec<u8>>,
-    /// Canonical JSON, for fan-out.
-    pub json: String,
+    /// Canonical JSON (UTF-8), for fan-out.
+    pub json: Vec<u8>,
     /// Who to answer.
     pub reply: Outbox,
     /// The connection that published it (group commit counts publishers).
@@ -297,8 +298,8 @@ pub struct LiveEvent {
     pub serial: u64,
     /// The nwb record (for matching).
     pub record: Vec<u8>,
-    /// Canonical JSON (for sending).
-    pub json: String,
+    /// Canonical JSON (for sending; UTF-8).
+    pub json: Vec<u8>,
 }
 
 /// Where a subscription stands.

@@ -159,7 +159,7 @@ pub fn run(shared: Arc<Shared>, queue: Receiver<Job>, requeue: Sender<Job>) {
                 tracing::error!("query failed: {e}");
                 let mut out = Vec::new();
                 write::closed(&mut out, &job.sub.id, "error: query failed");
-                job.sub.outbox.send(String::from_utf8(out).expect("UTF-8"));
+                job.sub.outbox.send(out);
             }
         }
     }
@@ -243,7 +243,7 @@ fn finish_count(shared: &Shared, job: &Job) {
         out.truncate(out.len() - 2);
         out.extend_from_slice(b",\"approximate\":true}]");
     }
-    sub.outbox.send(String::from_utf8(out).expect("UTF-8"));
+    sub.outbox.send(out);
 }
 
 /// Hands a NEG-OPEN's items (or why there are none) to the connection's

@@ -320,7 +320,7 @@ async fn websocket(
     if shared.config.auth.enabled {
         let mut out = Vec::new();
         nostrwire_event::message::write::auth_challenge(&mut out, &conn.challenge);
-        outbox.send(String::from_utf8(out).expect("UTF-8"));
+        outbox.send(out);
     }
     let ingest = shared.ingest_for(id);
     let frames = MessageWriter::new(
@@ -344,7 +344,7 @@ async fn websocket(
                 Err(e) => {
                     let mut out = Vec::new();
                     nostrwire_event::message::write::notice(&mut out, &format!("error: {e}"));
-                    outbox.send(String::from_utf8(out).expect("UTF-8"));
+                    outbox.send(out);
                     outbox.close_with(e.close_code());
                     break 'connection;
                 }
@@ -384,7 +384,7 @@ async fn websocket(
                             "invalid: binary frames need the nostrwire.v1 subprotocol; send JSON text frames"
                         },
                     );
-                    outbox.send(String::from_utf8(out).expect("UTF-8"));
+                    outbox.send(out);
                 }
                 Message::Ping(payload) => outbox.pong(payload),
                 Message::Pong(_) => {}
@@ -429,7 +429,7 @@ async fn write_loop(
             match item {
                 Outgoing::Text(text) => {
                     written += text.len();
-                    frames.text(&mut out, text.as_bytes(), None);
+                    frames.text(&mut out, &text, None);
                 }
                 Outgoing::Binary(frame) => {
                     written += frame.len();

@@ -28,13 +28,13 @@ pub struct Sessions {
 fn send_err(conn: &Conn, id: &str, message: &str) {
     let mut out = Vec::new();
     write::neg_err(&mut out, id, message);
-    conn.outbox.send(String::from_utf8(out).expect("UTF-8"));
+    conn.outbox.send(out);
 }
 
 fn send_msg(conn: &Conn, id: &str, message: &[u8]) {
     let mut out = Vec::with_capacity(2 * message.len() + 32);
     write::neg_msg(&mut out, id, message);
-    conn.outbox.send(String::from_utf8(out).expect("UTF-8"));
+    conn.outbox.send(out);
 }
 
 impl Sessions {

@@ -238,7 +238,7 @@ mod tests {
                 record: Vec::new(),
                 received: std::time::Instant::now(),
                 stored: None,
-                json: String::new(),
+                json: Vec::new(),
                 reply: outbox.clone(),
                 conn,
             })

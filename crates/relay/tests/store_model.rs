@@ -435,8 +435,11 @@ fn a_database_trains_its_own_dictionaries() {
             .unwrap();
         out
     };
-    let expected: HashMap<EventId, String> =
-        model.live.iter().map(|e| (e.id, e.to_json())).collect();
+    let expected: HashMap<EventId, Vec<u8>> = model
+        .live
+        .iter()
+        .map(|e| (e.id, e.to_json_bytes()))
+        .collect();
     assert_eq!(exported(&store), expected);
     drop(store);
     // Records written after training name a dictionary; older ones none.
@@ -1037,8 +1040,11 @@ fn agrees_with_model_with_search_lag(
     );
     assert_eq!(store.stats().unwrap().events as usize, model.live.len());
     // Every stored event comes back byte for byte (through decompression).
-    let mut expected: HashMap<EventId, String> =
-        model.live.iter().map(|e| (e.id, e.to_json())).collect();
+    let mut expected: HashMap<EventId, Vec<u8>> = model
+        .live
+        .iter()
+        .map(|e| (e.id, e.to_json_bytes()))
+        .collect();
     store
         .export(&Filter::new(), &mut |found| {
             let json = expected

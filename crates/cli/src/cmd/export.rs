@@ -29,7 +29,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut failed = None;
     store.export(&filter, &mut |found| {
         let result = out
-            .write_all(found.json.as_bytes())
+            .write_all(&found.json)
             .and_then(|_| out.write_all(b"\n"));
         match result {
             Ok(()) => true,

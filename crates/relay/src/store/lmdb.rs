@@ -2991,8 +2991,8 @@ fn found(serial: u64, view: &EventView<'_>, form: Form) -> Found {
         id: *view.id(),
         created_at: view.created_at().as_u64(),
         json: match form {
-            Form::Json => view.to_json(),
-            _ => String::new(),
+            Form::Json => view.to_json_bytes(),
+            _ => Vec::new(),
         },
         record: match form {
             Form::Record => view.record().to_vec(),
@@ -3208,7 +3208,7 @@ mod tests {
         assert_eq!(store.tails.len(&txn).unwrap(), cut);
         drop(txn);
         // Every event comes back whole, before and after reopening.
-        let mut expected: Vec<String> = events.iter().map(|e| e.to_json()).collect();
+        let mut expected: Vec<Vec<u8>> = events.iter().map(|e| e.to_json_bytes()).collect();
         expected.sort();
         let exported = |store: &LmdbStore| {
             let mut exported = Vec::new();

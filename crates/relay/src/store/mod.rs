@@ -57,8 +57,9 @@ pub struct Found {
     pub id: EventId,
     /// Creation time (for ordering).
     pub created_at: u64,
-    /// Canonical JSON of the event (empty when the query asked for records).
-    pub json: String,
+    /// Canonical JSON of the event, UTF-8 (empty when the query asked for
+    /// records).
+    pub json: Vec<u8>,
     /// The uncompressed nwb record (only when the query asked for records,
     /// for binary-transport connections).
     pub record: Vec<u8>,
