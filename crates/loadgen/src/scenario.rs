@@ -728,17 +728,28 @@ async fn seed(run: &Run, out: &mut Outcome) -> Seeded {
         if authors.insert(p.event.pubkey) {
             s.authors.push(p.event.pubkey);
         }
-        for t in &p.event.tags {
-            if t.name() == "p" && s.p_tags.len() < 1000 {
-                if let Some(v) = t.first_value() {
-                    if v.len() == 64 && nostrwire_event::hex::is_lower_hex(v.as_bytes()) {
-                        s.p_tags.push(v.to_string());
-                    }
-                }
-            }
+        if s.p_tags.len() < MAX_P_TAG_QUERIES {
+            s.p_tags.extend(first_p_tag(&p.event));
         }
     }
     s
+}
+
+/// Most distinct `#p` values the query scenario cycles through.
+const MAX_P_TAG_QUERIES: usize = 1000;
+
+/// The first `p` tag's key of an event, if it is one. `#p` queries take one
+/// per seeded event, so they ask for pubkeys as often as events mention
+/// them; taking every `p` tag in order let the first follow lists, with
+/// hundreds each, supply all of them.
+fn first_p_tag(event: &nostrwire_event::Event) -> Option<String> {
+    event
+        .tags
+        .iter()
+        .filter(|t| t.name() == "p")
+        .filter_map(|t| t.first_value())
+        .find(|v| v.len() == 64 && nostrwire_event::hex::is_lower_hex(v.as_bytes()))
+        .map(str::to_string)
 }
 
 /// The query mix: the three nostr-bench filters, then author, tag and id lookups.
@@ -1632,6 +1643,44 @@ mod tests {
     use super::*;
     use crate::workload::{authors, mixed_events, GenSpec, KindMix, Shapes};
     use nostrwire_event::{Tag, Timestamp};
+
+    #[test]
+    fn p_tag_queries_take_one_key_per_event() {
+        let keys = authors(4, 2);
+        let key = |i: u8| nostrwire_event::hex::encode(&[i; 32]);
+        let follows: Vec<Tag> = (1..=200).map(|i| Tag::from_strs(&["p", &key(i)])).collect();
+        let follow_list = nostrwire_event::UnsignedEvent::new(
+            &keys[0],
+            Timestamp::new(1_700_000_000).unwrap(),
+            Kind(3),
+            follows,
+            String::new(),
+        )
+        .sign(&keys[0]);
+        assert_eq!(first_p_tag(&follow_list), Some(key(1)));
+        let reply = nostrwire_event::UnsignedEvent::new(
+            &keys[1],
+            Timestamp::new(1_700_000_001).unwrap(),
+            Kind(1),
+            vec![
+                Tag::from_strs(&["p", "not-a-key"]),
+                Tag::from_strs(&["e", &key(9)]),
+                Tag::from_strs(&["p", &key(7)]),
+            ],
+            "hi",
+        )
+        .sign(&keys[1]);
+        assert_eq!(first_p_tag(&reply), Some(key(7)));
+        let none = nostrwire_event::UnsignedEvent::new(
+            &keys[1],
+            Timestamp::new(1_700_000_002).unwrap(),
+            Kind(1),
+            vec![],
+            "hi",
+        )
+        .sign(&keys[1]);
+        assert_eq!(first_p_tag(&none), None);
+    }
 
     #[test]
     fn shares_cover_every_event_once_keep_versions_together_and_balance() {
