@@ -775,6 +775,100 @@ fn upgrade_from(version: u32) {
 }
 
 #[test]
+fn a_search_index_in_the_first_posting_layout_is_rebuilt() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = Keys::derive(8, 4);
+    let note = |content: &str| {
+        let unsigned = UnsignedEvent::new(
+            &keys,
+            Timestamp::new(1000).unwrap(),
+            Kind(1),
+            vec![],
+            content,
+        );
+        unsigned_event(unsigned)
+    };
+    let (once, twice) = (note("lighthouse keeper"), note("keeper keeper of bees"));
+    let mut search = Filter::new();
+    search.search = Some("keeper".into());
+    let store = LmdbStore::open(dir.path(), &options(0)).unwrap();
+    store
+        .write_batch(
+            &[
+                nostrwire_wire::encode_event(&once).into(),
+                nostrwire_wire::encode_event(&twice).into(),
+            ],
+            0,
+        )
+        .unwrap();
+    while store.index_pending(1000).unwrap() || store.index_search(1000, 0).unwrap() {}
+    drop(store);
+    // Make it look like an index of layout 1: no `format` key, and a block
+    // that layout 2 cannot read (tf 1 written out, then a bad length code).
+    let search_env = raw_env(&dir.path().join("search"));
+    let mut wtxn = search_env.write_txn().unwrap();
+    let meta: Db = search_env
+        .open_database(&wtxn, Some("meta"))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        meta.get(&wtxn, b"format").unwrap(),
+        Some(&schema::POSTING_FORMAT.to_le_bytes()[..])
+    );
+    meta.delete(&mut wtxn, b"format").unwrap();
+    let postings: Db = search_env
+        .open_database(&wtxn, Some("search"))
+        .unwrap()
+        .unwrap();
+    let blocks: Vec<Vec<u8>> = postings
+        .iter(&wtxn)
+        .unwrap()
+        .map(|r| r.unwrap().0.to_vec())
+        .filter(|k| !k.ends_with(&[0xff; 8]))
+        .collect();
+    assert!(!blocks.is_empty());
+    for key in &blocks {
+        postings.put(&mut wtxn, key, &[0x00, 0x01, 0xff]).unwrap();
+    }
+    wtxn.commit().unwrap();
+    drop(search_env);
+    // A reader that may not rebuild it leaves it unused (no error).
+    let reader = OpenOptions {
+        writer_lock: false,
+        ..options(0)
+    };
+    let store = LmdbStore::open(dir.path(), &reader).unwrap();
+    assert!(query_store(&store, &search, 100).is_empty());
+    drop(store);
+    // Opening rebuilds it in the present layout; both notes are found, the
+    // one that says "keeper" twice first.
+    let store = LmdbStore::open(dir.path(), &options(0)).unwrap();
+    assert_eq!(query_store(&store, &search, 100), [twice.id, once.id]);
+    drop(store);
+    let search_env = raw_env(&dir.path().join("search"));
+    let rtxn = search_env.read_txn().unwrap();
+    let meta: Db = search_env
+        .open_database(&rtxn, Some("meta"))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        meta.get(&rtxn, b"format").unwrap(),
+        Some(&schema::POSTING_FORMAT.to_le_bytes()[..])
+    );
+    let postings: Db = search_env
+        .open_database(&rtxn, Some("search"))
+        .unwrap()
+        .unwrap();
+    for item in postings.iter(&rtxn).unwrap() {
+        let (key, value) = item.unwrap();
+        if !key.ends_with(&[0xff; 8]) {
+            let serial = schema::serial_from(&key[key.len() - 8..]).unwrap();
+            schema::decode_postings(serial, value).unwrap();
+        }
+    }
+}
+
+#[test]
 fn replaceable_events_have_their_own_table_and_older_databases_keep_theirs_in_events() {
     let dir = tempfile::tempdir().unwrap();
     let keys = Keys::derive(8, 3);

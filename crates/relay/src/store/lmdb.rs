@@ -906,11 +906,20 @@ impl LmdbStore {
         let dir = path.join(SEARCH_DIR);
         let block_bytes = self.block_bytes.min(schema::SEARCH_BLOCK_BYTES);
         let open = || SearchIndex::open(&dir, options.map_size, options.durability, block_bytes);
+        let current_layout = |index: &SearchIndex| -> StoreResult<bool> {
+            let stxn = index.env.read_txn()?;
+            Ok(index.format(&stxn)? == schema::POSTING_FORMAT)
+        };
         if !options.writer_lock {
-            return match options.search && dir.join("data.mdb").exists() {
-                true => open().map(Some),
-                false => Ok(None),
-            };
+            if !(options.search && dir.join("data.mdb").exists()) {
+                return Ok(None);
+            }
+            let index = open()?;
+            if !current_layout(&index)? {
+                tracing::warn!("the search index has an older posting layout: not used until the relay rebuilds it");
+                return Ok(None);
+            }
+            return Ok(Some(index));
         }
         if !options.search {
             if dir.exists() {
@@ -922,7 +931,18 @@ impl LmdbStore {
             wtxn.commit()?;
             return Ok(None);
         }
-        let index = open()?;
+        let mut index = open()?;
+        let built = {
+            let stxn = index.env.read_txn()?;
+            index.indexed(&stxn)?.is_some()
+        };
+        if built && !current_layout(&index)? {
+            // Dropped rather than emptied, so that its file starts small again.
+            drop(index);
+            std::fs::remove_dir_all(&dir).map_err(|e| StoreError::Lmdb(heed::Error::Io(e)))?;
+            tracing::info!("the search index has an older posting layout: rebuilding it");
+            index = open()?;
+        }
         let (mark, last) = {
             let stxn = index.env.read_txn()?;
             let txn = self.env.read_txn()?;
@@ -1100,7 +1120,7 @@ impl LmdbStore {
                     added.entry(term).or_default().push(Posting {
                         serial,
                         tf,
-                        len: terms.len,
+                        len: schema::stored_length(terms.len),
                     });
                 }
             })?,
@@ -2212,7 +2232,8 @@ impl LmdbStore {
                 *df += u64::from(tf > 0);
             }
             if tfs.iter().all(|&tf| tf > 0) {
-                tail.push((serial, tfs, terms.len));
+                // Scored with the length a posting would keep, like indexed events.
+                tail.push((serial, tfs, schema::stored_length(terms.len)));
             }
         })?;
         let avg_len = tokens as f64 / docs.max(1) as f64;

@@ -474,26 +474,82 @@ pub const SEARCH_BLOCK_BYTES: usize = 512;
 pub struct Posting {
     /// Serial of the event.
     pub serial: u64,
-    /// Occurrences of the term in the event.
+    /// Occurrences of the term in the event (at least 1).
     pub tf: u16,
-    /// Terms the event has in all.
+    /// Terms the event has in all, as a posting keeps it: exact below 128,
+    /// otherwise rounded to its [`length_code`] bucket ([`stored_length`]).
     pub len: u16,
 }
 
+/// Version of the posting layout, kept in the search environment's `meta`;
+/// an index written in another layout is rebuilt when the database opens.
+/// 1: `varint(Δserial) ‖ varint(tf) ‖ varint(len)`; 2: the present one.
+pub const POSTING_FORMAT: u32 = 2;
+
+/// Lengths below this are kept exactly by [`length_code`].
+const EXACT_LENGTHS: u16 = 128;
+/// Codes [`length_code`] produces are below this.
+const LENGTH_CODES: u8 = 200;
+
+/// A length in one byte: exact below 128; above, its power of two and the
+/// next three bits (an error of at most 1/16, which BM25's length
+/// normalisation does not notice).
+pub fn length_code(len: u16) -> u8 {
+    if len < EXACT_LENGTHS {
+        return len as u8;
+    }
+    let exponent = 15 - len.leading_zeros() as u16; // 7..=15
+    let mantissa = (len >> (exponent - 3)) & 7;
+    (EXACT_LENGTHS + (exponent - 7) * 8 + mantissa) as u8
+}
+
+/// The length a [`length_code`] stands for (the middle of its bucket), or
+/// `None` for a byte no length encodes to.
+pub fn code_length(code: u8) -> Option<u16> {
+    (code < LENGTH_CODES).then(|| CODE_LENGTHS[usize::from(code)])
+}
+
+/// [`code_length`] of every code below [`LENGTH_CODES`].
+const CODE_LENGTHS: [u16; LENGTH_CODES as usize] = {
+    let mut table = [0u16; LENGTH_CODES as usize];
+    let mut code = 0;
+    while code < LENGTH_CODES as usize {
+        table[code] = if code < EXACT_LENGTHS as usize {
+            code as u16
+        } else {
+            let step = (code - EXACT_LENGTHS as usize) as u16;
+            let shift = step / 8 + 4; // exponent − 3
+            ((8 + step % 8) << shift) + (1 << (shift - 1))
+        };
+        code += 1;
+    }
+    table
+};
+
+/// `len` as the postings keep it.
+pub fn stored_length(len: u16) -> u16 {
+    code_length(length_code(len)).unwrap_or(len)
+}
+
 /// Appends `posting` to a block whose previous posting (or, for the first
-/// one, whose key) has serial `prev`: `varint(serial − prev) ‖ varint(tf) ‖
-/// varint(len)`. Serials in a block strictly increase.
+/// one, whose key) has serial `prev`: `varint((serial − prev) << 1 | t)`,
+/// then `varint(tf)` only if `t` (tf above 1), then the length's
+/// [`length_code`]. Serials in a block strictly increase.
 pub fn push_posting(block: &mut Vec<u8>, prev: u64, posting: Posting) {
     debug_assert!(posting.serial >= prev);
-    nostrwire_wire::varint::push(block, posting.serial - prev);
-    nostrwire_wire::varint::push(block, u64::from(posting.tf));
-    nostrwire_wire::varint::push(block, u64::from(posting.len));
+    let delta = posting.serial - prev;
+    let counted = posting.tf > 1;
+    nostrwire_wire::varint::push(block, delta << 1 | u64::from(counted));
+    if counted {
+        nostrwire_wire::varint::push(block, u64::from(posting.tf));
+    }
+    block.push(length_code(posting.len));
 }
 
 /// Encodes postings (serials strictly increasing, the first at least
 /// `key_serial`) as the value of the block keyed by `key_serial`.
 pub fn encode_postings(key_serial: u64, postings: &[Posting]) -> Vec<u8> {
-    let mut block = Vec::with_capacity(postings.len() * 5);
+    let mut block = Vec::with_capacity(postings.len() * 3);
     let mut prev = key_serial;
     for &posting in postings {
         push_posting(&mut block, prev, posting);
@@ -503,10 +559,10 @@ pub fn encode_postings(key_serial: u64, postings: &[Posting]) -> Vec<u8> {
 }
 
 /// Decodes the block keyed by `key_serial`. Rejects (never panics on)
-/// truncated or overlong varints, values out of range and serials that do
-/// not strictly increase.
+/// truncated or overlong varints, values out of range, serials that do not
+/// strictly increase and spellings the encoder never writes.
 pub fn decode_postings(key_serial: u64, block: &[u8]) -> Result<Vec<Posting>, String> {
-    let mut out = Vec::with_capacity(block.len() / 3);
+    let mut out = Vec::with_capacity(block.len() / 2);
     walk_postings(key_serial, block, |posting| out.push(posting))?;
     Ok(out)
 }
@@ -529,7 +585,8 @@ fn walk_postings(key_serial: u64, block: &[u8], mut f: impl FnMut(Posting)) -> R
     let mut prev = key_serial;
     let mut first = true;
     while pos < block.len() {
-        let delta = varint::read(block, &mut pos).map_err(|e| bad(&e.to_string()))?;
+        let head = varint::read(block, &mut pos).map_err(|e| bad(&e.to_string()))?;
+        let delta = head >> 1;
         if delta == 0 && !first {
             return Err(bad("serials do not increase"));
         }
@@ -537,12 +594,19 @@ fn walk_postings(key_serial: u64, block: &[u8], mut f: impl FnMut(Posting)) -> R
             .checked_add(delta)
             .filter(|&s| s < u64::MAX)
             .ok_or_else(|| bad("serial out of range"))?;
-        let mut small = || -> Result<u16, String> {
+        let tf = if head & 1 == 1 {
             let v = varint::read(block, &mut pos).map_err(|e| bad(&e.to_string()))?;
-            u16::try_from(v).map_err(|_| bad("value over 65,535"))
+            match u16::try_from(v) {
+                Ok(tf) if tf > 1 => tf,
+                Ok(_) => return Err(bad("a count of 0 or 1 written out")),
+                Err(_) => return Err(bad("count over 65,535")),
+            }
+        } else {
+            1
         };
-        let tf = small()?;
-        let len = small()?;
+        let code = *block.get(pos).ok_or_else(|| bad("truncated"))?;
+        pos += 1;
+        let len = code_length(code).ok_or_else(|| bad("length code out of range"))?;
         f(Posting { serial, tf, len });
         prev = serial;
         first = false;
@@ -710,7 +774,7 @@ mod tests {
             Posting {
                 serial: 301,
                 tf: 2,
-                len: 200,
+                len: stored_length(203),
             },
             Posting {
                 serial: 1_000,
@@ -718,29 +782,52 @@ mod tests {
                 len: 7,
             },
         ];
+        assert_eq!(stored_length(203), 200);
         let block = encode_postings(300, &postings);
-        assert_eq!(
-            block,
-            [0x00, 0x01, 0x0c, 0x01, 0x02, 0xc8, 0x01, 0xbb, 0x05, 0x01, 0x07]
-        );
+        // 300: Δ0 ‖ len 12; 301: Δ1 with a count ‖ tf 2 ‖ code 0x84 (203 is
+        // in 192..208, read as 200); 1,000: Δ699 ‖ len 7.
+        assert_eq!(block, [0x00, 0x0c, 0x03, 0x02, 0x84, 0xf6, 0x0a, 0x07]);
         assert_eq!(decode_postings(300, &block).unwrap(), postings);
         assert_eq!(last_posting_serial(300, &block).unwrap(), 1_000);
         // A key below the first posting (it was removed) shifts the first delta.
         let rest = encode_postings(300, &postings[1..]);
-        assert_eq!(rest[0], 0x01);
+        assert_eq!(rest[0], 0x03);
         assert_eq!(decode_postings(300, &rest).unwrap(), postings[1..]);
+    }
+
+    #[test]
+    fn length_codes_are_exact_below_128_and_within_a_sixteenth_above() {
+        let mut last = 0;
+        for len in 0..=u16::MAX {
+            let code = length_code(len);
+            assert!(code >= last, "not monotone at {len}");
+            last = code;
+            let back = code_length(code).unwrap();
+            if len < 128 {
+                assert_eq!(back, len);
+            } else {
+                let error = (f64::from(back) - f64::from(len)).abs() / f64::from(len);
+                assert!(error <= 1.0 / 16.0, "{len} → {back}");
+            }
+            assert_eq!(stored_length(back), back, "{len}");
+        }
+        assert_eq!(length_code(u16::MAX), 199);
+        assert!((200..=255).all(|c| code_length(c).is_none()));
     }
 
     #[test]
     fn hostile_posting_blocks_are_errors() {
         for block in [
-            &[][..],                               // empty
-            &[0x00, 0x01],                         // truncated
-            &[0x00, 0x01, 0x01, 0x00, 0x01, 0x01], // serial repeats
-            &[0x00, 0x80, 0x80, 0x04, 0x01],       // tf over u16
-            &[0x00, 0x81, 0x00, 0x01],             // overlong varint
+            &[][..],                         // empty
+            &[0x00],                         // no length code
+            &[0x01, 0x05],                   // count flagged, none follows
+            &[0x00, 0x01, 0x00, 0x01],       // serial repeats
+            &[0x01, 0x01, 0x07],             // a count of 1 written out
+            &[0x01, 0x80, 0x80, 0x04, 0x07], // count over u16
+            &[0x00, 0xc8],                   // length code out of range
+            &[0x80, 0x00, 0x01],             // overlong varint
             &[
-                0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0x01, 0x01,
+                0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0x01,
             ], // overflow
         ] {
             assert!(decode_postings(5, block).is_err(), "{block:?}");

@@ -24,6 +24,9 @@ const INDEXED: &[u8] = b"indexed";
 /// `meta` key: the serial (u64 BE) up to which a batch that has not
 /// finished may have written postings above the mark. Absent: none.
 const PARTIAL: &[u8] = b"partial";
+/// `meta` key: the posting layout ([`schema::POSTING_FORMAT`], u32 LE).
+/// Absent: layout 1, from before the key existed.
+const FORMAT: &[u8] = b"format";
 
 /// The serial a key of the search index ends with.
 pub(super) fn block_serial(key: &[u8]) -> StoreResult<u64> {
@@ -93,8 +96,21 @@ impl SearchIndex {
         self.meta.clear(&mut wtxn)?;
         self.put_totals(&mut wtxn, 0, 0)?;
         self.set_indexed(&mut wtxn, 0)?;
+        self.meta
+            .put(&mut wtxn, FORMAT, &schema::POSTING_FORMAT.to_le_bytes())?;
         wtxn.commit()?;
         Ok(())
+    }
+
+    /// The posting layout the index was written in.
+    pub(super) fn format(&self, txn: &RoTxn<'_>) -> StoreResult<u32> {
+        match self.meta.get(txn, FORMAT)? {
+            None => Ok(1),
+            Some(v) => v
+                .try_into()
+                .map(u32::from_le_bytes)
+                .map_err(|_| StoreError::Corrupt("bad search format".into())),
+        }
     }
 
     /// Events indexed (those holding at least one term) and the sum of
