@@ -335,13 +335,9 @@ log "wrote $out/relays.md"
 # Disk: every relay stopped cleanly, then its data directory measured.
 if [ "$disk" = 1 ]; then
     if [ "$ours" = 1 ]; then
-        # Our time-ordered and search indexes trail the commits: let them finish.
-        for _ in $(seq 120); do
-            backlog=$(curl -s "${urls[0]/ws:/http:}/metrics" |
-                awk '/^nostrwire_db_(index|search)_backlog_events /{s+=$2} END{print s+0}')
-            [ "$backlog" = 0 ] && break
-            sleep 0.5
-        done
+        # shellcheck source=scripts/lib/indexes.sh
+        . "$ROOT/scripts/lib/indexes.sh"
+        wait_for_indexes "${urls[0]/ws:/http:}"
     fi
     for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
     for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done

@@ -71,14 +71,9 @@ done
     --connections "$connections" --count "$count" --duration "$duration" \
     --quiet --markdown "$dir/load.md" | tee "$dir/load.txt"
 
-# The time-ordered and search indexes trail the commits: wait until both
-# backlogs are empty (or a minute has passed).
-for _ in $(seq 120); do
-    backlog=$(curl -s "http://127.0.0.1:$port/metrics" |
-        awk '/^nostrwire_db_(index|search)_backlog_events /{s+=$2} END{print s+0}')
-    [ "$backlog" = 0 ] && break
-    sleep 0.5
-done
+# shellcheck source=scripts/lib/indexes.sh
+. scripts/lib/indexes.sh
+wait_for_indexes "http://127.0.0.1:$port"
 kill -TERM "$relay"
 wait "$relay" || true
 trap - EXIT
