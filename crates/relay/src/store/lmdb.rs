@@ -893,10 +893,11 @@ impl LmdbStore {
     /// (in batches, logging progress) when it has never been, when the
     /// database comes from a schema that kept it elsewhere (`fresh`), or
     /// when it runs ahead of the stored events (a database put back from
-    /// an older copy); an interrupted build resumes from its mark. When
+    /// an older copy); an index in an older posting layout is dropped and
+    /// built again. An interrupted build resumes from its mark. When
     /// search is off, the environment and the removal rows are dropped. A
     /// store opened without the writer lock only opens an index that
-    /// exists, as it is.
+    /// exists, as it is, and only in the present layout.
     fn prepare_search_index(
         &self,
         path: &Path,
