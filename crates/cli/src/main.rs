@@ -34,7 +34,7 @@ enum Command {
     /// relay runs.
     Compact(cmd::compact::Args),
     /// Write signed synthetic events as JSON Lines: the load tester's
-    /// workload (real kind mix, corpus tags and contents), for `import`.
+    /// workload (real kind mix, corpus tags, renewed contents), for `import`.
     Generate(cmd::generate::Args),
     /// Verify events from a JSON Lines file: strict parse, id and signature.
     ///

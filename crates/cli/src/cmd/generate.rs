@@ -1,7 +1,8 @@
 //! `nostrwire generate`: signed synthetic events as JSON Lines — the load
 //! tester's workload (real kind mix, tags and content from corpus events of
-//! the same kind, one author of `--authors` per event), written out so a
-//! database can be filled with `nostrwire import` before a benchmark.
+//! the same kind with prose, encrypted payloads and `e` ids drawn anew, one
+//! author of `--authors` per event), written out so a database can be
+//! filled with `nostrwire import` before a benchmark.
 
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;

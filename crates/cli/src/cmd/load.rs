@@ -68,7 +68,8 @@ pub struct Args {
     /// Kind mix table (`kind<TAB>percent`).
     #[arg(long, default_value = "testdata/kind-mix.tsv")]
     pub kind_mix: PathBuf,
-    /// Corpus whose tags and contents generated events reuse.
+    /// Corpus whose tags and contents generated events start from (prose,
+    /// encrypted payloads and `e` ids are drawn anew).
     #[arg(long, default_value = "testdata/real-events.jsonl")]
     pub corpus: PathBuf,
     /// Idle connections opened by the `connections` scenario.
