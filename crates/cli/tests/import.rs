@@ -110,3 +110,67 @@ fn stored_set_is_independent_of_batches_and_bad_lines() {
         from_one
     );
 }
+
+/// An import that creates its database syncs only at the end; a `kill -9`
+/// before that must still leave a database that opens and holds whole
+/// events (the committed batches), which a second import then completes.
+#[test]
+fn a_killed_import_leaves_a_database_that_opens() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
+    nostrwire(&[
+        "generate",
+        "--count",
+        "15000",
+        "--newest",
+        "1700000000",
+        "-o",
+        &path("events.jsonl"),
+    ]);
+    let mut import = Command::new(env!("CARGO_BIN_EXE_nostrwire"))
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .args([
+            "import",
+            "--data",
+            &path("db"),
+            "--batch",
+            "500",
+            &path("events.jsonl"),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Progress lines end in `\r`: wait for the second committed batch.
+    let mut stderr = BufReader::new(import.stderr.take().unwrap());
+    let mut line = Vec::new();
+    let mut progress = 0;
+    while progress < 2 {
+        line.clear();
+        if stderr.read_until(b'\r', &mut line).unwrap() == 0 {
+            break;
+        }
+        progress += usize::from(line.starts_with(b"imported "));
+    }
+    import.kill().unwrap();
+    let status = import.wait().unwrap();
+    assert!(!status.success(), "the import ended before it was killed");
+
+    let exported = nostrwire(&["export", "--data", &path("db")]);
+    let kept = exported.lines().count();
+    assert!((1..15_000).contains(&kept), "{kept} events after the kill");
+    for line in exported.lines() {
+        use nostrwire_event::SignedFields;
+        nostrwire_event::Event::from_json(line)
+            .unwrap()
+            .verify()
+            .unwrap();
+    }
+    // Importing the file again stores the rest.
+    nostrwire(&["import", "--data", &path("db"), &path("events.jsonl")]);
+    let complete = nostrwire(&["export", "--data", &path("db")]);
+    assert!(complete.lines().count() > kept);
+}

@@ -2,7 +2,10 @@
 //! are parsed and fully verified in parallel, then written in large batches,
 //! one transaction each, through the same store code the relay uses; the
 //! next batch is verified while the previous one is written, and a search
-//! thread indexes what is written.
+//! thread indexes what is written. A database the import creates is written
+//! without a sync per commit and synced once at the end: nothing was in it
+//! to lose, and rewriting the same pages once per commit cost a sixth of
+//! the import's time (300,000 events: 22,014 → 25,942 events/s).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -33,6 +36,11 @@ pub struct Args {
     /// Keep the database as the import leaves it. By default an import that
     /// creates the database ends by compacting it (as `nostrwire compact`
     /// does, then put in place): the file is about a third smaller.
+    ///
+    /// An import that creates the database syncs it once, at the end, not
+    /// after every commit; if the machine (not just the import) stops before
+    /// the end, delete the new database and import again. An import into an
+    /// existing database keeps the configured `durability`.
     #[arg(long)]
     pub no_compact: bool,
 }
@@ -43,8 +51,12 @@ enum Outcome {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let config = args.database.load()?;
+    let mut config = args.database.load()?;
     let created = !config.relay.data.join("data.mdb").exists();
+    if created {
+        // Synced once, at the end (`store.sync()` below).
+        config.storage.durability = nostrwire_relay::store::Durability::None;
+    }
     let store = nostrwire_relay::open_store(&config, true)?;
     let scratch = scratch_dir(&config.relay.data);
     if scratch.exists() {

@@ -2811,6 +2811,9 @@ impl EventStore for LmdbStore {
 
     fn sync(&self) -> StoreResult<()> {
         self.env.force_sync()?;
+        if let Some(index) = &self.search {
+            index.env.force_sync()?;
+        }
         Ok(())
     }
 
