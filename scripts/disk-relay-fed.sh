@@ -89,6 +89,8 @@ echo "events kept:        $events"
 echo "JSON of those:      $json bytes"
 echo "data.mdb:           $main bytes"
 echo "search/data.mdb:    $search bytes"
-awk -v m="$main" -v s="$search" -v j="$json" \
-    'BEGIN{ if (j > 0) printf "both files / JSON:  %.4f\n", (m + s) / j }'
+awk -v m="$main" -v s="$search" -v j="$json" 'BEGIN{ if (j > 0) {
+    printf "both files / JSON:  %.4f\n", (m + s) / j
+    printf "data.mdb / JSON:    %.4f (the event store)\n", m / j
+    printf "search / JSON:      %.4f (the NIP-50 index)\n", s / j } }'
 echo "data and reports in $dir"
