@@ -161,7 +161,7 @@ impl Renewal {
             .map(|t| {
                 let is_id = t.name() == "e"
                     && t.first_value().is_some_and(|v| {
-                        v.len() == 64 && nostrwire_event::hex::is_lower_hex(v.as_bytes())
+                        nostrwire_event::hex::decode_array::<32>(v.as_bytes()).is_ok()
                     });
                 if !is_id {
                     return t.clone();

@@ -748,7 +748,7 @@ fn first_p_tag(event: &nostrwire_event::Event) -> Option<String> {
         .iter()
         .filter(|t| t.name() == "p")
         .filter_map(|t| t.first_value())
-        .find(|v| v.len() == 64 && nostrwire_event::hex::is_lower_hex(v.as_bytes()))
+        .find(|v| nostrwire_event::hex::decode_array::<32>(v.as_bytes()).is_ok())
         .map(str::to_string)
 }
 
@@ -1646,39 +1646,30 @@ mod tests {
 
     #[test]
     fn p_tag_queries_take_one_key_per_event() {
-        let keys = authors(4, 2);
+        let keys = authors(4, 1);
         let key = |i: u8| nostrwire_event::hex::encode(&[i; 32]);
         let follows: Vec<Tag> = (1..=200).map(|i| Tag::from_strs(&["p", &key(i)])).collect();
-        let follow_list = nostrwire_event::UnsignedEvent::new(
-            &keys[0],
-            Timestamp::new(1_700_000_000).unwrap(),
-            Kind(3),
-            follows,
-            String::new(),
-        )
-        .sign(&keys[0]);
-        assert_eq!(first_p_tag(&follow_list), Some(key(1)));
-        let reply = nostrwire_event::UnsignedEvent::new(
-            &keys[1],
-            Timestamp::new(1_700_000_001).unwrap(),
-            Kind(1),
+        let event = |kind: u16, tags: Vec<Tag>| {
+            nostrwire_event::UnsignedEvent::new(
+                &keys[0],
+                Timestamp::new(1_700_000_000).unwrap(),
+                Kind(kind),
+                tags,
+                "hi",
+            )
+            .sign(&keys[0])
+        };
+        assert_eq!(first_p_tag(&event(3, follows)), Some(key(1)));
+        let reply = event(
+            1,
             vec![
                 Tag::from_strs(&["p", "not-a-key"]),
                 Tag::from_strs(&["e", &key(9)]),
                 Tag::from_strs(&["p", &key(7)]),
             ],
-            "hi",
-        )
-        .sign(&keys[1]);
+        );
         assert_eq!(first_p_tag(&reply), Some(key(7)));
-        let none = nostrwire_event::UnsignedEvent::new(
-            &keys[1],
-            Timestamp::new(1_700_000_002).unwrap(),
-            Kind(1),
-            vec![],
-            "hi",
-        )
-        .sign(&keys[1]);
+        let none = event(1, vec![]);
         assert_eq!(first_p_tag(&none), None);
     }
 
