@@ -869,6 +869,72 @@ fn a_search_index_in_the_first_posting_layout_is_rebuilt() {
 }
 
 #[test]
+fn a_search_index_with_unsynced_commits_from_another_boot_is_rebuilt() {
+    let Ok(boot) = std::fs::read_to_string("/proc/sys/kernel/random/boot_id") else {
+        eprintln!("no boot id on this system: the search index syncs like the events");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("search").join("unsynced-boot");
+    let keys = Keys::derive(8, 5);
+    let note = |content: &str| {
+        let unsigned = UnsignedEvent::new(
+            &keys,
+            Timestamp::new(1000).unwrap(),
+            Kind(1),
+            vec![],
+            content,
+        );
+        nostrwire_wire::encode_event(&unsigned_event(unsigned)).into()
+    };
+    let mut search = Filter::new();
+    search.search = Some("keeper".into());
+    // Synced events: the index commits unsynced, and says so while open.
+    let synced = OpenOptions {
+        durability: Durability::Full,
+        ..options(0)
+    };
+    let store = LmdbStore::open(dir.path(), &synced).unwrap();
+    assert_eq!(std::fs::read_to_string(&marker).unwrap(), boot.trim());
+    store
+        .write_batch(&[note("lighthouse keeper"), note("keeper of bees")], 0)
+        .unwrap();
+    while store.index_pending(1000).unwrap() || store.index_search(1000, 0).unwrap() {}
+    assert_eq!(query_store(&store, &search, 100).len(), 2);
+    drop(store);
+    // A clean close synced them.
+    assert!(!marker.exists());
+    // What a machine restart could leave: the mark says both events are
+    // in, their postings never reached the disk.
+    let lose_postings = || {
+        let env = raw_env(&dir.path().join("search"));
+        let mut wtxn = env.write_txn().unwrap();
+        let postings: Db = env.open_database(&wtxn, Some("search")).unwrap().unwrap();
+        postings.clear(&mut wtxn).unwrap();
+        wtxn.commit().unwrap();
+    };
+    lose_postings();
+    std::fs::write(&marker, "a boot before this one").unwrap();
+    // A reader leaves such an index unused; the relay rebuilds it.
+    let reader = OpenOptions {
+        writer_lock: false,
+        ..synced.clone()
+    };
+    let store = LmdbStore::open(dir.path(), &reader).unwrap();
+    assert!(query_store(&store, &search, 100).is_empty());
+    drop(store);
+    let store = LmdbStore::open(dir.path(), &synced).unwrap();
+    assert_eq!(query_store(&store, &search, 100).len(), 2);
+    drop(store);
+    // Without the file (or with this boot's id: the page cache held every
+    // commit) the index is trusted as it is.
+    lose_postings();
+    std::fs::write(&marker, boot.trim()).unwrap();
+    let store = LmdbStore::open(dir.path(), &synced).unwrap();
+    assert!(query_store(&store, &search, 100).is_empty());
+}
+
+#[test]
 fn replaceable_events_have_their_own_table_and_older_databases_keep_theirs_in_events() {
     let dir = tempfile::tempdir().unwrap();
     let keys = Keys::derive(8, 3);
@@ -1199,12 +1265,26 @@ fn agrees_with_model_with_search_lag(
         .unwrap()
         .unwrap();
     let (mut held, mut frequencies) = (0u64, 0u64);
+    // A term's counts come right after its blocks; the last posting
+    // serial they name (when they name one) is the term's last posting.
+    let mut last_posting = None;
     for item in postings.iter(&stxn).unwrap() {
         let (k, v) = item.unwrap();
         let serial = schema::serial_from(&k[k.len() - 8..]).unwrap();
         match serial {
-            u64::MAX => frequencies += u64::from_le_bytes(v.try_into().unwrap()),
-            _ => held += schema::decode_postings(serial, v).unwrap().len() as u64,
+            u64::MAX => {
+                let counts = schema::decode_term_counts(v).unwrap();
+                frequencies += counts.df;
+                if let Some(last) = counts.last {
+                    assert_eq!(Some(last), last_posting, "{k:?}");
+                }
+                last_posting = None;
+            }
+            _ => {
+                let block = schema::decode_postings(serial, v).unwrap();
+                held += block.len() as u64;
+                last_posting = block.last().map(|p| p.serial);
+            }
         }
     }
     let expected_postings: u64 = model

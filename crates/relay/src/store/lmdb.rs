@@ -20,7 +20,7 @@ use nostrwire_wire::{EventView, Value};
 
 use super::plan::{plan, Plan, QueryCursor, Ranked, ScanStatus};
 use super::schema::{self, table, Posting, TimeKey, TIME_SUFFIX};
-use super::search_index::{block_serial, postings, SearchIndex, SearchSnapshot};
+use super::search_index::{self, block_serial, postings, SearchIndex, SearchSnapshot};
 use super::{
     Durability, EventStore, Found, Incoming, Presence, Stats, StoreError, StoreResult, Verdict,
 };
@@ -683,7 +683,7 @@ impl LmdbStore {
         } = self;
         env.prepare_for_closing().wait();
         if let Some(index) = search {
-            index.env.prepare_for_closing().wait();
+            index.close();
         }
         writer_lock
     }
@@ -906,13 +906,26 @@ impl LmdbStore {
     ) -> StoreResult<Option<SearchIndex>> {
         let dir = path.join(SEARCH_DIR);
         let block_bytes = self.block_bytes.min(schema::SEARCH_BLOCK_BYTES);
-        let open = || SearchIndex::open(&dir, options.map_size, options.durability, block_bytes);
+        let writer = options.writer_lock;
+        let open = || {
+            SearchIndex::open(
+                &dir,
+                options.map_size,
+                options.durability,
+                block_bytes,
+                writer,
+            )
+        };
         let current_layout = |index: &SearchIndex| -> StoreResult<bool> {
             let stxn = index.env.read_txn()?;
             Ok(index.format(&stxn)? == schema::POSTING_FORMAT)
         };
         if !options.writer_lock {
             if !(options.search && dir.join("data.mdb").exists()) {
+                return Ok(None);
+            }
+            if search_index::lost_unsynced_commits(&dir) {
+                tracing::warn!("the search index may have lost commits in a machine restart: not used until the relay rebuilds it");
                 return Ok(None);
             }
             let index = open()?;
@@ -931,6 +944,10 @@ impl LmdbStore {
             self.search_removed.clear(&mut wtxn)?;
             wtxn.commit()?;
             return Ok(None);
+        }
+        if dir.exists() && search_index::lost_unsynced_commits(&dir) {
+            std::fs::remove_dir_all(&dir).map_err(|e| StoreError::Lmdb(heed::Error::Io(e)))?;
+            tracing::warn!("the machine restarted before the search index's last commits reached the disk: rebuilding it");
         }
         let mut index = open()?;
         let built = {
@@ -1108,7 +1125,8 @@ impl LmdbStore {
         }
         // Term → its new postings, in serial order (the walk's). Keyed by
         // the event's own term strings: no allocation per posting.
-        let mut added: std::collections::HashMap<String, Vec<Posting>> = Default::default();
+        let mut added: std::collections::HashMap<String, Vec<Posting>, search::TermHasher> =
+            Default::default();
         let (mut added_docs, mut added_tokens) = (0u64, 0u64);
         let (walked, walked_to) = match from < last {
             true => self.walk_unindexed(&txn, from, max, |serial, terms| {

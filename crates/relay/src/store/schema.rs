@@ -445,6 +445,55 @@ pub fn df_key(prefix: &[u8]) -> Vec<u8> {
     search_key(prefix, u64::MAX)
 }
 
+/// What the search index keeps about a term beside its postings, under
+/// [`df_key`]: the number of events holding it (its document frequency)
+/// and the serial of its last posting, so that appending to the term does
+/// not decode its last block.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TermCounts {
+    /// Events holding the term.
+    pub df: u64,
+    /// Serial of the term's last posting; `None` when not recorded (an
+    /// index written before the field existed, or after a removal that
+    /// may have taken that posting out).
+    pub last: Option<u64>,
+}
+
+/// `df (u64 LE) ‖ [varint(last)]`: a value of 8 bytes is a count alone.
+pub fn encode_term_counts(counts: TermCounts) -> Vec<u8> {
+    let mut out = Vec::with_capacity(8 + 10);
+    out.extend_from_slice(&counts.df.to_le_bytes());
+    if let Some(last) = counts.last {
+        nostrwire_wire::varint::push(&mut out, last);
+    }
+    out
+}
+
+/// Reads [`encode_term_counts`]'s bytes; rejects (never panics on) short
+/// values, trailing bytes and overlong varints.
+pub fn decode_term_counts(value: &[u8]) -> Result<TermCounts, String> {
+    let bad = |what: &str| format!("bad search term counts: {what}");
+    let (df, rest) = value
+        .split_first_chunk::<8>()
+        .ok_or_else(|| bad("shorter than 8 bytes"))?;
+    let df = u64::from_le_bytes(*df);
+    if rest.is_empty() {
+        return Ok(TermCounts { df, last: None });
+    }
+    let mut pos = 0;
+    let last = nostrwire_wire::varint::read(rest, &mut pos).map_err(|e| bad(&e.to_string()))?;
+    if pos != rest.len() {
+        return Err(bad("trailing bytes"));
+    }
+    if last == u64::MAX {
+        return Err(bad("serial out of range"));
+    }
+    Ok(TermCounts {
+        df,
+        last: Some(last),
+    })
+}
+
 /// Key of a block of postings in the search index: `term prefix ‖ serial
 /// (8, BE)`, where the serial is at most the block's first posting and
 /// above every posting of the term's previous block.
@@ -636,6 +685,33 @@ pub fn id_entry(id: &[u8; 32], serial: u64) -> [u8; ID_PREFIX + 8] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn term_counts_golden_bytes_and_hostile_values() {
+        let counts = TermCounts {
+            df: 3,
+            last: Some(300),
+        };
+        let bytes = encode_term_counts(counts);
+        assert_eq!(bytes, [3, 0, 0, 0, 0, 0, 0, 0, 0xac, 0x02]);
+        assert_eq!(decode_term_counts(&bytes), Ok(counts));
+        // A count alone: what indexes written before the field hold.
+        let alone = TermCounts { df: 7, last: None };
+        assert_eq!(encode_term_counts(alone), 7u64.to_le_bytes());
+        assert_eq!(decode_term_counts(&7u64.to_le_bytes()), Ok(alone));
+        for bad in [
+            &[][..],
+            &[1, 0, 0, 0],
+            &[1, 0, 0, 0, 0, 0, 0, 0, 0x80],
+            &[1, 0, 0, 0, 0, 0, 0, 0, 0xac, 0x02, 0],
+            &[1, 0, 0, 0, 0, 0, 0, 0, 0x80, 0x00],
+            &[
+                1, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01,
+            ],
+        ] {
+            assert!(decode_term_counts(bad).is_err(), "{bad:?}");
+        }
+    }
 
     #[test]
     fn time_suffix_sorts_by_time_then_serial() {

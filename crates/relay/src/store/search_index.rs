@@ -54,11 +54,38 @@ impl<'a> SearchSnapshot<'a> {
     }
 }
 
+/// File in the search directory naming the boot (Linux's
+/// `/proc/sys/kernel/random/boot_id`) during which the index took commits
+/// without syncing them. Removed once a clean close has synced them.
+pub(super) const UNSYNCED: &str = "unsynced-boot";
+
+/// This boot's id, or `None` where the system has none to read.
+pub(super) fn boot_id() -> Option<String> {
+    let id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let id = id.trim();
+    (!id.is_empty()).then(|| id.to_owned())
+}
+
+/// Whether the index in `dir` may have lost commits: it took unsynced ones
+/// during a boot other than this one, so the machine restarted (or lost
+/// power) before they reached the disk, and LMDB promises nothing then.
+/// Within one boot the page cache holds every commit, whatever killed the
+/// process.
+pub(super) fn lost_unsynced_commits(dir: &Path) -> bool {
+    match std::fs::read_to_string(dir.join(UNSYNCED)) {
+        Ok(recorded) => boot_id().as_deref() != Some(recorded.trim()),
+        Err(_) => false,
+    }
+}
+
 /// The search environment: postings and document frequencies in
 /// `search`, the totals and the mark in `meta`.
 #[derive(Debug)]
 pub(super) struct SearchIndex {
     pub(super) env: Env,
+    /// The [`UNSYNCED`] file, when this index commits without syncing: a
+    /// clean close syncs and removes it.
+    unsynced: Option<std::path::PathBuf>,
     /// term key ‖ serial → block of postings; term key ‖ FF×8 → document
     /// frequency.
     pub(super) postings: Db,
@@ -69,13 +96,30 @@ pub(super) struct SearchIndex {
 
 impl SearchIndex {
     /// Opens (creating if needed) the search environment in `dir`.
+    ///
+    /// The index is derived from the stored events, so a writer whose
+    /// events are synced (`durability` full or meta) does not sync the
+    /// index's commits. It writes this boot's id to [`UNSYNCED`] first, and
+    /// an index found with another boot's id is rebuilt by
+    /// [`lost_unsynced_commits`]'s caller. Without a boot id the index
+    /// syncs like the events. Readers (`writer` false) never commit.
     pub(super) fn open(
         dir: &Path,
         map_size: usize,
         durability: Durability,
         block_bytes: usize,
+        writer: bool,
     ) -> StoreResult<SearchIndex> {
-        std::fs::create_dir_all(dir).map_err(|e| StoreError::Lmdb(heed::Error::Io(e)))?;
+        let io = |e| StoreError::Lmdb(heed::Error::Io(e));
+        std::fs::create_dir_all(dir).map_err(io)?;
+        let mut unsynced = None;
+        let mut durability = durability;
+        if let (true, Some(boot)) = (writer && durability != Durability::None, boot_id()) {
+            let path = dir.join(UNSYNCED);
+            write_synced(&path, boot.as_bytes()).map_err(io)?;
+            unsynced = Some(path);
+            durability = Durability::None;
+        }
         let env = super::lmdb::open_env(dir, map_size, 4, durability)?;
         let mut wtxn = env.write_txn()?;
         let postings = env.create_database(&mut wtxn, Some(table::SEARCH))?;
@@ -83,6 +127,7 @@ impl SearchIndex {
         wtxn.commit()?;
         Ok(SearchIndex {
             env,
+            unsynced,
             postings,
             meta,
             block_bytes,
@@ -207,20 +252,25 @@ impl SearchIndex {
         Ok(self
             .postings
             .get(txn, &schema::df_key(prefix))?
-            .and_then(|v| v.try_into().ok())
-            .map_or(0, u64::from_le_bytes))
+            .map(schema::decode_term_counts)
+            .transpose()
+            .map_err(StoreError::Corrupt)?
+            .map_or(0, |counts| counts.df))
     }
 
-    fn put_document_frequency(
+    /// Writes a term's counts; a document frequency of 0 drops them.
+    fn put_term_counts(
         &self,
         wtxn: &mut RwTxn<'_>,
         prefix: &[u8],
-        df: u64,
+        counts: schema::TermCounts,
     ) -> StoreResult<()> {
         let key = schema::df_key(prefix);
-        match df {
+        match counts.df {
             0 => self.postings.delete(wtxn, &key).map(drop)?,
-            df => self.postings.put(wtxn, &key, &df.to_le_bytes())?,
+            _ => self
+                .postings
+                .put(wtxn, &key, &schema::encode_term_counts(counts))?,
         }
         Ok(())
     }
@@ -236,19 +286,35 @@ impl SearchIndex {
         prefix: &[u8],
         new: &[Posting],
     ) -> StoreResult<usize> {
-        let last_block = {
+        // One walk down the tree finds the term's counts (keyed right after
+        // its postings) and its last block; the counts name the last
+        // posting's serial, so the block is decoded only when they do not.
+        let (counts, last_block) = {
             let lower = schema::search_key(prefix, 0);
             let upper = schema::df_key(prefix);
-            let range = (Bound::Included(&lower[..]), Bound::Excluded(&upper[..]));
-            match self.postings.rev_range(wtxn, &range)?.next().transpose()? {
+            let range = (Bound::Included(&lower[..]), Bound::Included(&upper[..]));
+            let mut walk = self.postings.rev_range(wtxn, &range)?;
+            let mut next = walk.next().transpose()?;
+            let mut counts = schema::TermCounts::default();
+            if let Some((k, v)) = next {
+                if k == &upper[..] {
+                    counts = schema::decode_term_counts(v).map_err(StoreError::Corrupt)?;
+                    next = walk.next().transpose()?;
+                }
+            }
+            let last_block = match next {
                 Some((k, v)) => {
                     let key_serial = block_serial(k)?;
-                    let prev =
-                        schema::last_posting_serial(key_serial, v).map_err(StoreError::Corrupt)?;
+                    let prev = match counts.last {
+                        Some(last) => last,
+                        None => schema::last_posting_serial(key_serial, v)
+                            .map_err(StoreError::Corrupt)?,
+                    };
                     Some((key_serial, prev, v.to_vec()))
                 }
                 None => None,
-            }
+            };
+            (counts, last_block)
         };
         let new = match &last_block {
             Some((_, prev, _)) => &new[new.partition_point(|p| p.serial <= *prev)..],
@@ -277,8 +343,11 @@ impl SearchIndex {
         }
         self.postings
             .put(wtxn, &schema::search_key(prefix, key_serial), &block)?;
-        let df = self.document_frequency(wtxn, prefix)? + new.len() as u64;
-        self.put_document_frequency(wtxn, prefix, df)?;
+        let counts = schema::TermCounts {
+            df: counts.df + new.len() as u64,
+            last: Some(prev),
+        };
+        self.put_term_counts(wtxn, prefix, counts)?;
         Ok(puts + 2)
     }
 
@@ -327,9 +396,59 @@ impl SearchIndex {
                 let value = schema::encode_postings(block_serial(&key)?, &block);
                 self.postings.put(wtxn, &key, &value)?;
             }
-            let df = self.document_frequency(wtxn, &prefix)?;
-            self.put_document_frequency(wtxn, &prefix, df.saturating_sub(1))?;
+            // The last posting may be the one taken out: the counts stop
+            // naming it, and the next append reads the block instead.
+            let counts = schema::TermCounts {
+                df: self.document_frequency(wtxn, &prefix)?.saturating_sub(1),
+                last: None,
+            };
+            self.put_term_counts(wtxn, &prefix, counts)?;
         }
         Ok(found)
     }
+}
+
+impl SearchIndex {
+    /// Syncs the commits taken unsynced and removes the [`UNSYNCED`] file;
+    /// if syncing fails the file stays, and an open in another boot
+    /// rebuilds the index.
+    fn settle(&mut self) {
+        if let Some(path) = self.unsynced.take() {
+            match self.env.force_sync() {
+                Ok(()) => {
+                    if let Err(e) = std::fs::remove_file(&path) {
+                        tracing::warn!("cannot remove {}: {e}", path.display());
+                    }
+                }
+                Err(e) => tracing::warn!("cannot sync the search index: {e}"),
+            }
+        }
+    }
+
+    /// Closes the environment (settled first) and waits until it is closed.
+    pub(super) fn close(mut self) {
+        self.settle();
+        let env = self.env.clone();
+        drop(self);
+        env.prepare_for_closing().wait();
+    }
+}
+
+impl Drop for SearchIndex {
+    fn drop(&mut self) {
+        self.settle();
+    }
+}
+
+/// Writes `bytes` to `path` and syncs the file and its directory, so the
+/// file is on disk before anything that relies on it.
+fn write_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut file = std::fs::File::create(path)?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    if let Some(dir) = path.parent() {
+        std::fs::File::open(dir)?.sync_all()?;
+    }
+    Ok(())
 }
