@@ -89,7 +89,7 @@ settings! {
 
     [storage: StorageSettings] "The database."
     durability: Durability = Durability::Full; reloadable = false;
-        "full: fsync every commit; meta: fsync data, not metadata (a crash may lose the last commit); none: no fsync (a machine crash may lose recent commits)."
+        "full: fsync every commit; meta: fsync data, not metadata (a crash may lose the last commit); none: no fsync (a machine crash may lose recent commits). The search index, derived from the events, never syncs its commits: after a machine restart that may have lost some, it is rebuilt."
     map_size_gib: u64 = 256; reloadable = false;
         "Largest size the database may reach, in GiB (address space, not disk)."
     compression_level: i32 = 3; reloadable = false;
