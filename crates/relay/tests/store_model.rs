@@ -252,6 +252,18 @@ fn unsigned_event(unsigned: UnsignedEvent) -> Event {
     }
 }
 
+/// A kind-1 note by `keys` at time 1000 (unsigned, like [`unsigned_event`]).
+fn note_at_1000(keys: &Keys, content: &str) -> Event {
+    let unsigned = UnsignedEvent::new(
+        keys,
+        Timestamp::new(1000).unwrap(),
+        Kind(1),
+        vec![],
+        content,
+    );
+    unsigned_event(unsigned)
+}
+
 /// Distinct 64-char hex values sharing their first 8 bytes, which is all the
 /// tag index keeps of them: the store must tell them apart on the record.
 fn colliding_hex(n: usize) -> String {
@@ -778,16 +790,7 @@ fn upgrade_from(version: u32) {
 fn a_search_index_in_the_first_posting_layout_is_rebuilt() {
     let dir = tempfile::tempdir().unwrap();
     let keys = Keys::derive(8, 4);
-    let note = |content: &str| {
-        let unsigned = UnsignedEvent::new(
-            &keys,
-            Timestamp::new(1000).unwrap(),
-            Kind(1),
-            vec![],
-            content,
-        );
-        unsigned_event(unsigned)
-    };
+    let note = |content: &str| note_at_1000(&keys, content);
     let (once, twice) = (note("lighthouse keeper"), note("keeper keeper of bees"));
     let mut search = Filter::new();
     search.search = Some("keeper".into());
@@ -877,16 +880,7 @@ fn a_search_index_with_unsynced_commits_from_another_boot_is_rebuilt() {
     let dir = tempfile::tempdir().unwrap();
     let marker = dir.path().join("search").join("unsynced-boot");
     let keys = Keys::derive(8, 5);
-    let note = |content: &str| {
-        let unsigned = UnsignedEvent::new(
-            &keys,
-            Timestamp::new(1000).unwrap(),
-            Kind(1),
-            vec![],
-            content,
-        );
-        nostrwire_wire::encode_event(&unsigned_event(unsigned)).into()
-    };
+    let note = |content: &str| nostrwire_wire::encode_event(&note_at_1000(&keys, content)).into();
     let mut search = Filter::new();
     search.search = Some("keeper".into());
     // Synced events: the index commits unsynced, and says so while open.
