@@ -57,10 +57,10 @@ impl<'a> SearchSnapshot<'a> {
 /// File in the search directory naming the boot (Linux's
 /// `/proc/sys/kernel/random/boot_id`) during which the index took commits
 /// without syncing them. Removed once a clean close has synced them.
-pub(super) const UNSYNCED: &str = "unsynced-boot";
+const UNSYNCED: &str = "unsynced-boot";
 
 /// This boot's id, or `None` where the system has none to read.
-pub(super) fn boot_id() -> Option<String> {
+fn boot_id() -> Option<String> {
     let id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
     let id = id.trim();
     (!id.is_empty()).then(|| id.to_owned())
@@ -78,16 +78,16 @@ pub(super) fn lost_unsynced_commits(dir: &Path) -> bool {
     }
 }
 
-/// The search environment: postings and document frequencies in
-/// `search`, the totals and the mark in `meta`.
+/// The search environment: postings and term counts in `search`, the
+/// totals and the mark in `meta`.
 #[derive(Debug)]
 pub(super) struct SearchIndex {
     pub(super) env: Env,
     /// The [`UNSYNCED`] file, when this index commits without syncing: a
     /// clean close syncs and removes it.
     unsynced: Option<std::path::PathBuf>,
-    /// term key ‖ serial → block of postings; term key ‖ FF×8 → document
-    /// frequency.
+    /// term key ‖ serial → block of postings; term key ‖ FF×8 → the term's
+    /// counts ([`schema::TermCounts`]).
     pub(super) postings: Db,
     meta: Db,
     /// Size a block of postings grows to before a new one starts.
@@ -114,7 +114,10 @@ impl SearchIndex {
         std::fs::create_dir_all(dir).map_err(io)?;
         let mut unsynced = None;
         let mut durability = durability;
-        if let (true, Some(boot)) = (writer && durability != Durability::None, boot_id()) {
+        if let Some(boot) = (writer && durability != Durability::None)
+            .then(boot_id)
+            .flatten()
+        {
             let path = dir.join(UNSYNCED);
             write_synced(&path, boot.as_bytes()).map_err(io)?;
             unsynced = Some(path);
@@ -406,9 +409,7 @@ impl SearchIndex {
         }
         Ok(found)
     }
-}
 
-impl SearchIndex {
     /// Syncs the commits taken unsynced and removes the [`UNSYNCED`] file;
     /// if syncing fails the file stays, and an open in another boot
     /// rebuilds the index.
