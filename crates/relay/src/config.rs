@@ -194,6 +194,8 @@ settings! {
         "Most postings (and probes of other terms) one search filter reads; past it, results are ranked among the newest events examined and COUNT answers `approximate: true`."
     index_lag: u64 = 1024; reloadable = false;
         "Stored events the search index may trail by. The search thread indexes them in one batch, in the index's own environment, once more than this many wait or no commit has come for 20 ms; searches scan the trailing events directly, so results never miss a stored event. 0 indexes after every commit (more pages written per event)."
+    max_unindexed: u64 = 20_000; reloadable = false;
+        "Most stored events the search index may trail by for searches to be answered (never less than `index_lag`): a search tokenizes the trailing events itself. Further behind (the index being built after an upgrade, after the machine restarted without a clean stop, or after turning search on; or indexing not keeping up with publishing), searches get CLOSED `error: the search index is being built` until it catches up. The relay serves everything else meanwhile and builds the index in the background."
 
     [performance: PerformanceSettings] "Threads and batching."
     ingest_threads: usize = 0; reloadable = false;

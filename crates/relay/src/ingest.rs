@@ -206,7 +206,12 @@ fn handle_json(
                 });
             }
             let list = subs.by_conn.entry(conn.id).or_default();
-            if !list.contains_key(&sub_id) && list.len() >= shared.config.limits.max_subscriptions {
+            let max = shared.config.limits.max_subscriptions;
+            if !list.contains_key(&sub_id) && list.len() >= max {
+                // Subscriptions the relay ended (CLOSED) no longer count.
+                list.retain(|_, s| !s.cancelled.load(Ordering::Relaxed));
+            }
+            if !list.contains_key(&sub_id) && list.len() >= max {
                 send(conn, |o| {
                     write::closed(
                         o,

@@ -118,6 +118,7 @@ pub fn open_store(config: &Config, writer: bool) -> anyhow::Result<LmdbStore> {
             .then(|| config.storage.dictionaries.clone()),
         search: config.search.enabled,
         search_max_reads: config.search.max_reads,
+        search_max_unindexed: config.search.max_unindexed.max(config.search.index_lag),
         index_lag: config.storage.index_lag,
         index_txn_writes: config.storage.index_txn_writes.max(1),
         auto_dictionaries: config.storage.auto_dictionaries,

@@ -11,7 +11,7 @@ use crossbeam_channel::{Receiver, Sender};
 use nostrwire_event::message::write;
 
 use crate::msg::{Phase, QueryKind, Sub};
-use crate::store::{Found, QueryCursor, ScanStatus};
+use crate::store::{Found, QueryCursor, ScanStatus, StoreError};
 use crate::Shared;
 
 /// A query in progress.
@@ -151,15 +151,27 @@ pub fn run(shared: Arc<Shared>, queue: Receiver<Job>, requeue: Sender<Job>) {
                 let _ = requeue.send(job);
             }
             Ok(Progress::Done) => {}
-            Err(e) if matches!(job.kind, QueryKind::Sync { .. }) => {
-                tracing::error!("sync query failed: {e}");
-                finish_sync(&shared, &mut job, Some("error: query failed".into()));
-            }
             Err(e) => {
-                tracing::error!("query failed: {e}");
-                let mut out = Vec::new();
-                write::closed(&mut out, &job.sub.id, "error: query failed");
-                job.sub.outbox.send(out);
+                let reason = match e {
+                    StoreError::SearchBehind { .. } => {
+                        tracing::debug!("search refused: {e}");
+                        format!("error: {e}; try again later")
+                    }
+                    _ => {
+                        tracing::error!("query failed: {e}");
+                        "error: query failed".to_string()
+                    }
+                };
+                if matches!(job.kind, QueryKind::Sync { .. }) {
+                    finish_sync(&shared, &mut job, Some(reason));
+                } else {
+                    // Ended: the fan-out drops it instead of holding its
+                    // live matches for a query that will not finish.
+                    job.sub.cancelled.store(true, Ordering::Relaxed);
+                    let mut out = Vec::new();
+                    write::closed(&mut out, &job.sub.id, &reason);
+                    job.sub.outbox.send(out);
+                }
             }
         }
     }

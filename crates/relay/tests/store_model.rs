@@ -12,7 +12,7 @@ use nostrwire_event::{
 use nostrwire_relay::search::EventTerms;
 use nostrwire_relay::store::lmdb::{LmdbStore, OpenOptions};
 use nostrwire_relay::store::{
-    schema, Durability, EventStore, Incoming, QueryCursor, ScanStatus, Verdict,
+    schema, Durability, EventStore, Incoming, QueryCursor, ScanStatus, StoreError, Verdict,
 };
 
 struct Rng(u64);
@@ -781,6 +781,7 @@ fn upgrade_from(version: u32) {
         ..options(0)
     };
     let store = LmdbStore::open(dir.path(), &capped).unwrap();
+    while store.index_search(1000, 0).unwrap() {}
     let mut cursor = QueryCursor::counting(1000);
     while store.scan(&search("keeper"), &mut cursor, 1, 0).unwrap() == ScanStatus::More {}
     assert_eq!((cursor.count(), cursor.is_capped()), (2, true));
@@ -909,7 +910,8 @@ fn a_search_index_with_unsynced_commits_from_another_boot_is_rebuilt() {
     };
     lose_postings();
     std::fs::write(&marker, "a boot before this one").unwrap();
-    // A reader leaves such an index unused; the relay rebuilds it.
+    // A reader leaves such an index unused; the relay empties it (both
+    // events trail it, and searches scan them) and builds it again.
     let reader = OpenOptions {
         writer_lock: false,
         ..synced.clone()
@@ -919,6 +921,8 @@ fn a_search_index_with_unsynced_commits_from_another_boot_is_rebuilt() {
     drop(store);
     let store = LmdbStore::open(dir.path(), &synced).unwrap();
     assert_eq!(query_store(&store, &search, 100).len(), 2);
+    while store.index_search(1000, 0).unwrap() {}
+    assert_eq!(query_store(&store, &search, 100).len(), 2);
     drop(store);
     // Without the file (or with this boot's id: the page cache held every
     // commit) the index is trusted as it is.
@@ -926,6 +930,59 @@ fn a_search_index_with_unsynced_commits_from_another_boot_is_rebuilt() {
     std::fs::write(&marker, boot.trim()).unwrap();
     let store = LmdbStore::open(dir.path(), &synced).unwrap();
     assert!(query_store(&store, &search, 100).is_empty());
+}
+
+#[test]
+fn a_search_index_far_behind_is_built_after_opening_and_searches_wait_for_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = Keys::derive(8, 6);
+    let notes: Vec<Event> = (0..40)
+        .map(|i| note_at_1000(&keys, &format!("keeper {i} of the lighthouse")))
+        .collect();
+    let mut search = Filter::new();
+    search.search = Some("lighthouse keeper".into());
+    let searched = |store: &LmdbStore| -> Result<usize, StoreError> {
+        let mut cursor = QueryCursor::new(usize::MAX);
+        while store.scan(&search, &mut cursor, 7, 0)? == ScanStatus::More {}
+        Ok(cursor.into_results().len())
+    };
+    // Stored with search off: no index.
+    let off = OpenOptions {
+        search: false,
+        ..options(0)
+    };
+    let store = LmdbStore::open(dir.path(), &off).unwrap();
+    let batch: Vec<Incoming> = notes
+        .iter()
+        .map(|e| nostrwire_wire::encode_event(e).into())
+        .collect();
+    store.write_batch(&batch, 0).unwrap();
+    while store.index_pending(1000).unwrap() {}
+    drop(store);
+    // Turned on, with searches answered while at most 10 events trail: the
+    // open does not build the index, and a search is refused, not run
+    // over every trailing event.
+    let on = OpenOptions {
+        search_max_unindexed: 10,
+        ..options(0)
+    };
+    let store = LmdbStore::open(dir.path(), &on).unwrap();
+    match searched(&store) {
+        Err(StoreError::SearchBehind { indexed, stored }) => assert_eq!((indexed, stored), (0, 40)),
+        other => panic!("expected SearchBehind, got {other:?}"),
+    }
+    // Within the bound after a batch of 30: the other 10 are scanned by
+    // the search itself.
+    assert!(store.index_search(30, 0).unwrap());
+    assert_eq!(searched(&store).unwrap(), 40);
+    while store.index_search(30, 0).unwrap() {}
+    assert_eq!(searched(&store).unwrap(), 40);
+    drop(store);
+    // A bound that is never passed gives the same results straight away.
+    let store = LmdbStore::open(dir.path(), &off).unwrap();
+    drop(store);
+    let store = LmdbStore::open(dir.path(), &options(0)).unwrap();
+    assert_eq!(searched(&store).unwrap(), 40);
 }
 
 #[test]

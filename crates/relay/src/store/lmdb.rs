@@ -137,6 +137,9 @@ pub struct LmdbStore {
     index_lag: u64,
     /// Most postings (and probes of other terms) one search filter reads.
     search_max_reads: usize,
+    /// Most stored events the search index may trail by for a search to
+    /// be answered (it tokenizes them itself).
+    search_max_unindexed: u64,
     /// Size a block of search postings grows to before a new one starts.
     block_bytes: usize,
     /// Most block and `ids` writes in one transaction of an index batch.
@@ -161,6 +164,9 @@ pub struct LmdbStore {
 /// Entries per write transaction of a compacted copy (bounds its dirty
 /// pages).
 const COMPACT_CHUNK: u64 = 100_000;
+/// While the search index is built, its progress is logged each time its
+/// mark passes a multiple of this many serials.
+const BUILD_PROGRESS_EVERY: u64 = 100_000;
 
 /// Default of [`OpenOptions::index_txn_writes`].
 pub const INDEX_TXN_WRITES: usize = 1024;
@@ -184,11 +190,18 @@ pub struct OpenOptions {
     /// A dictionary set file (`nostrwire dict train`); the first one given is
     /// copied into the database and kept, since stored records name its ids.
     pub dictionaries: Option<PathBuf>,
-    /// Keep the NIP-50 search index (built on open when missing, dropped
-    /// on open when off).
+    /// Keep the NIP-50 search index (dropped on open when off). A missing
+    /// or outdated index is emptied on open and built by
+    /// [`EventStore::index_search`], like any trailing events: opening
+    /// never waits for it.
     pub search: bool,
     /// Most postings (and probes of other terms) one search filter reads.
     pub search_max_reads: usize,
+    /// Most stored events the search index may trail by for a search to be
+    /// answered: a search tokenizes the events the index does not hold yet
+    /// itself. Further behind (the index being built), a search fails with
+    /// [`StoreError::SearchBehind`].
+    pub search_max_unindexed: u64,
     /// Stored events whose entries in the time-ordered indexes
     /// ([`table::TIME_ORDERED`]) may wait in `pending`: once more wait,
     /// [`EventStore::index_past_lag`] writes them all (in transactions of
@@ -234,6 +247,7 @@ impl Default for OpenOptions {
             dictionaries: None,
             search: true,
             search_max_reads: 100_000,
+            search_max_unindexed: 20_000,
             index_lag: 0,
             block_bytes: schema::BLOCK_BYTES,
             index_txn_writes: INDEX_TXN_WRITES,
@@ -725,6 +739,7 @@ impl LmdbStore {
             meta,
             index_lag: options.index_lag,
             search_max_reads: options.search_max_reads.max(1),
+            search_max_unindexed: options.search_max_unindexed,
             block_bytes: options.block_bytes.clamp(1, schema::BLOCK_BYTES),
             index_txn_writes: options.index_txn_writes.max(1),
             relay_urls: options.relay_urls.clone(),
@@ -984,16 +999,13 @@ impl LmdbStore {
                 last
             }
         };
-        if behind > 10_000 {
-            tracing::info!(events = behind, "building the search index");
-        }
-        let mut done = 0u64;
-        while self.index_search_into(&index, 10_000, 0, None)? {
-            done += 10_000;
-            tracing::info!(done, total = behind, "building the search index");
-        }
-        if behind > 10_000 {
-            tracing::info!("search index ready");
+        // Built like any trailing events, by `index_search`: opening does
+        // not wait for it, and searches are refused until it is close.
+        if behind > self.search_max_unindexed {
+            tracing::info!(
+                events = behind,
+                "the search index trails the stored events: building it in the background"
+            );
         }
         Ok(Some(index))
     }
@@ -1165,6 +1177,7 @@ impl LmdbStore {
             }
         }
         let mut more = false;
+        let mut reached = from;
         if from < last {
             // Postings above the mark from here on, until the last commit.
             let reach = partial.max(walked_to);
@@ -1189,6 +1202,7 @@ impl LmdbStore {
                 false => last,
             };
             index.set_indexed(txns.open(), indexed)?;
+            reached = indexed;
             index.set_partial(txns.open(), reach.filter(|&r| r > indexed))?;
             docs += added_docs;
             tokens += added_tokens;
@@ -1207,6 +1221,18 @@ impl LmdbStore {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .extend(applied);
+        }
+        let behind = |mark: u64| last.saturating_sub(mark) > self.search_max_unindexed;
+        if behind(from) {
+            if !behind(reached) {
+                tracing::info!(stored = last, "search index ready");
+            } else if reached / BUILD_PROGRESS_EVERY != from / BUILD_PROGRESS_EVERY {
+                tracing::info!(
+                    indexed = reached,
+                    stored = last,
+                    "building the search index"
+                );
+            }
         }
         Ok(more)
     }
@@ -2226,6 +2252,13 @@ impl LmdbStore {
         let Some(mark) = index.indexed(stxn)? else {
             return Ok(None);
         };
+        let last = self.last_serial(txn)?;
+        if last.saturating_sub(mark) > self.search_max_unindexed {
+            return Err(StoreError::SearchBehind {
+                indexed: mark,
+                stored: last,
+            });
+        }
         let (docs, tokens) = index.totals(stxn)?;
         let query = Query::parse(text);
         if query.terms.is_empty() {

@@ -114,6 +114,16 @@ pub enum StoreError {
     /// Another process stores events in this database (its writer lock is
     /// taken).
     Busy(String),
+    /// A search cannot be answered yet: the search index holds the stored
+    /// events up to serial `indexed` only, and more than a search tokenizes
+    /// by itself are above it, up to `stored` (the index is being built, or
+    /// is not keeping up). Nothing is wrong with the database.
+    SearchBehind {
+        /// The serial up to which the index holds every stored event.
+        indexed: u64,
+        /// The last serial handed out.
+        stored: u64,
+    },
 }
 
 impl std::fmt::Display for StoreError {
@@ -124,6 +134,10 @@ impl std::fmt::Display for StoreError {
             StoreError::Schema(v) => write!(f, "database schema version {v} is not supported"),
             StoreError::Dictionaries(what) => write!(f, "compression dictionaries: {what}"),
             StoreError::Busy(what) => write!(f, "database in use: {what}"),
+            StoreError::SearchBehind { indexed, stored } => write!(
+                f,
+                "the search index is being built (up to event {indexed} of {stored})"
+            ),
         }
     }
 }
