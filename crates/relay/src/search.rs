@@ -49,6 +49,25 @@ pub fn indexed_kind(kind: Kind) -> bool {
     !matches!(kind.as_u16(), 3 | 4 | 1059 | 22242) && !kind.is_ephemeral()
 }
 
+/// Shortest content [`is_ciphertext`] takes for an encrypted payload.
+const MIN_CIPHERTEXT_BYTES: usize = 64;
+
+/// Does `content` look like an encrypted payload (NIP-04
+/// `base64?iv=base64`, NIP-44 base64, or a versioned form such as `v2:…`)?
+/// At least [`MIN_CIPHERTEXT_BYTES`], no whitespace, no `://`, and nothing
+/// but base64 and base64url characters, `?` and `:`. Such contents are not
+/// indexed: besides the kinds left out altogether, private lists (10000,
+/// 30000), app data (30078) and job requests (5000–5999) carry them, and
+/// tokenized they are runs of random fragments that no search looks for,
+/// each a term of its own in the index.
+pub fn is_ciphertext(content: &str) -> bool {
+    content.len() >= MIN_CIPHERTEXT_BYTES
+        && !content.contains("://")
+        && content
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"+/=_-?:".contains(&b))
+}
+
 /// Hasher of the maps keyed by terms: seeded per process (terms come from
 /// anyone who publishes), and several times faster than std's SipHash on
 /// short strings, which matters because the indexer hashes every term of
@@ -83,7 +102,7 @@ impl EventTerms {
                 }
                 Err(_) => out.add(view.content()),
             }
-        } else {
+        } else if !is_ciphertext(view.content()) {
             out.add(view.content());
         }
         for tag in view.tags() {
@@ -184,6 +203,21 @@ mod tests {
         assert_eq!(terms(&"x".repeat(40)).len(), 1);
         // Two characters, whatever their byte length.
         assert_eq!(terms("é ét"), ["ét"]);
+    }
+
+    #[test]
+    fn encrypted_payloads_are_ciphertext_and_text_is_not() {
+        let b64 = "aGVsbG8gd29ybGQgdGhpcyBpcyBhIHRlc3Qgb2YgdGhlIGNpcGhlcnRleHQgcnVsZQ==";
+        assert!(is_ciphertext(b64));
+        assert!(is_ciphertext(&format!("{b64}?iv=MTIzNDU2Nzg5MDEyMzQ1Ng==")));
+        assert!(is_ciphertext(&format!("v2:{}", b64.replace('+', "-"))));
+        // Too short, or words, or a link: text.
+        assert!(!is_ciphertext(&b64[..63]));
+        assert!(!is_ciphertext(&format!("{} {}", &b64[..40], &b64[40..])));
+        assert!(!is_ciphertext(
+            "https://example.com/aGVsbG8gd29ybGQgdGhpcyBpcyBhIHRlc3Qgb2YgdGhlIGNpcGhlcnRleHQ"
+        ));
+        assert!(!is_ciphertext(&"añb".repeat(30)));
     }
 
     #[test]

@@ -209,6 +209,39 @@ async fn live_events_are_delivered_only_with_every_term() {
 }
 
 #[tokio::test]
+async fn encrypted_contents_are_not_indexed_but_their_text_tags_are() {
+    let relay = TestRelay::start();
+    let mut c = Client::connect(&relay.url).await;
+    let keys = Keys::derive(54, 1);
+    let t = now() - 100;
+    // NIP-04 shape: base64 `?iv=` base64, its fragments split by `/` and `+`.
+    let payload = "q8ZkLm3P/xY7wRt2N+vB4cD9eF1g/H5jK6lM0nO+pQ2rS4tU==?iv=A1b2C3d4E5f6G7h8I9j0Kw==";
+    let private_list = event(&keys, t, 10000, &[], payload);
+    let app_data = event(
+        &keys,
+        t + 1,
+        30078,
+        &[&["d", "settings"], &["title", "Lighthouse settings"]],
+        payload,
+    );
+    // The same fragment in text is a term like any other.
+    let note = event(
+        &keys,
+        t + 2,
+        1,
+        &[],
+        "q8ZkLm3P is what the payload began with",
+    );
+    for e in [&private_list, &app_data, &note] {
+        assert!(c.publish(e).await.0);
+    }
+    let found = c.query("s", &[filter(r#"{"search":"q8zklm3p"}"#)]).await;
+    assert_eq!(ids(&found), ids(std::slice::from_ref(&note)));
+    let found = c.query("t", &[filter(r#"{"search":"lighthouse"}"#)]).await;
+    assert_eq!(ids(&found), ids(&[app_data]));
+}
+
+#[tokio::test]
 async fn search_off_refuses_and_the_index_is_built_when_turned_on() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut relay = TestRelay::start_with(|c| c.search.enabled = false);

@@ -530,10 +530,13 @@ pub struct Posting {
     pub len: u16,
 }
 
-/// Version of the posting layout, kept in the search environment's `meta`;
-/// an index written in another layout is rebuilt when the database opens.
-/// 1: `varint(Δserial) ‖ varint(tf) ‖ varint(len)`; 2: the present one.
-pub const POSTING_FORMAT: u32 = 2;
+/// Version of the posting layout and of the rules for what is indexed,
+/// kept in the search environment's `meta`; an index written in another
+/// is rebuilt after the database opens. 1: `varint(Δserial) ‖ varint(tf)
+/// ‖ varint(len)`; 2: the present layout; 3: the same layout, encrypted
+/// contents no longer indexed ([`crate::search::is_ciphertext`]), since
+/// removing an event takes out the postings its terms name today.
+pub const POSTING_FORMAT: u32 = 3;
 
 /// Lengths below this are kept exactly by [`length_code`].
 const EXACT_LENGTHS: u16 = 128;
