@@ -2,9 +2,8 @@
 //! `OK true` is there, the database opens, and no partial event is visible.
 //! Also: SIGTERM stops the relay cleanly with exit status 0.
 
-use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
 use nostrwire_event::{
@@ -12,13 +11,8 @@ use nostrwire_event::{
 };
 use tokio_tungstenite::tungstenite::Message;
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+mod support;
+use support::{free_port, http_get, wait_listening};
 
 fn start(dir: &std::path::Path, port: u16) -> Child {
     let child = Command::new(env!("CARGO_BIN_EXE_nostrwire"))
@@ -28,26 +22,8 @@ fn start(dir: &std::path::Path, port: u16) -> Child {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "relay did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_listening(port);
     child
-}
-
-/// The body of a plain HTTP GET to the relay.
-fn http_get(port: u16, path: &str) -> String {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    response
 }
 
 type Socket =
@@ -174,7 +150,7 @@ async fn acknowledged_events_survive_kill_9() {
     // The search index (its own environment, written by its own thread,
     // killed with the relay) opens and catches up: nothing waits for it,
     // and a search finds every acknowledged event.
-    let metrics = http_get(port, "/metrics");
+    let metrics = http_get(port, "/metrics", "");
     assert!(
         metrics.contains("nostrwire_db_search_backlog_events 0\n"),
         "{metrics}"

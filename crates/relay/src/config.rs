@@ -17,7 +17,8 @@ pub struct Setting {
     pub name: &'static str,
     /// What it does.
     pub doc: &'static str,
-    /// Whether a running relay picks up a change (none do yet: restart to apply).
+    /// Whether a running relay picks up a change when it reloads its
+    /// configuration file (SIGHUP); the others take a restart.
     pub reloadable: bool,
 }
 
@@ -37,7 +38,7 @@ macro_rules! settings {
 
         $(
             #[doc = $doc_section]
-            #[derive(Clone, Debug, Serialize, Deserialize)]
+            #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
             #[serde(deny_unknown_fields, default)]
             pub struct $Section {
                 $(
@@ -65,6 +66,23 @@ macro_rules! settings {
 
         /// Section docs in declaration order.
         const SECTIONS: &[(&str, &str)] = &[ $( (stringify!($section), $doc_section), )* ];
+
+        impl Config {
+            /// Takes the reloadable settings of `new`; returns the names
+            /// (`section.name`) of the others that differ in `new`, which
+            /// keep their present values until a restart.
+            pub fn reload_from(&mut self, new: &Config) -> Vec<&'static str> {
+                let mut need_restart = Vec::new();
+                $( $(
+                    if $rel {
+                        self.$section.$name = new.$section.$name.clone();
+                    } else if self.$section.$name != new.$section.$name {
+                        need_restart.push(concat!(stringify!($section), ".", stringify!($name)));
+                    }
+                )* )*
+                need_restart
+            }
+        }
     };
 }
 
@@ -78,13 +96,13 @@ settings! {
         "Public WebSocket URL of this relay, for NIP-62 `relay` tags (empty: ws://<listen>)."
 
     [info: InfoSettings] "NIP-11 relay information document."
-    name: String = "nostrwire".into(); reloadable = false;
+    name: String = "nostrwire".into(); reloadable = true;
         "Relay name."
-    description: String = "A nostrwire relay".into(); reloadable = false;
+    description: String = "A nostrwire relay".into(); reloadable = true;
         "Relay description."
-    pubkey: String = String::new(); reloadable = false;
+    pubkey: String = String::new(); reloadable = true;
         "Administrator's public key (hex), or empty."
-    contact: String = String::new(); reloadable = false;
+    contact: String = String::new(); reloadable = true;
         "Administrator contact, or empty."
 
     [storage: StorageSettings] "The database."
@@ -160,11 +178,11 @@ settings! {
         "Kinds served only to an authenticated author or `p`-tagged recipient (direct messages, gift wraps). Empty: no read restriction."
 
     [policy: PolicySettings] "Who and what may be published."
-    kinds_allow: Vec<u16> = Vec::new(); reloadable = false;
+    kinds_allow: Vec<u16> = Vec::new(); reloadable = true;
         "If non-empty, only these kinds are accepted."
-    kinds_deny: Vec<u16> = Vec::new(); reloadable = false;
+    kinds_deny: Vec<u16> = Vec::new(); reloadable = true;
         "Kinds always refused with `blocked:`."
-    pubkeys_allow: Vec<String> = Vec::new(); reloadable = false;
+    pubkeys_allow: Vec<String> = Vec::new(); reloadable = true;
         "If non-empty, only events by these authors (hex public keys) are accepted."
     plugin: PathBuf = PathBuf::new(); reloadable = false;
         "Write-policy plugin: a program speaking strfry's plugin protocol (JSON lines on stdin/stdout; accept, reject, shadowReject). Empty: none."
@@ -172,19 +190,19 @@ settings! {
         "How long the plugin may take to answer one event before the event is refused (and the plugin restarted)."
 
     [rate: RateSettings] "Rate limits (token buckets). Unauthenticated connections share one bucket per IP address; an authenticated connection uses its pubkey's bucket when the pubkey rates are set. 0 turns a limit off."
-    events_per_second: f64 = 0.0; reloadable = false;
+    events_per_second: f64 = 0.0; reloadable = true;
         "EVENT messages per second per IP address, sustained."
-    events_burst: f64 = 100.0; reloadable = false;
+    events_burst: f64 = 100.0; reloadable = true;
         "EVENT messages one IP address may send at once before the rate applies."
-    reqs_per_second: f64 = 0.0; reloadable = false;
+    reqs_per_second: f64 = 0.0; reloadable = true;
         "REQ, COUNT and NEG-OPEN messages per second per IP address, sustained."
-    reqs_burst: f64 = 100.0; reloadable = false;
+    reqs_burst: f64 = 100.0; reloadable = true;
         "REQ, COUNT and NEG-OPEN messages one IP address may send at once."
-    pubkey_events_per_second: f64 = 0.0; reloadable = false;
+    pubkey_events_per_second: f64 = 0.0; reloadable = true;
         "EVENT messages per second per authenticated pubkey (0: authenticated connections stay on their IP's bucket)."
-    pubkey_reqs_per_second: f64 = 0.0; reloadable = false;
+    pubkey_reqs_per_second: f64 = 0.0; reloadable = true;
         "REQ, COUNT and NEG-OPEN messages per second per authenticated pubkey (0: the IP's bucket)."
-    connections_per_ip: usize = 0; reloadable = false;
+    connections_per_ip: usize = 0; reloadable = true;
         "Simultaneous WebSocket connections per IP address."
 
     [search: SearchSettings] "NIP-50 full-text search."
@@ -221,13 +239,18 @@ impl Config {
         let defaults = toml::Table::try_from(Config::default()).expect("serializable");
         let mut out = String::from(
             "# nostrwire relay configuration. Every setting is shown with its default.\n\
-             # Changes take effect on restart.\n",
+             # Changes take effect on restart; those marked \"reloadable\" also when\n\
+             # the relay gets SIGHUP (it reads this file again).\n",
         );
         for (section, doc) in SECTIONS {
             out.push_str(&format!("\n# {doc}\n[{section}]\n"));
             let table = defaults[*section].as_table().expect("section table");
             for s in SETTINGS.iter().filter(|s| s.section == *section) {
-                for line in wrap(s.doc, 76) {
+                let doc = match s.reloadable {
+                    true => format!("{} (reloadable)", s.doc),
+                    false => s.doc.to_string(),
+                };
+                for line in wrap(&doc, 76) {
                     out.push_str(&format!("# {line}\n"));
                 }
                 let value = &table[s.name];

@@ -479,7 +479,7 @@ fn write_refusal<E: SignedFields>(
         });
     }
     shared
-        .write_policy
+        .write_policy()
         .refuses(event.pubkey(), event.kind())
         .map(|m| ("policy", m))
 }

@@ -30,7 +30,7 @@ pub mod writer;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -53,8 +53,12 @@ pub fn now() -> u64 {
 /// State shared by every thread role.
 #[derive(Debug)]
 pub struct Shared {
-    /// The configuration.
+    /// The configuration the relay started with. Reloadable settings may
+    /// have changed since: read those through [`Shared::current_config`]
+    /// (NIP-11), [`Shared::write_policy`] and [`Shared::rate`].
     pub config: Config,
+    /// The configuration with the reloadable settings as last reloaded.
+    current: RwLock<Arc<Config>>,
     /// Parser limits derived from the configuration.
     pub event_limits: nostrwire_event::Limits,
     /// The same limits for nwb records on the binary transport.
@@ -72,8 +76,8 @@ pub struct Shared {
     pub search_kick: Sender<()>,
     /// The query queue.
     pub query_tx: Sender<query::Job>,
-    /// Publishing rules (`[policy]` lists).
-    pub write_policy: policy::WritePolicy,
+    /// Publishing rules (`[policy]` lists), replaced on reload.
+    write_policy: RwLock<Arc<policy::WritePolicy>>,
     /// Token buckets and connection counts (`[rate]`).
     pub rate: ratelimit::RateLimiter,
     /// Set when the relay is stopping.
@@ -91,6 +95,34 @@ impl std::fmt::Debug for dyn EventStore {
 }
 
 impl Shared {
+    /// The configuration with the reloadable settings as last reloaded.
+    pub fn current_config(&self) -> Arc<Config> {
+        self.current
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Publishing rules (`[policy]` lists) as last reloaded.
+    pub fn write_policy(&self) -> Arc<policy::WritePolicy> {
+        self.write_policy
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Applies the reloadable settings of `new` (see [`Reloader::reload`]).
+    fn reload(&self, new: &Config) -> anyhow::Result<Vec<&'static str>> {
+        new.validate()?;
+        let mut current = Config::clone(&self.current_config());
+        let need_restart = current.reload_from(new);
+        let policy = policy::WritePolicy::from_config(&current)?;
+        self.rate.set_settings(current.rate.clone());
+        *self.write_policy.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(policy);
+        *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(current);
+        Ok(need_restart)
+    }
+
     /// The ingest worker that owns connection `id`.
     pub fn ingest_for(&self, id: u64) -> &Sender<IngestMsg> {
         &self.ingest_tx[(id % self.ingest_tx.len() as u64) as usize]
@@ -136,6 +168,7 @@ pub fn open_store(config: &Config, writer: bool) -> anyhow::Result<LmdbStore> {
 /// A running relay.
 #[derive(Debug)]
 pub struct Relay {
+    shared: Arc<Shared>,
     addr: SocketAddr,
     shutdown: tokio::sync::watch::Sender<bool>,
     main: Option<JoinHandle<()>>,
@@ -166,6 +199,37 @@ impl Relay {
     /// A handle that stops the relay when `send(true)` is called on it.
     pub fn stop_handle(&self) -> tokio::sync::watch::Sender<bool> {
         self.shutdown.clone()
+    }
+
+    /// A handle that applies a changed configuration to the running relay.
+    pub fn reloader(&self) -> Reloader {
+        Reloader {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+/// Applies the reloadable settings of a new configuration (the ones
+/// `nostrwire relay --print-config` marks "reloadable": the NIP-11
+/// document, the `[policy]` lists and the `[rate]` limits) to a running
+/// relay. Connections stay open; the next message meets the new values.
+#[derive(Clone)]
+pub struct Reloader {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Reloader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Reloader")
+    }
+}
+
+impl Reloader {
+    /// Checks `new` and applies its reloadable settings; returns the names
+    /// (`section.name`) of the other settings it changes, which keep their
+    /// values until a restart. An invalid configuration changes nothing.
+    pub fn reload(&self, new: &Config) -> anyhow::Result<Vec<&'static str>> {
+        self.shared.reload(new)
     }
 }
 
@@ -208,6 +272,7 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
     }
     let rate = ratelimit::RateLimiter::new(config.rate.clone());
     let shared = Arc::new(Shared {
+        current: RwLock::new(Arc::new(config.clone())),
         config,
         event_limits,
         wire_limits,
@@ -217,7 +282,7 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
         fanout_tx,
         search_kick,
         query_tx: query_tx.clone(),
-        write_policy,
+        write_policy: RwLock::new(Arc::new(write_policy)),
         rate,
         stopping: AtomicBool::new(false),
         fanned_serial: Default::default(),
@@ -322,6 +387,7 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
             tracing::info!("relay stopped");
         })?;
     Ok(Relay {
+        shared,
         addr,
         shutdown: shutdown_tx,
         main: Some(main),

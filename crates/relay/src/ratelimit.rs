@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash};
 use std::net::IpAddr;
-use std::sync::Mutex;
+use std::sync::{Mutex, RwLock};
 use std::time::Instant;
 
 use nostrwire_event::PublicKey;
@@ -45,7 +45,9 @@ struct Bucket {
 /// All buckets and connection counts.
 #[derive(Debug)]
 pub struct RateLimiter {
-    settings: RateSettings,
+    /// Replaced when the configuration is reloaded; buckets keep their
+    /// tokens and meet the new rates from then on.
+    settings: RwLock<RateSettings>,
     hasher: std::collections::hash_map::RandomState,
     buckets: Vec<Mutex<HashMap<(Budget, Subject), Bucket>>>,
     connections: Mutex<HashMap<IpAddr, usize>>,
@@ -55,17 +57,26 @@ impl RateLimiter {
     /// Limits from `[rate]`.
     pub fn new(settings: RateSettings) -> RateLimiter {
         RateLimiter {
-            settings,
+            settings: RwLock::new(settings),
             hasher: Default::default(),
             buckets: (0..SHARDS).map(|_| Mutex::default()).collect(),
             connections: Mutex::default(),
         }
     }
 
+    /// Applies new limits (a reloaded `[rate]`).
+    pub fn set_settings(&self, settings: RateSettings) {
+        *self.settings.write().unwrap_or_else(|e| e.into_inner()) = settings;
+    }
+
+    fn settings(&self) -> std::sync::RwLockReadGuard<'_, RateSettings> {
+        self.settings.read().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// The subject and rate a message is charged to: the pubkey's bucket
     /// when authenticated and pubkey rates are set, else the address's.
     fn plan(&self, budget: Budget, ip: IpAddr, pubkey: Option<PublicKey>) -> (Subject, f64, f64) {
-        let s = &self.settings;
+        let s = self.settings();
         let burst = match budget {
             Budget::Events => s.events_burst,
             Budget::Reqs => s.reqs_burst,
@@ -80,7 +91,8 @@ impl RateLimiter {
 
     /// Whether any rate for `budget` is set (lets callers skip the lookups).
     pub fn limits(&self, budget: Budget) -> bool {
-        self.settings.rate(budget, false) > 0.0 || self.settings.rate(budget, true) > 0.0
+        let s = self.settings();
+        s.rate(budget, false) > 0.0 || s.rate(budget, true) > 0.0
     }
 
     /// Takes one token; false when the bucket is empty (answer `rate-limited:`).
@@ -95,7 +107,7 @@ impl RateLimiter {
         let mut map = shard.lock().expect("rate shard");
         let now = Instant::now();
         if map.len() >= SHARD_SWEEP_AT {
-            let settings = &self.settings;
+            let settings = self.settings().clone();
             map.retain(|(budget, subject), b| {
                 let rate = settings.rate(*budget, matches!(subject, Subject::Pubkey(_)));
                 b.tokens + now.duration_since(b.at).as_secs_f64() * rate < burst
@@ -119,7 +131,7 @@ impl RateLimiter {
     /// Counts a new connection from `ip`; `None` when the address already
     /// has `connections_per_ip` open. The guard gives the slot back.
     pub fn connect(&self, ip: IpAddr) -> Option<ConnectionSlot<'_>> {
-        let max = self.settings.connections_per_ip;
+        let max = self.settings().connections_per_ip;
         let mut map = self.connections.lock().expect("connection counts");
         let open = map.entry(ip).or_default();
         if max > 0 && *open >= max {

@@ -193,7 +193,7 @@ async fn connection(
             return http_reply(&mut stream, "200 OK", "text/plain; version=0.0.4", &body).await;
         }
         if request.accept_nostr {
-            let body = crate::nip11::document(&shared.config);
+            let body = crate::nip11::document(&shared.current_config());
             return http_reply(&mut stream, "200 OK", "application/nostr+json", &body).await;
         }
         return http_reply(

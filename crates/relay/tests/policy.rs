@@ -36,6 +36,56 @@ async fn kind_and_author_lists_refuse_with_blocked() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_changes_lists_rates_and_info_and_names_what_needs_a_restart() {
+    let keys = Keys::derive(50, 3);
+    let relay = TestRelay::start();
+    let reloader = relay.relay.as_ref().unwrap().reloader();
+    let base = now();
+    let mut c = Client::connect(&relay.url).await;
+    assert!(c.publish(&event(&keys, base, 7, &[], "+")).await.0);
+    assert_eq!(support_nip11(&relay).await["name"], "nostrwire");
+
+    let mut new = relay.config.clone();
+    new.policy.kinds_deny = vec![7];
+    new.info.name = "renamed".into();
+    new.rate.events_per_second = 0.01;
+    new.rate.events_burst = 2.0;
+    new.limits.max_subscriptions = 3;
+    new.search.enabled = false;
+    let need_restart = reloader.reload(&new).unwrap();
+    assert_eq!(need_restart, ["limits.max_subscriptions", "search.enabled"]);
+    // The open connection meets the new rules on its next message.
+    let (ok, msg) = c.publish(&event(&keys, base - 1, 7, &[], "+")).await;
+    assert!(!ok && msg.starts_with("blocked:"), "{msg}");
+    assert!(
+        c.publish(&event(&keys, base - 2, 1, &[], "alpha note"))
+            .await
+            .0
+    );
+    let (ok, msg) = c.publish(&event(&keys, base - 3, 1, &[], "b")).await;
+    assert!(!ok && msg.starts_with("rate-limited:"), "{msg}");
+    let doc = support_nip11(&relay).await;
+    assert_eq!(doc["name"], "renamed");
+    assert_eq!(doc["limitation"]["restricted_writes"], true);
+    // Settings that take a restart kept their values: search still runs.
+    let found = c.query("s", &[filter(r#"{"search":"alpha"}"#)]).await;
+    assert_eq!(found.len(), 1);
+    let (ok, _) = c.publish(&event(&keys, base - 4, 1, &[], "c")).await;
+    assert!(!ok);
+
+    // A configuration that does not check out changes nothing: the
+    // address's bucket stays empty, the name stays.
+    let mut bad = new.clone();
+    bad.rate.events_per_second = 0.0;
+    bad.info.name = "bad".into();
+    bad.policy.pubkeys_allow = vec!["not a key".into()];
+    assert!(reloader.reload(&bad).is_err());
+    let (ok, msg) = c.publish(&event(&keys, base - 5, 1, &[], "d")).await;
+    assert!(!ok && msg.starts_with("rate-limited:"), "{msg}");
+    assert_eq!(support_nip11(&relay).await["name"], "renamed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn write_requires_auth_refuses_anonymous_events() {
     let relay = TestRelay::start_with(|c| c.auth.write_requires_auth = true);
     let keys = Keys::derive(51, 1);

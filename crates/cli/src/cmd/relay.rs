@@ -1,4 +1,5 @@
-//! `nostrwire relay`: run the relay until SIGINT/SIGTERM.
+//! `nostrwire relay`: run the relay until SIGINT/SIGTERM; SIGHUP reloads
+//! the configuration file's reloadable settings.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -71,10 +72,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         )
         .with_writer(std::io::stderr)
         .init();
-    let mut config = load_config(args.config.as_ref(), args.data)?;
-    if let Some(listen) = args.listen {
-        config.relay.listen = listen;
-    }
+    let overrides = Overrides {
+        file: args.config,
+        listen: args.listen,
+        data: args.data,
+    };
+    let config = overrides.load()?;
     let relay = nostrwire_relay::start(config.clone())?;
     tracing::info!(
         "listening on ws://{} (data: {}, durability: {:?})",
@@ -83,17 +86,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         config.storage.durability
     );
     let stop = relay.stop_handle();
+    let reloader = relay.reloader();
     let signals = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     std::thread::spawn(move || {
         signals.block_on(async {
-            let mut term =
-                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-                    .expect("SIGTERM handler");
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
+            use tokio::signal::unix::{signal, SignalKind};
+            let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+            let mut hangup = signal(SignalKind::hangup()).expect("SIGHUP handler");
+            loop {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => break,
+                    _ = term.recv() => break,
+                    _ = hangup.recv() => overrides.reload(&reloader),
+                }
             }
             tracing::info!("stopping");
             let _ = stop.send(true);
@@ -101,4 +108,42 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     });
     relay.wait();
     Ok(ExitCode::SUCCESS)
+}
+
+/// The configuration file and the flags that override it.
+struct Overrides {
+    file: Option<PathBuf>,
+    listen: Option<String>,
+    data: Option<PathBuf>,
+}
+
+impl Overrides {
+    fn load(&self) -> anyhow::Result<Config> {
+        let mut config = load_config(self.file.as_ref(), self.data.clone())?;
+        if let Some(listen) = &self.listen {
+            config.relay.listen = listen.clone();
+        }
+        Ok(config)
+    }
+
+    /// SIGHUP: reads the file again and applies its reloadable settings;
+    /// a file that does not read or check out changes nothing.
+    fn reload(&self, reloader: &nostrwire_relay::Reloader) {
+        let Some(file) = &self.file else {
+            tracing::warn!("SIGHUP: the relay was started without --config; nothing to reload");
+            return;
+        };
+        match self.load().and_then(|config| reloader.reload(&config)) {
+            Ok(need_restart) => {
+                tracing::info!("configuration reloaded from {}", file.display());
+                if !need_restart.is_empty() {
+                    tracing::warn!(
+                        "changed settings that take a restart, kept as they were: {}",
+                        need_restart.join(", ")
+                    );
+                }
+            }
+            Err(e) => tracing::error!("configuration not reloaded, nothing changed: {e:#}"),
+        }
+    }
 }

@@ -19,6 +19,8 @@ pub struct TestRelay {
     pub relay: Option<Relay>,
     pub dir: tempfile::TempDir,
     pub url: String,
+    /// The configuration it started with.
+    pub config: Config,
 }
 
 impl TestRelay {
@@ -36,12 +38,13 @@ impl TestRelay {
         config.performance.ingest_threads = 2;
         config.performance.query_threads = 2;
         adjust(&mut config);
-        let relay = nostrwire_relay::start(config).unwrap();
+        let relay = nostrwire_relay::start(config.clone()).unwrap();
         let url = format!("ws://{}", relay.local_addr());
         TestRelay {
             relay: Some(relay),
             dir,
             url,
+            config,
         }
     }
 
