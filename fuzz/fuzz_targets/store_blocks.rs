@@ -1,6 +1,6 @@
 #![no_main]
-//! The store's block decoders on hostile bytes: a block of search postings
-//! and a block of a time-ordered index. Each returns an error or entries,
+//! The store's block decoders on hostile bytes: a block of search postings,
+//! a term's counts and a block of a time-ordered index. Each returns an error or entries,
 //! never panics, and what it accepts re-encodes to exactly the same bytes
 //! (the encodings are canonical).
 
@@ -15,6 +15,13 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     let (key, value) = rest.split_at(schema::TIME_SUFFIX);
+    if which % 3 == 2 {
+        // A term's counts: document frequency and perhaps its last serial.
+        if let Ok(counts) = schema::decode_term_counts(value) {
+            assert_eq!(schema::encode_term_counts(counts), value);
+        }
+        return;
+    }
     if which & 1 == 0 {
         let serial = schema::serial_from(&key[..8]).expect("eight bytes");
         match schema::decode_postings(serial, value) {
