@@ -513,6 +513,9 @@ fn event_message<E: SignedFields>(
     if let Some((reason, message)) = write_refusal(shared, conn, event) {
         return ok_false(shared, conn, id, reason, message);
     }
+    if let Some(message) = shared.write_policy().pow_refusal(id) {
+        return ok_false(shared, conn, id, "pow", &message);
+    }
     if let Some(value) = first_tag_value(event, "expiration") {
         match value.parse::<u64>() {
             Ok(t) if t <= now => {

@@ -17,6 +17,9 @@ pub fn supported_nips(config: &Config) -> Vec<u32> {
     if config.auth.enabled {
         nips.extend([42, 70]);
     }
+    if config.policy.min_pow_difficulty > 0 {
+        nips.push(13);
+    }
     nips.sort_unstable();
     nips
 }
@@ -47,6 +50,9 @@ pub fn document(config: &Config) -> String {
                 || !config.policy.plugin.as_os_str().is_empty(),
         },
     });
+    if config.policy.min_pow_difficulty > 0 {
+        doc["limitation"]["min_pow_difficulty"] = json!(config.policy.min_pow_difficulty);
+    }
     if limits.future_seconds > 0 {
         doc["limitation"]["created_at_upper_limit"] = json!(limits.future_seconds);
     }

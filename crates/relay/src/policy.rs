@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use nostrwire_event::{Filter, Kind, PreimageFields, PublicKey, SignedFields};
+use nostrwire_event::{EventId, Filter, Kind, PreimageFields, PublicKey, SignedFields};
 use nostrwire_wire::EventView;
 
 use crate::config::Config;
@@ -19,6 +19,7 @@ pub struct WritePolicy {
     kinds_allow: HashSet<u16>,
     kinds_deny: HashSet<u16>,
     pubkeys_allow: HashSet<PublicKey>,
+    min_pow: u32,
 }
 
 impl WritePolicy {
@@ -36,7 +37,16 @@ impl WritePolicy {
             kinds_allow: p.kinds_allow.iter().copied().collect(),
             kinds_deny: p.kinds_deny.iter().copied().collect(),
             pubkeys_allow,
+            min_pow: u32::from(p.min_pow_difficulty),
         })
+    }
+
+    /// The `pow:` refusal when `id` has less proof of work (NIP-13) than
+    /// `min_pow_difficulty` asks for.
+    pub fn pow_refusal(&self, id: &EventId) -> Option<String> {
+        let difficulty = difficulty(id);
+        (difficulty < self.min_pow)
+            .then(|| format!("pow: difficulty {difficulty} is less than {}", self.min_pow))
     }
 
     /// The `blocked:` reason, if the lists refuse this author or kind.
@@ -51,6 +61,15 @@ impl WritePolicy {
             return Some("blocked: this relay only accepts events from its members");
         }
         None
+    }
+}
+
+/// The proof of work of an event id (NIP-13): its leading zero bits.
+pub fn difficulty(id: &EventId) -> u32 {
+    let bytes = id.as_bytes();
+    match bytes.iter().position(|&b| b != 0) {
+        Some(i) => 8 * i as u32 + bytes[i].leading_zeros(),
+        None => 8 * bytes.len() as u32,
     }
 }
 
@@ -181,6 +200,22 @@ impl ReadGate {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn difficulty_counts_leading_zero_bits_as_nip13_says() {
+        let id = |hex: &str| EventId::from_hex(&format!("{hex:0<64}")).unwrap();
+        // The examples of NIP-13.
+        assert_eq!(
+            difficulty(&id(
+                "000000000e9d97a1ab09fc381030b346cdd7a142ad57e6df0b46dc9bef6c7e2d"
+            )),
+            36
+        );
+        assert_eq!(difficulty(&id("002f")), 10);
+        assert_eq!(difficulty(&id("8")), 0);
+        assert_eq!(difficulty(&id("1")), 3);
+        assert_eq!(difficulty(&id("0")), 256);
+    }
 
     #[test]
     fn relay_urls_compare_without_scheme_case_or_trailing_slash() {

@@ -86,6 +86,52 @@ async fn a_reload_changes_lists_rates_and_info_and_names_what_needs_a_restart() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_with_too_little_proof_of_work_are_refused_with_pow() {
+    use nostrwire_relay::policy::difficulty;
+    let keys = Keys::derive(50, 4);
+    let relay = TestRelay::start_with(|c| c.policy.min_pow_difficulty = 8);
+    let base = now();
+    // Mined as NIP-13 says: the nonce tag changes until the id has the bits.
+    let mined = |want: &dyn Fn(u32) -> bool| {
+        (0u64..)
+            .map(|nonce| {
+                let n = nonce.to_string();
+                event(&keys, base, 1, &[&["nonce", n.as_str(), "8"]], "mined")
+            })
+            .find(|e| want(difficulty(&e.id)))
+            .unwrap()
+    };
+    let easy = mined(&|d| d < 8);
+    let hard = mined(&|d| d >= 8);
+    let mut c = Client::connect(&relay.url).await;
+    let (ok, msg) = c.publish(&easy).await;
+    assert!(!ok, "{msg}");
+    assert_eq!(
+        msg,
+        format!("pow: difficulty {} is less than 8", difficulty(&easy.id))
+    );
+    let (ok, msg) = c.publish(&hard).await;
+    assert!(ok, "{msg}");
+    let doc = support_nip11(&relay).await;
+    assert_eq!(doc["limitation"]["min_pow_difficulty"], 8);
+    assert!(doc["supported_nips"]
+        .as_array()
+        .unwrap()
+        .contains(&serde_json::json!(13)));
+    // Turned off by a reload: the easy one goes in.
+    let mut off = relay.config.clone();
+    off.policy.min_pow_difficulty = 0;
+    relay
+        .relay
+        .as_ref()
+        .unwrap()
+        .reloader()
+        .reload(&off)
+        .unwrap();
+    assert!(c.publish(&easy).await.0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn write_requires_auth_refuses_anonymous_events() {
     let relay = TestRelay::start_with(|c| c.auth.write_requires_auth = true);
     let keys = Keys::derive(51, 1);
