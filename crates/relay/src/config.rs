@@ -104,6 +104,22 @@ settings! {
         "Administrator's public key (hex), or empty."
     contact: String = String::new(); reloadable = true;
         "Administrator contact, or empty."
+    icon: String = String::new(); reloadable = true;
+        "URL of the relay's icon (a square image), or empty."
+    banner: String = String::new(); reloadable = true;
+        "URL of a banner image, or empty."
+    terms_of_service: String = String::new(); reloadable = true;
+        "URL of the terms of service, or empty."
+    privacy_policy: String = String::new(); reloadable = true;
+        "URL of the privacy policy, or empty."
+    posting_policy: String = String::new(); reloadable = true;
+        "URL of a page on what may be posted here, or empty."
+    relay_countries: Vec<String> = Vec::new(); reloadable = true;
+        "ISO 3166-1 alpha-2 codes of the countries whose laws apply to the relay (`*` for none in particular); empty: not stated."
+    language_tags: Vec<String> = Vec::new(); reloadable = true;
+        "IETF language tags of the languages spoken on the relay (`*` for any); empty: not stated."
+    tags: Vec<String> = Vec::new(); reloadable = true;
+        "Topics or limitations of the relay (`sfw-only`, `bitcoin-only`, …); empty: none."
 
     [storage: StorageSettings] "The database."
     durability: Durability = Durability::Full; reloadable = false;
@@ -279,6 +295,11 @@ impl Config {
                 "rate.{name} must be a number >= 0, not {v}"
             );
         }
+        let admin = &self.info.pubkey;
+        anyhow::ensure!(
+            admin.is_empty() || nostrwire_event::PublicKey::from_hex(admin).is_ok(),
+            "info.pubkey: {admin:?} is not a public key (64 hex characters)"
+        );
         let plugin = &self.policy.plugin;
         anyhow::ensure!(
             plugin.as_os_str().is_empty() || plugin.is_file(),
@@ -342,5 +363,24 @@ mod tests {
         let c = Config::from_toml("[storage]\ndurability = \"none\"\n").unwrap();
         assert_eq!(c.storage.durability, Durability::None);
         assert_eq!(c.limits.max_filters, 32);
+        let bad_admin = Config::from_toml("[info]\npubkey = \"npub1xyz\"\n").unwrap();
+        assert!(bad_admin.validate().is_err());
+        assert!(Config::default().validate().is_ok());
+    }
+
+    #[test]
+    fn a_reload_takes_reloadable_settings_and_names_the_rest() {
+        let mut running = Config::default();
+        let mut new = Config::default();
+        new.info.name = "renamed".into();
+        new.rate.events_per_second = 2.0;
+        new.storage.durability = Durability::None;
+        new.relay.listen = "127.0.0.1:1".into();
+        let need_restart = running.reload_from(&new);
+        assert_eq!(need_restart, ["relay.listen", "storage.durability"]);
+        assert_eq!(running.info.name, "renamed");
+        assert_eq!(running.rate.events_per_second, 2.0);
+        assert_eq!(running.storage.durability, Durability::Full);
+        assert_eq!(running.relay.listen, Config::default().relay.listen);
     }
 }

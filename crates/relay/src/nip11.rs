@@ -59,11 +59,29 @@ pub fn document(config: &Config) -> String {
     if limits.past_seconds > 0 {
         doc["limitation"]["created_at_lower_limit"] = json!(limits.past_seconds);
     }
-    if !config.info.pubkey.is_empty() {
-        doc["pubkey"] = json!(config.info.pubkey);
+    // Optional fields are left out when not set, as NIP-11 suggests.
+    let info = &config.info;
+    for (key, value) in [
+        ("pubkey", &info.pubkey),
+        ("contact", &info.contact),
+        ("icon", &info.icon),
+        ("banner", &info.banner),
+        ("terms_of_service", &info.terms_of_service),
+        ("privacy_policy", &info.privacy_policy),
+        ("posting_policy", &info.posting_policy),
+    ] {
+        if !value.is_empty() {
+            doc[key] = json!(value);
+        }
     }
-    if !config.info.contact.is_empty() {
-        doc["contact"] = json!(config.info.contact);
+    for (key, values) in [
+        ("relay_countries", &info.relay_countries),
+        ("language_tags", &info.language_tags),
+        ("tags", &info.tags),
+    ] {
+        if !values.is_empty() {
+            doc[key] = json!(values);
+        }
     }
     doc.to_string()
 }

@@ -351,7 +351,10 @@ async fn limits_are_answered_with_prefixes() {
 #[tokio::test]
 async fn nip11_and_metrics_over_http() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let relay = TestRelay::start();
+    let relay = TestRelay::start_with(|c| {
+        c.info.icon = "https://relay.example/icon.png".into();
+        c.info.relay_countries = vec!["*".into()];
+    });
     let get = |path: &'static str, accept: &'static str| {
         let addr = relay.addr();
         async move {
@@ -373,6 +376,12 @@ async fn nip11_and_metrics_over_http() {
         serde_json::json!([1, 9, 11, 40, 42, 45, 50, 62, 70, 77])
     );
     assert_eq!(doc["limitation"]["max_subid_length"], 64);
+    // Optional fields appear when set, and only then.
+    assert_eq!(doc["icon"], "https://relay.example/icon.png");
+    assert_eq!(doc["relay_countries"], serde_json::json!(["*"]));
+    for unset in ["banner", "contact", "pubkey", "language_tags", "tags"] {
+        assert!(doc.get(unset).is_none(), "{unset}: {doc}");
+    }
     let metrics = get("/metrics", "*/*").await;
     assert!(metrics.contains("nostrwire_connections_open"), "{metrics}");
     assert!(metrics.contains("nostrwire_db_events 0"), "{metrics}");
