@@ -971,6 +971,23 @@ fn a_search_index_far_behind_is_built_after_opening_and_searches_wait_for_it() {
         Err(StoreError::SearchBehind { indexed, stored }) => assert_eq!((indexed, stored), (0, 40)),
         other => panic!("expected SearchBehind, got {other:?}"),
     }
+    // With a bound the 40 trailing events are within, a search walks them
+    // itself, 7 a slice: no slice takes them all.
+    let wide = OpenOptions {
+        search_max_unindexed: 100,
+        ..options(0)
+    };
+    drop(store);
+    let store = LmdbStore::open(dir.path(), &wide).unwrap();
+    let mut cursor = QueryCursor::new(usize::MAX);
+    let mut slices = 1;
+    while store.scan(&search, &mut cursor, 7, 0).unwrap() == ScanStatus::More {
+        slices += 1;
+    }
+    assert_eq!(cursor.into_results().len(), 40);
+    assert!(slices > 40 / 7, "{slices} slices");
+    drop(store);
+    let store = LmdbStore::open(dir.path(), &on).unwrap();
     // Within the bound after a batch of 30: the other 10 are scanned by
     // the search itself.
     assert!(store.index_search(30, 0).unwrap());

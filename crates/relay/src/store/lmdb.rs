@@ -18,7 +18,7 @@ use nostrwire_event::{EventId, Filter, Kind, PreimageFields, PublicKey, SignedFi
 use nostrwire_wire::compress::{DictSet, RecordCompressor, RecordDecompressor};
 use nostrwire_wire::{EventView, Value};
 
-use super::plan::{plan, Plan, QueryCursor, Ranked, ScanStatus};
+use super::plan::{plan, Plan, QueryCursor, Ranked, ScanStatus, SearchTail};
 use super::schema::{self, table, Posting, TimeKey, TIME_SUFFIX};
 use super::search_index::{self, block_serial, postings, SearchIndex, SearchSnapshot};
 use super::{
@@ -1019,22 +1019,21 @@ impl LmdbStore {
             .map_or(0, |next| next - 1))
     }
 
-    /// Walks the stored events above serial `above`, oldest first, at most
-    /// `max` of them, handing `f` each serial and its indexed terms (`None`
-    /// for events search does not index, or without terms). Returns how
-    /// many were walked and the last serial walked.
+    /// Walks the stored events above serial `above` and at most `upto`,
+    /// oldest first, at most `max` of them, handing `f` each serial and its
+    /// indexed terms (`None` for events search does not index, or without
+    /// terms). Returns how many were walked and the last serial walked.
     fn walk_unindexed(
         &self,
         txn: &RoTxn<'_>,
-        above: u64,
+        (above, upto): (u64, u64),
         max: usize,
         mut f: impl FnMut(u64, Option<EventTerms>),
     ) -> StoreResult<(usize, Option<u64>)> {
-        let lower = schema::serial_bytes(above);
+        let (lower, upper) = (schema::serial_bytes(above), schema::serial_bytes(upto));
         let (mut walked, mut last) = (0, None);
-        for item in
-            self.stored_range(txn, &(Bound::Excluded(&lower[..]), Bound::Unbounded), false)?
-        {
+        let range = (Bound::Excluded(&lower[..]), Bound::Included(&upper[..]));
+        for item in self.stored_range(txn, &range, false)? {
             if walked == max {
                 break;
             }
@@ -1141,7 +1140,7 @@ impl LmdbStore {
             Default::default();
         let (mut added_docs, mut added_tokens) = (0u64, 0u64);
         let (walked, walked_to) = match from < last {
-            true => self.walk_unindexed(&txn, from, max, |serial, terms| {
+            true => self.walk_unindexed(&txn, (from, u64::MAX), max, |serial, terms| {
                 let Some(terms) = terms else {
                     return;
                 };
@@ -2264,49 +2263,83 @@ impl LmdbStore {
         if query.terms.is_empty() {
             return Ok(None);
         }
-        // The stored events above the index's mark (at most the lag and one
-        // batch) are tokenized here, with the same rules as the index.
-        let (mut docs, mut tokens) = (docs, tokens);
-        let mut tail_df = vec![0u64; query.terms.len()];
-        let mut tail: Vec<(u64, Vec<u16>, u16)> = Vec::new();
-        self.walk_unindexed(txn, mark, usize::MAX, |serial, terms| {
-            let Some(terms) = terms else {
-                return;
-            };
-            docs += 1;
-            tokens += u64::from(terms.len);
-            let tfs: Vec<u16> = query
-                .terms
-                .iter()
-                .map(|t| terms.terms.get(t).copied().unwrap_or(0))
-                .collect();
-            for (df, &tf) in tail_df.iter_mut().zip(&tfs) {
-                *df += u64::from(tf > 0);
-            }
-            if tfs.iter().all(|&tf| tf > 0) {
-                // Scored with the length a posting would keep, like indexed events.
-                tail.push((serial, tfs, schema::stored_length(terms.len)));
-            }
-        })?;
-        let avg_len = tokens as f64 / docs.max(1) as f64;
-        let mut idfs = Vec::with_capacity(query.terms.len());
-        let mut terms = Vec::with_capacity(query.terms.len());
-        for (term, tail_df) in query.terms.iter().zip(tail_df) {
+        let df = vec![0; query.terms.len()];
+        Ok(Some(Plan::SearchTail(Box::new(SearchTail {
+            terms: query.terms,
+            mark,
+            upper: last,
+            walked_to: mark,
+            docs,
+            tokens,
+            df,
+            matches: Vec::new(),
+        }))))
+    }
+
+    /// Tokenizes at most `budget` of the stored events above the index's
+    /// mark (those stored when the search was planned), with the same rules
+    /// as the index; once all are walked, plans the walk of the index
+    /// ([`Plan::Search`]), or ends the search when a term is nowhere.
+    fn scan_search_tail(
+        &self,
+        search: &SearchSnapshot<'_>,
+        txn: &RoTxn<'_>,
+        filter: &Filter,
+        cursor: &mut QueryCursor,
+        budget: usize,
+        now: u64,
+    ) -> StoreResult<ScanStatus> {
+        let Some(Plan::SearchTail(mut tail)) = cursor.plan.take() else {
+            unreachable!("search tail plan");
+        };
+        let t = &mut *tail;
+        let (walked, last) =
+            self.walk_unindexed(txn, (t.walked_to, t.upper), budget, |serial, terms| {
+                let Some(terms) = terms else {
+                    return;
+                };
+                t.docs += 1;
+                t.tokens += u64::from(terms.len);
+                let tfs: Vec<u16> = t
+                    .terms
+                    .iter()
+                    .map(|term| terms.terms.get(term).copied().unwrap_or(0))
+                    .collect();
+                for (df, &tf) in t.df.iter_mut().zip(&tfs) {
+                    *df += u64::from(tf > 0);
+                }
+                if tfs.iter().all(|&tf| tf > 0) {
+                    // Scored with the length a posting would keep, like indexed events.
+                    t.matches
+                        .push((serial, tfs, schema::stored_length(terms.len)));
+                }
+            })?;
+        cursor.examined += walked as u64;
+        if walked == budget && last.is_some_and(|s| s < t.upper) {
+            t.walked_to = last.unwrap_or(t.walked_to);
+            cursor.plan = Some(Plan::SearchTail(tail));
+            return Ok(ScanStatus::More);
+        }
+        let (index, stxn) = (search.index, &search.txn);
+        let avg_len = t.tokens as f64 / t.docs.max(1) as f64;
+        let mut idfs = Vec::with_capacity(t.terms.len());
+        let mut terms = Vec::with_capacity(t.terms.len());
+        for (term, tail_df) in t.terms.iter().zip(&t.df) {
             let prefix = schema::term_prefix(term);
-            // Postings a batch wrote above the mark before its last commit
-            // are counted in the tail instead.
+            // Postings written above the planned mark since (or by a batch
+            // before its last commit) are counted in the tail instead.
             let held = index.document_frequency(stxn, &prefix)?;
-            let unfinished = index.postings_above(stxn, &prefix, mark)?;
-            match held.saturating_sub(unfinished) + tail_df {
-                0 => return Ok(None),
+            let above = index.postings_above(stxn, &prefix, t.mark)?;
+            match held.saturating_sub(above) + tail_df {
+                0 => return Ok(ScanStatus::Done),
                 df => {
-                    let idf = search::idf(docs, df);
+                    let idf = search::idf(t.docs, df);
                     idfs.push(idf);
                     terms.push((df, prefix, idf));
                 }
             }
         }
-        let tail = tail
+        let scored = std::mem::take(&mut t.matches)
             .into_iter()
             .map(|(serial, tfs, len)| {
                 let score = idfs
@@ -2318,18 +2351,21 @@ impl LmdbStore {
             })
             .collect();
         terms.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
-        Ok(Some(Plan::Search {
+        cursor.plan = Some(Plan::Search {
             terms: terms
                 .into_iter()
                 .map(|(_, prefix, idf)| (prefix, idf))
                 .collect(),
             avg_len,
-            tail,
+            tail: scored,
             // The walk starts at the mark: the tail holds the events above.
-            resume_below: Some(mark.saturating_add(1)),
+            resume_below: Some(t.mark.saturating_add(1)),
             reads: 0,
             done: false,
-        }))
+        });
+        // The rest of this slice goes to the index.
+        let left = budget.saturating_sub(walked).max(1);
+        self.scan_search(search, txn, filter, cursor, left, now)
     }
 
     /// Walks the rarest term's postings newest first, probes the other terms
@@ -2766,6 +2802,13 @@ impl EventStore for LmdbStore {
             plan @ Plan::Index { table, .. } => {
                 cursor.plan = Some(plan);
                 self.scan_index(&txn, filter, table, cursor, budget, now)
+            }
+            plan @ Plan::SearchTail(_) => {
+                cursor.plan = Some(plan);
+                let Some(search) = &search else {
+                    return Ok(ScanStatus::Done);
+                };
+                self.scan_search_tail(search, &txn, filter, cursor, budget, now)
             }
             plan @ Plan::Search { .. } => {
                 cursor.plan = Some(plan);

@@ -39,6 +39,10 @@ pub(crate) enum Plan {
         /// with the ranges, and consumed from the end.
         tail: Option<Vec<(u64, u64)>>,
     },
+    /// NIP-50, first part: the stored events above the index's mark,
+    /// tokenized a slice at a time (`lmdb.rs`, `scan_search_tail`); then
+    /// [`Plan::Search`].
+    SearchTail(Box<SearchTail>),
     /// NIP-50: the rarest term's postings walked newest serial first, each
     /// candidate probed for the other terms (`lmdb.rs`, `scan_search`).
     Search {
@@ -55,6 +59,28 @@ pub(crate) enum Plan {
         reads: usize,
         done: bool,
     },
+}
+
+/// A search's walk of the events its index does not hold yet.
+#[derive(Clone, Debug)]
+pub(crate) struct SearchTail {
+    /// The query's terms.
+    pub(crate) terms: Vec<String>,
+    /// The index's mark when the search was planned: the index answers for
+    /// the events at or below it, this walk for those above.
+    pub(crate) mark: u64,
+    /// The last serial stored when the search was planned: the walk's end.
+    pub(crate) upper: u64,
+    /// The last serial walked so far.
+    pub(crate) walked_to: u64,
+    /// Events and tokens for BM25: the index's totals when planned, plus
+    /// the events walked.
+    pub(crate) docs: u64,
+    pub(crate) tokens: u64,
+    /// Events walked holding each term.
+    pub(crate) df: Vec<u64>,
+    /// Events walked holding every term: serial, term frequencies, length.
+    pub(crate) matches: Vec<(u64, Vec<u16>, u16)>,
 }
 
 /// A search match awaiting ranking.
