@@ -80,3 +80,32 @@ fn sighup_reloads_the_configuration_file() {
     let code = relay.wait().unwrap();
     assert!(code.success(), "relay exit status {code:?}");
 }
+
+#[test]
+fn check_config_names_changed_settings_and_fails_on_a_bad_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("relay.toml");
+    std::fs::write(
+        &file,
+        "[info]\nname = \"mine\"\n[limits]\nmax_filters = 3\n",
+    )
+    .unwrap();
+    let out = support::nostrwire(&[
+        "relay",
+        "--check-config",
+        "--config",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        out,
+        "configuration ok\n  info.name (not the default)\n  limits.max_filters (not the default)\n"
+    );
+    std::fs::write(&file, "[info]\npubkey = \"not hex\"\n").unwrap();
+    let failed = Command::new(env!("CARGO_BIN_EXE_nostrwire"))
+        .args(["relay", "--check-config", "--config"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(!failed.status.success());
+    assert!(String::from_utf8_lossy(&failed.stderr).contains("info.pubkey"));
+}

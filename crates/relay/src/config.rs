@@ -82,6 +82,17 @@ macro_rules! settings {
                 )* )*
                 need_restart
             }
+
+            /// The settings (`section.name`) whose values differ in `other`.
+            pub fn differences(&self, other: &Config) -> Vec<&'static str> {
+                let mut out = Vec::new();
+                $( $(
+                    if self.$section.$name != other.$section.$name {
+                        out.push(concat!(stringify!($section), ".", stringify!($name)));
+                    }
+                )* )*
+                out
+            }
         }
     };
 }

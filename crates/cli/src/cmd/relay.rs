@@ -22,6 +22,12 @@ pub struct Args {
     /// Print the fully commented default configuration and exit.
     #[arg(long)]
     pub print_config: bool,
+    /// Read and check the configuration (the file, with --listen and
+    /// --data applied), print what would change from the defaults, and
+    /// exit: non-zero when it does not read or check out. Run it before
+    /// sending a running relay SIGHUP.
+    #[arg(long)]
+    pub check_config: bool,
 }
 
 /// Where a command finds the relay database: the configuration file's
@@ -65,6 +71,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         print!("{}", Config::default_toml());
         return Ok(ExitCode::SUCCESS);
     }
+    let overrides = Overrides {
+        file: args.config,
+        listen: args.listen,
+        data: args.data,
+    };
+    if args.check_config {
+        let config = overrides.load()?;
+        config.validate()?;
+        let changed = Config::default().differences(&config);
+        println!("configuration ok");
+        for name in changed {
+            println!("  {name} (not the default)");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("NOSTRWIRE_LOG")
@@ -72,11 +93,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         )
         .with_writer(std::io::stderr)
         .init();
-    let overrides = Overrides {
-        file: args.config,
-        listen: args.listen,
-        data: args.data,
-    };
     let config = overrides.load()?;
     let relay = nostrwire_relay::start(config.clone())?;
     tracing::info!(
