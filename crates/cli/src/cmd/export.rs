@@ -24,6 +24,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => Filter::new(),
     };
     let store = nostrwire_relay::open_store(&config, false)?;
+    if filter.search.is_some() && !store.has_search_index() {
+        anyhow::bail!(
+            "this database has no search index to read (search is off, or the relay has not \
+             built it yet): a `search` filter would match nothing"
+        );
+    }
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let mut failed = None;

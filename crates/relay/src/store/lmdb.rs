@@ -686,6 +686,14 @@ impl LmdbStore {
         Ok(std::fs::metadata(&target).map_err(io)?.len())
     }
 
+    /// Whether searches read a search index: false when search is off,
+    /// and for a reader that found none it may use (never built, or left
+    /// for the relay to rebuild). Without one, a `search` filter matches
+    /// nothing.
+    pub fn has_search_index(&self) -> bool {
+        self.search.is_some()
+    }
+
     /// Closes the database and hands back its writer lock (when held), so
     /// the caller can put another `data.mdb` in place before letting go.
     pub fn close(self) -> Option<std::fs::File> {
