@@ -69,6 +69,9 @@ pub struct Metrics {
     pub events_stored: AtomicU64,
     /// Events rejected, by reason prefix and kind of error.
     rejected: Mutex<Vec<(String, u64)>>,
+    /// Queries (REQ, COUNT, NEG-OPEN) ended with `CLOSED` or `NEG-ERR`
+    /// after they started, by reason.
+    queries_failed: Mutex<Vec<(String, u64)>>,
     /// Seconds from REQ to EOSE.
     pub query_seconds: Histogram,
     /// Events per writer transaction.
@@ -94,6 +97,7 @@ impl Default for Metrics {
             messages: Mutex::new(Vec::new()),
             events_stored: AtomicU64::new(0),
             rejected: Mutex::new(Vec::new()),
+            queries_failed: Mutex::new(Vec::new()),
             query_seconds: Histogram::new(LATENCY_BOUNDS),
             writer_batch: Histogram::new(BATCH_BOUNDS),
             write_seconds: Histogram::new(WRITE_BOUNDS),
@@ -118,6 +122,11 @@ impl Metrics {
     /// Counts a rejected event with `reason` (a stable error kind or policy name).
     pub fn rejected(&self, reason: &str) {
         bump(&self.rejected, reason);
+    }
+
+    /// Counts a query that failed after it started.
+    pub fn query_failed(&self, reason: &str) {
+        bump(&self.queries_failed, reason);
     }
 
     /// Prometheus text exposition.
@@ -154,6 +163,13 @@ impl Metrics {
             "counter",
             self.events_stored.load(Ordering::Relaxed),
         );
+        let _ = writeln!(out, "# HELP nostrwire_queries_failed_total Queries ended before their results, by reason (search_behind: the search index was being built).\n# TYPE nostrwire_queries_failed_total counter");
+        for (reason, n) in self.queries_failed.lock().expect("metrics lock").iter() {
+            let _ = writeln!(
+                out,
+                "nostrwire_queries_failed_total{{reason=\"{reason}\"}} {n}"
+            );
+        }
         let _ = writeln!(out, "# HELP nostrwire_events_rejected_total Events refused, by reason.\n# TYPE nostrwire_events_rejected_total counter");
         for (reason, n) in self.rejected.lock().expect("metrics lock").iter() {
             let _ = writeln!(

@@ -155,10 +155,12 @@ pub fn run(shared: Arc<Shared>, queue: Receiver<Job>, requeue: Sender<Job>) {
                 let reason = match e {
                     StoreError::SearchBehind { .. } => {
                         tracing::debug!("search refused: {e}");
+                        shared.metrics.query_failed("search_behind");
                         format!("error: {e}; try again later")
                     }
                     _ => {
                         tracing::error!("query failed: {e}");
+                        shared.metrics.query_failed("storage_error");
                         "error: query failed".to_string()
                     }
                 };

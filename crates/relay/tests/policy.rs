@@ -291,12 +291,6 @@ async fn plugin_decides_and_is_restarted_when_it_dies_or_stalls() {
 }
 
 async fn support_nip11(relay: &TestRelay) -> serde_json::Value {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::net::TcpStream::connect(relay.addr()).await.unwrap();
-    s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nAccept: application/nostr+json\r\n\r\n")
-        .await
-        .unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).await.unwrap();
-    serde_json::from_str(out.split("\r\n\r\n").nth(1).unwrap()).unwrap()
+    let body = support::http_get(relay.addr(), "/", "application/nostr+json").await;
+    serde_json::from_str(&body).unwrap()
 }

@@ -1,6 +1,7 @@
 //! NIP-50 search over a real WebSocket: AND of terms, relevance order,
 //! `limit` after ranking, extensions ignored, the rest of the filter applied,
-//! removals leaving the index, COUNT, live delivery, and search turned off.
+//! removals leaving the index, COUNT, live delivery, encrypted contents left
+//! out, searches refused while the index is built, and search turned off.
 
 mod support;
 
@@ -239,6 +240,87 @@ async fn encrypted_contents_are_not_indexed_but_their_text_tags_are() {
     assert_eq!(ids(&found), ids(std::slice::from_ref(&note)));
     let found = c.query("t", &[filter(r#"{"search":"lighthouse"}"#)]).await;
     assert_eq!(ids(&found), ids(&[app_data]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn searches_wait_for_an_index_being_built_and_the_rest_is_served() {
+    use nostrwire_relay::store::lmdb::{LmdbStore, OpenOptions};
+    use nostrwire_relay::store::{Durability, EventStore, Incoming};
+    // 20,000 notes stored with search off, straight into the store: the
+    // relay below starts with an index to build, which takes it far longer
+    // than a first query.
+    let dir = tempfile::tempdir().unwrap();
+    let keys = Keys::derive(55, 1);
+    let base = now() - 10_000;
+    {
+        let off = OpenOptions {
+            search: false,
+            durability: Durability::None,
+            ..OpenOptions::default()
+        };
+        let store = LmdbStore::open(dir.path(), &off).unwrap();
+        let batch: Vec<Incoming> = (0..20_000u64)
+            .map(|i| {
+                let note = event(
+                    &keys,
+                    base + i,
+                    1,
+                    &[],
+                    &format!("lighthouse keeper log {i}"),
+                );
+                nostrwire_wire::encode_event(&note).into()
+            })
+            .collect();
+        store.write_batch(&batch, 0).unwrap();
+        while store.index_pending(10_000).unwrap() {}
+    }
+    let data = dir.path().to_path_buf();
+    let relay = TestRelay::start_with(|c| {
+        c.relay.data = data;
+        c.search.max_unindexed = 100;
+    });
+    let mut c = Client::connect(&relay.url).await;
+    c.send_text(r#"["REQ","s",{"search":"lighthouse","limit":3}]"#)
+        .await;
+    match c.recv().await {
+        Got::Closed(sub, message) => {
+            assert_eq!(sub, "s");
+            assert!(
+                message.starts_with("error: the search index is being built"),
+                "{message}"
+            );
+        }
+        other => panic!("expected CLOSED, got {other:?}"),
+    }
+    // Everything else is served meanwhile.
+    let newest = c.query("k", &[filter(r#"{"kinds":[1],"limit":2}"#)]).await;
+    assert_eq!(newest.len(), 2);
+    // Once built, the same search is answered.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let found = loop {
+        c.send_text(r#"["REQ","s",{"search":"lighthouse","limit":3}]"#)
+            .await;
+        let mut events = Vec::new();
+        match loop {
+            match c.recv().await {
+                Got::Event(_, e) => events.push(e),
+                other => break other,
+            }
+        } {
+            Got::Eose(_) => break events,
+            Got::Closed(_, m) if m.starts_with("error: the search index is being built") => {
+                assert!(std::time::Instant::now() < deadline, "never built");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            other => panic!("expected EOSE or CLOSED, got {other:?}"),
+        }
+    };
+    assert_eq!(found.len(), 3);
+    let metrics = support::http_get(relay.addr(), "/metrics", "*/*").await;
+    assert!(
+        metrics.contains("nostrwire_queries_failed_total{reason=\"search_behind\"}"),
+        "{metrics}"
+    );
 }
 
 #[tokio::test]

@@ -375,3 +375,15 @@ pub fn event(keys: &Keys, created_at: u64, kind: u16, tags: &[&[&str]], content:
 pub fn filter(json: &str) -> Filter {
     Filter::from_json(json.as_bytes()).unwrap()
 }
+
+/// The body of a plain HTTP GET to the relay, with this `Accept` header.
+pub async fn http_get(addr: std::net::SocketAddr, path: &str, accept: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: x\r\nAccept: {accept}\r\n\r\n");
+    s.write_all(request.as_bytes()).await.unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.unwrap();
+    out.split_once("\r\n\r\n")
+        .map_or(String::new(), |(_, body)| body.to_string())
+}
