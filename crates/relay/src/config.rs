@@ -212,7 +212,7 @@ settings! {
     pubkeys_allow: Vec<String> = Vec::new(); reloadable = true;
         "If non-empty, only events by these authors (hex public keys) are accepted."
     min_pow_difficulty: u8 = 0; reloadable = true;
-        "Proof of work (NIP-13): events whose id has fewer leading zero bits are refused with `pow:` (checked before the signature, so unmined floods cost little). 0: off."
+        "Proof of work (NIP-13): events whose id has fewer leading zero bits are refused with `pow:` (checked before the signature, so unmined floods cost little), and so are events whose `nonce` tag commits to a lower target difficulty (its third element). 0: off."
     plugin: PathBuf = PathBuf::new(); reloadable = false;
         "Write-policy plugin: a program speaking strfry's plugin protocol (JSON lines on stdin/stdout; accept, reject, shadowReject). Empty: none."
     plugin_timeout_ms: u64 = 2_000; reloadable = false;

@@ -22,6 +22,7 @@ use crate::ratelimit::Budget;
 use crate::store::Presence;
 use crate::Shared;
 use nostrwire_wire::transport::{self, ClientFrame};
+use nostrwire_wire::EventView;
 
 fn send(conn: &Conn, build: impl FnOnce(&mut Vec<u8>)) {
     let mut out = Vec::with_capacity(128);
@@ -561,6 +562,15 @@ fn event_message<E: SignedFields>(
         return ok_false(shared, conn, id, e.kind().as_str(), &message);
     }
     let json = event.to_json_bytes();
+    let record = record(event);
+    let policy = shared.write_policy();
+    if policy.asks_for_pow() {
+        if let Ok(view) = EventView::decode_with(&record, &shared.wire_limits) {
+            if let Some(message) = policy.committed_pow_refusal(&view) {
+                return ok_false(shared, conn, id, "pow", &message);
+            }
+        }
+    }
     if let Some(plugin) = plugin {
         let Ok(text) = std::str::from_utf8(&json) else {
             tracing::error!("canonical JSON of {id} is not UTF-8");
@@ -576,7 +586,6 @@ fn event_message<E: SignedFields>(
             }
         }
     }
-    let record = record(event);
     if event.kind().is_ephemeral() {
         conn.outbox.send_ok(id, true, "");
         let live = Arc::new(LiveEvent {

@@ -49,6 +49,32 @@ impl WritePolicy {
             .then(|| format!("pow: difficulty {difficulty} is less than {}", self.min_pow))
     }
 
+    /// Whether `min_pow_difficulty` is set.
+    pub fn asks_for_pow(&self) -> bool {
+        self.min_pow > 0
+    }
+
+    /// The `pow:` refusal when the event's `nonce` tag commits to a target
+    /// below `min_pow_difficulty` (NIP-13: its third element): work aimed
+    /// lower that came out lucky is refused like work that fell short.
+    /// A nonce tag without a target commits to nothing and passes.
+    pub fn committed_pow_refusal(&self, view: &EventView<'_>) -> Option<String> {
+        if self.min_pow == 0 {
+            return None;
+        }
+        let target = view
+            .tags()
+            .find(|tag| tag.name().eq_str("nonce"))
+            .and_then(|tag| tag.iter().nth(2))?;
+        let target: u32 = target.to_str().trim().parse().unwrap_or(0);
+        (target < self.min_pow).then(|| {
+            format!(
+                "pow: committed target difficulty {target} is less than {}",
+                self.min_pow
+            )
+        })
+    }
+
     /// The `blocked:` reason, if the lists refuse this author or kind.
     pub fn refuses(&self, author: &PublicKey, kind: Kind) -> Option<&'static str> {
         let kind = kind.as_u16();

@@ -91,18 +91,23 @@ async fn events_with_too_little_proof_of_work_are_refused_with_pow() {
     let keys = Keys::derive(50, 4);
     let relay = TestRelay::start_with(|c| c.policy.min_pow_difficulty = 8);
     let base = now();
-    // Mined as NIP-13 says: the nonce tag changes until the id has the bits.
-    let mined = |want: &dyn Fn(u32) -> bool| {
+    // Mined as NIP-13 says: the nonce tag (committing to `target`, if
+    // given) changes until the id has the bits.
+    let mined = |target: Option<&str>, want: &dyn Fn(u32) -> bool| {
         (0u64..)
             .map(|nonce| {
                 let n = nonce.to_string();
-                event(&keys, base, 1, &[&["nonce", n.as_str(), "8"]], "mined")
+                let mut tag = vec!["nonce", n.as_str()];
+                tag.extend(target);
+                event(&keys, base, 1, &[&tag], "mined")
             })
             .find(|e| want(difficulty(&e.id)))
             .unwrap()
     };
-    let easy = mined(&|d| d < 8);
-    let hard = mined(&|d| d >= 8);
+    let easy = mined(Some("8"), &|d| d < 8);
+    let hard = mined(Some("8"), &|d| d >= 8);
+    let lucky = mined(Some("4"), &|d| d >= 8);
+    let uncommitted = mined(None, &|d| d >= 8);
     let mut c = Client::connect(&relay.url).await;
     let (ok, msg) = c.publish(&easy).await;
     assert!(!ok, "{msg}");
@@ -110,8 +115,13 @@ async fn events_with_too_little_proof_of_work_are_refused_with_pow() {
         msg,
         format!("pow: difficulty {} is less than 8", difficulty(&easy.id))
     );
-    let (ok, msg) = c.publish(&hard).await;
-    assert!(ok, "{msg}");
+    let (ok, msg) = c.publish(&lucky).await;
+    assert!(!ok, "{msg}");
+    assert_eq!(msg, "pow: committed target difficulty 4 is less than 8");
+    for enough in [&hard, &uncommitted] {
+        let (ok, msg) = c.publish(enough).await;
+        assert!(ok, "{msg}");
+    }
     let doc = support_nip11(&relay).await;
     assert_eq!(doc["limitation"]["min_pow_difficulty"], 8);
     assert!(doc["supported_nips"]
