@@ -9,7 +9,7 @@ use crate::types::{EventId, PublicKey, Signature};
 ///
 /// "Bare" verification is parsing the x-only key (a square root on the
 /// curve) and the Schnorr check; the key of a recent author is taken
-/// parsed from a cache of this thread instead ([`parsed_key`]).
+/// parsed from a cache of this thread instead (`parsed_key`).
 pub fn verify_signature(id: &EventId, pubkey: &PublicKey, sig: &Signature) -> Result<(), Error> {
     let key = parsed_key(pubkey)?;
     let sig = schnorr::Signature::from_byte_array(*sig.as_bytes());

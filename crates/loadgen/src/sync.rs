@@ -247,7 +247,7 @@ pub async fn fetch(
     })
 }
 
-/// Fetches events by id, [`IDS_PER_REQ`] per REQ; returns the ones received.
+/// Fetches events by id, `IDS_PER_REQ` per REQ; returns the ones received.
 pub async fn fetch_ids(
     conn: &mut Conn,
     ids: &[EventId],

@@ -1,6 +1,6 @@
 //! Every setting, declared once: name, type, default, documentation and
 //! whether it can change without a restart. The config struct, the TOML
-//! reader and `nostrwire relay --print-config` all come from [`settings!`].
+//! reader and `nostrwire relay --print-config` all come from `settings!`.
 
 use std::path::PathBuf;
 
@@ -104,7 +104,7 @@ settings! {
     data: PathBuf = PathBuf::from("./nostrwire-data"); reloadable = false;
         "Directory of the LMDB database (`--data` overrides)."
     url: String = String::new(); reloadable = false;
-        "Public WebSocket URL of this relay, for NIP-62 `relay` tags (empty: ws://<listen>)."
+        "Public WebSocket URL of this relay, for NIP-62 `relay` tags (empty: `ws://` and the listen address)."
 
     [info: InfoSettings] "NIP-11 relay information document."
     name: String = "nostrwire".into(); reloadable = true;

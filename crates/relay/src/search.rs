@@ -54,7 +54,7 @@ const MIN_CIPHERTEXT_BYTES: usize = 64;
 
 /// Does `content` look like an encrypted payload (NIP-04
 /// `base64?iv=base64`, NIP-44 base64, or a versioned form such as `v2:…`)?
-/// At least [`MIN_CIPHERTEXT_BYTES`], no whitespace, no `://`, and nothing
+/// At least 64 bytes, no whitespace, no `://`, and nothing
 /// but base64 and base64url characters, `?` and `:`. Such contents are not
 /// indexed: besides the kinds left out altogether, private lists (10000,
 /// 30000), app data (30078) and job requests (5000–5999) carry them, and

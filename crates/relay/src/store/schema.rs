@@ -49,11 +49,11 @@ pub mod table {
     pub const PUBKEY_KIND: &str = "pubkey_kind";
     /// tag key ‖ created_at ‖ serial → block.
     pub const TAG: &str = "tag";
-    /// serial → [`PendingRow`]: stored events whose entries in the
+    /// serial → [`super::PendingRow`]: stored events whose entries in the
     /// time-ordered indexes ([`TIME_ORDERED`]) and (for rows that carry
     /// it) in `ids` are not written yet.
     pub const PENDING: &str = "pending";
-    /// serial → [`PendingRow`]: removed events whose entries in the
+    /// serial → [`super::PendingRow`]: removed events whose entries in the
     /// time-ordered indexes are not deleted yet.
     pub const REMOVED: &str = "removed";
     /// Schema 6 only (tag entries waiting); emptied by the upgrade.
@@ -375,7 +375,7 @@ impl<'a> PendingRow<'a> {
     }
 
     /// Calls `f` with each key prefix (the key without its `created_at ‖
-    /// serial` suffix) the event has in `table`, one of [`TIME_ORDERED`].
+    /// serial` suffix) the event has in `table`, one of [`table::TIME_ORDERED`].
     pub fn for_each_prefix(&self, table: &str, mut f: impl FnMut(&[u8])) {
         match table {
             table::CREATED => f(&[]),
