@@ -36,6 +36,7 @@ pub fn document(config: &Config) -> String {
         "limitation": {
             "max_message_length": limits.max_message_bytes,
             "max_subscriptions": limits.max_subscriptions,
+            "max_filters": limits.max_filters,
             "max_limit": limits.max_limit,
             "default_limit": limits.default_limit,
             "max_subid_length": nostrwire_event::message::MAX_SUBSCRIPTION_ID_CHARS,

@@ -376,6 +376,7 @@ async fn nip11_and_metrics_over_http() {
         serde_json::json!([1, 9, 11, 40, 42, 45, 50, 62, 70, 77])
     );
     assert_eq!(doc["limitation"]["max_subid_length"], 64);
+    assert_eq!(doc["limitation"]["max_filters"], 32);
     // Optional fields appear when set, and only then.
     assert_eq!(doc["icon"], "https://relay.example/icon.png");
     assert_eq!(doc["relay_countries"], serde_json::json!(["*"]));
