@@ -16,7 +16,7 @@ use nostrwire_event::{ClientMessage, Error, ErrorKind, EventId, SignedFields};
 
 use crate::msg::{Accepted, Conn, ConnId, FanoutMsg, IngestMsg, LiveEvent, Phase, Sub, WriterMsg};
 use crate::plugin::{Decision, Plugin};
-use crate::policy::{check_auth, first_tag_value, ReadGate, AUTH_KIND};
+use crate::policy::{check_auth, first_tag_value, ReadGate, WritePolicy, AUTH_KIND};
 use crate::query::Job;
 use crate::ratelimit::Budget;
 use crate::store::Presence;
@@ -447,6 +447,7 @@ fn auth_message<E: SignedFields>(shared: &Shared, conn: &Conn, event: &E) {
 /// message) if any.
 fn write_refusal<E: SignedFields>(
     shared: &Shared,
+    policy: &WritePolicy,
     conn: &Conn,
     event: &E,
 ) -> Option<(&'static str, &'static str)> {
@@ -479,8 +480,7 @@ fn write_refusal<E: SignedFields>(
             )
         });
     }
-    shared
-        .write_policy()
+    policy
         .refuses(event.pubkey(), event.kind())
         .map(|m| ("policy", m))
 }
@@ -511,10 +511,12 @@ fn event_message<E: SignedFields>(
     if limits.past_seconds > 0 && created + limits.past_seconds < now {
         return ok_false(shared, conn, id, "past", "invalid: created_at is too old");
     }
-    if let Some((reason, message)) = write_refusal(shared, conn, event) {
+    // The rules as last reloaded, once for this event.
+    let policy = shared.write_policy();
+    if let Some((reason, message)) = write_refusal(shared, &policy, conn, event) {
         return ok_false(shared, conn, id, reason, message);
     }
-    if let Some(message) = shared.write_policy().pow_refusal(id) {
+    if let Some(message) = policy.pow_refusal(id) {
         return ok_false(shared, conn, id, "pow", &message);
     }
     if let Some(value) = first_tag_value(event, "expiration") {
@@ -563,7 +565,6 @@ fn event_message<E: SignedFields>(
     }
     let json = event.to_json_bytes();
     let record = record(event);
-    let policy = shared.write_policy();
     if policy.asks_for_pow() {
         if let Ok(view) = EventView::decode_with(&record, &shared.wire_limits) {
             if let Some(message) = policy.committed_pow_refusal(&view) {
