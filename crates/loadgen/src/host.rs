@@ -114,13 +114,25 @@ pub fn listening_pid(port: u16) -> Option<u32> {
     None
 }
 
-/// Resident memory of `pid` in KiB.
+/// Resident memory of `pid` in KiB: anonymous pages and the pages of
+/// mapped files (an LMDB relay's database pages count here).
 pub fn rss_kib(pid: u32) -> Option<u64> {
+    status_kib(pid, "VmRSS")
+}
+
+/// The anonymous part of `pid`'s resident memory in KiB: what the process
+/// allocated itself, without the mapped files' pages the kernel may drop.
+pub fn rss_anon_kib(pid: u32) -> Option<u64> {
+    status_kib(pid, "RssAnon")
+}
+
+/// A `/proc/PID/status` field given in kB.
+fn status_kib(pid: u32, field: &str) -> Option<u64> {
     let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     status
         .lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .and_then(|l| l.split_whitespace().nth(1))
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.split_whitespace().next())
         .and_then(|v| v.parse().ok())
 }
 
@@ -160,7 +172,12 @@ mod tests {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = l.local_addr().unwrap().port();
         assert_eq!(listening_pid(port), Some(std::process::id()));
-        assert!(rss_kib(std::process::id()).unwrap() > 0);
+        let (rss, anon) = (
+            rss_kib(std::process::id()),
+            rss_anon_kib(std::process::id()),
+        );
+        assert!(anon.unwrap() > 0 && anon <= rss, "{anon:?} of {rss:?}");
+        assert_eq!(status_kib(std::process::id(), "NoSuchField"), None);
         assert!(cpu_seconds(std::process::id()).is_some());
         drop(l);
         assert_eq!(listening_pid(port), None);

@@ -65,6 +65,9 @@ pub struct ResultJson {
     pub relay_cpu_s: Option<f64>,
     /// Relay resident memory at the end, KiB.
     pub relay_rss_kib: Option<u64>,
+    /// The anonymous part of it, KiB: without the pages of mapped files
+    /// (an LMDB database), which the kernel can drop under pressure.
+    pub relay_rss_anon_kib: Option<u64>,
     /// Unsolicited relay messages by type.
     pub anomalies: BTreeMap<String, u64>,
     /// The first relay message seen for each failure reason.
@@ -182,6 +185,7 @@ fn result_json(r: &ScenarioResult) -> ResultJson {
         client_cpu_cores: r.client_cpu_share(),
         relay_cpu_s: r.relay_cpu_s,
         relay_rss_kib: r.relay_rss_kib,
+        relay_rss_anon_kib: r.relay_rss_anon_kib,
         anomalies: r.outcome.anomalies.counts.clone(),
         failure_examples: r.outcome.anomalies.samples.clone(),
         metrics: r.outcome.metrics.clone(),
@@ -378,6 +382,9 @@ fn details(report: &RunReport) -> Vec<String> {
             let mut s = format!("relay CPU {c:.2} s");
             if let Some(m) = r.relay_rss_kib {
                 let _ = write!(s, ", RSS {} MiB", m / 1024);
+                if let Some(anon) = r.relay_rss_anon_kib {
+                    let _ = write!(s, " ({} MiB anonymous)", anon / 1024);
+                }
             }
             parts.push(s);
         }

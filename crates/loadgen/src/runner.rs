@@ -172,6 +172,8 @@ pub struct ScenarioResult {
     pub relay_cpu_s: Option<f64>,
     /// The relay's resident memory after the scenario, KiB.
     pub relay_rss_kib: Option<u64>,
+    /// The anonymous part of that resident memory, KiB (without mapped files).
+    pub relay_rss_anon_kib: Option<u64>,
     /// Rounds summed into this result (1 for a single round).
     pub rounds_merged: usize,
 }
@@ -218,6 +220,7 @@ impl ScenarioResult {
             _ => None,
         };
         self.relay_rss_kib = other.relay_rss_kib.or(self.relay_rss_kib);
+        self.relay_rss_anon_kib = other.relay_rss_anon_kib.or(self.relay_rss_anon_kib);
         self.round = None;
         self.rounds_merged += 1;
     }
@@ -579,6 +582,7 @@ async fn run_one(
         wall,
         relay_cpu_s,
         relay_rss_kib: relay_pid.and_then(host::rss_kib),
+        relay_rss_anon_kib: relay_pid.and_then(host::rss_anon_kib),
         rounds_merged: 1,
     }
 }
