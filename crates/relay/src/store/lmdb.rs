@@ -131,6 +131,10 @@ pub struct LmdbStore {
     meta: Db,
     /// Ids of the events whose `ids` entry waits in `pending`.
     waiting_ids: RwLock<WaitingIds>,
+    /// An index batch [`EventStore::index_past_lag`] applies a transaction
+    /// at a time, between the writer's commits. Lock it only inside a write
+    /// transaction (LMDB's writer lock first, then this), as `remove` does.
+    in_flight: Mutex<Option<InFlight>>,
     /// Held while open when [`OpenOptions::writer_lock`] asks for it.
     writer_lock: Option<std::fs::File>,
     /// Stored events whose time-ordered index entries may wait in `pending`.
@@ -204,9 +208,10 @@ pub struct OpenOptions {
     pub search_max_unindexed: u64,
     /// Stored events whose entries in the time-ordered indexes
     /// ([`table::TIME_ORDERED`]) may wait in `pending`: once more wait,
-    /// [`EventStore::index_past_lag`] writes them all (in transactions of
-    /// [`OpenOptions::index_txn_writes`]). 0 writes every event's entries
-    /// right after its commit. The writer also
+    /// [`EventStore::index_past_lag`] writes them all, in transactions of
+    /// [`OpenOptions::index_txn_writes`], one per call while fewer than
+    /// twice as many wait. 0 writes every event's entries right after its
+    /// commit. The writer also
     /// calls [`EventStore::index_pending`] when it is idle.
     pub index_lag: u64,
     /// The most a block of a time-ordered index holds
@@ -740,6 +745,7 @@ impl LmdbStore {
             search_applied: Mutex::default(),
             pending: db(table::PENDING)?,
             waiting_ids: RwLock::default(),
+            in_flight: Mutex::default(),
             writer_lock,
             removed: db(table::REMOVED)?,
             tails: db(table::TAILS)?,
@@ -1537,11 +1543,16 @@ impl LmdbStore {
             txn,
             self.pending,
             max,
-            Some(&mut work.ids),
+            WaitingRows::Pending(&mut work.ids),
             &mut work.changes,
         )?;
-        work.last_dropped =
-            self.waiting_changes(txn, self.removed, max, None, &mut work.changes)?;
+        self.waiting_changes(
+            txn,
+            self.removed,
+            max,
+            WaitingRows::Removed(&mut work.dropped),
+            &mut work.changes,
+        )?;
         for changes in &mut work.changes {
             changes.sort_unstable();
         }
@@ -1583,9 +1594,11 @@ impl LmdbStore {
             if writes >= max_writes {
                 return Ok(false);
             }
-            self.ids.put(wtxn, &schema::id_entry(id, *serial), &[])?;
+            if !work.cancelled.contains(serial) {
+                self.ids.put(wtxn, &schema::id_entry(id, *serial), &[])?;
+                writes += 1;
+            }
             at.next += 1;
-            writes += 1;
         }
         Ok(true)
     }
@@ -1596,14 +1609,14 @@ impl LmdbStore {
         wtxn: &mut RwTxn<'_>,
         work: &WaitingWork,
     ) -> StoreResult<WaitingBatch> {
-        for (rows, last) in [
-            (self.pending, work.last_added),
-            (self.removed, work.last_dropped),
-        ] {
-            if let Some(last) = last {
-                let upper = schema::serial_bytes(last);
-                rows.delete_range(wtxn, &(Bound::Unbounded, Bound::Included(&upper[..])))?;
-            }
+        // New rows of `pending` always come after the work's.
+        if let Some(last) = work.last_added {
+            let upper = schema::serial_bytes(last);
+            self.pending
+                .delete_range(wtxn, &(Bound::Unbounded, Bound::Included(&upper[..])))?;
+        }
+        for &serial in &work.dropped {
+            self.removed.delete(wtxn, &schema::serial_bytes(serial))?;
         }
         Ok(WaitingBatch {
             more: !self.pending.is_empty(wtxn)? || !self.removed.is_empty(wtxn)?,
@@ -1782,18 +1795,18 @@ impl LmdbStore {
     }
 
     /// Adds to `changes`, per time-ordered index, the keys of the first
-    /// `max` rows of `pending` (with `ids`: entries to add, and the rows'
-    /// `ids` entries go there) or `removed` (without: entries to delete);
-    /// returns the last serial read.
+    /// `max` rows of `pending` (entries to add; the rows' `ids` entries go
+    /// to the given list) or `removed` (entries to delete; the rows'
+    /// serials go to the given list); returns the last serial read.
     fn waiting_changes(
         &self,
         txn: &RoTxn<'_>,
         rows: Db,
         max: usize,
-        mut ids: Option<&mut Vec<([u8; 32], u64)>>,
+        mut read: WaitingRows<'_>,
         changes: &mut [Vec<(TimeKey, bool)>; 5],
     ) -> StoreResult<Option<u64>> {
-        let add = ids.is_some();
+        let add = matches!(read, WaitingRows::Pending(_));
         let mut last = None;
         for item in rows.iter(txn)?.take(max) {
             let (k, v) = item?;
@@ -1801,9 +1814,14 @@ impl LmdbStore {
                 .ok_or_else(|| StoreError::Corrupt("bad waiting-row key".into()))?;
             let row = waiting_row(v)?;
             let suffix = schema::entry_suffix((row.created_at, serial));
-            // Rows from before schema 10 have no id: their entry is in `ids`.
-            if let (Some(ids), Some(id)) = (ids.as_deref_mut(), row.id()) {
-                ids.push((*id, serial));
+            match &mut read {
+                // Rows from before schema 10 have no id: their entry is in `ids`.
+                WaitingRows::Pending(ids) => {
+                    if let Some(id) = row.id() {
+                        ids.push((*id, serial));
+                    }
+                }
+                WaitingRows::Removed(serials) => serials.push(serial),
             }
             for (name, changes) in table::TIME_ORDERED.iter().zip(changes.iter_mut()) {
                 // Row prefixes have fixed lengths, all within a time key.
@@ -1871,8 +1889,11 @@ impl LmdbStore {
         // Its time-ordered entries were either never written (the row is
         // still waiting: dropped) or all written: they are deleted by the
         // next batch, and until then lead to a serial that is gone, which
-        // every reader skips.
-        if !self.pending.delete(wtxn, &sb)? {
+        // every reader skips. A row the batch in flight has read may have
+        // some written, and more to come: that batch skips its `ids` entry,
+        // and the next one deletes the rest.
+        let in_flight = self.cancel_in_flight(serial);
+        if !self.pending.delete(wtxn, &sb)? || in_flight {
             self.removed.put(
                 wtxn,
                 &sb,
@@ -1889,6 +1910,74 @@ impl LmdbStore {
                 .delete(wtxn, &schema::expiration_key(t, serial))?;
         }
         Ok(true)
+    }
+
+    /// Tells the index batch in flight, if it read `serial`'s row, that the
+    /// event is being removed; returns whether it had.
+    fn cancel_in_flight(&self, serial: u64) -> bool {
+        let mut slot = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        match slot.as_mut() {
+            Some(flight) if flight.work.last_added.is_some_and(|last| serial <= last) => {
+                flight.work.cancelled.insert(serial);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Applies one transaction of the index batch in flight (`index_txn_writes`
+    /// writes) and commits it; the last one drops the batch's rows. With
+    /// none in flight, `start` reads a new batch of at most that many
+    /// events' rows, if any wait. Between two calls the writer commits new
+    /// events: a batch of thousands of events no longer holds them up for
+    /// all its transactions at once.
+    fn step_waiting_work(&self, start: Option<usize>) -> StoreResult<Step> {
+        // LMDB's writer lock first, then the slot (as `remove` takes them).
+        let mut wtxn = self.env.write_txn()?;
+        let mut slot = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.is_none() {
+            let Some(max) = start else {
+                return Ok(Step::Idle);
+            };
+            if self.pending.is_empty(&wtxn)? && self.removed.is_empty(&wtxn)? {
+                return Ok(Step::Idle);
+            }
+            *slot = Some(InFlight {
+                work: self.waiting_work(&wtxn, max.max(1))?,
+                at: WorkPosition::default(),
+            });
+        }
+        let flight = slot.as_mut().expect("a batch in flight");
+        // Advanced only once committed: an aborted transaction is applied again.
+        let mut at = flight.at;
+        if !self.apply_waiting_work(&mut wtxn, &flight.work, &mut at, self.index_txn_writes)? {
+            wtxn.commit()?;
+            flight.at = at;
+            return Ok(Step::More);
+        }
+        let flight = slot.take().expect("a batch in flight");
+        // Should this commit fail, the rows stay and the next batch reads them again.
+        let batch = self.finish_waiting_work(&mut wtxn, &flight.work)?;
+        self.delete_applied_removals(&mut wtxn)?;
+        wtxn.commit()?;
+        drop(slot);
+        self.drop_waiting_ids(batch.moved_through);
+        Ok(Step::Finished)
+    }
+
+    /// Applies the rest of the index batch in flight inside `wtxn` and drops
+    /// its rows, for a writer that must see every entry written (NIP-62).
+    fn finish_in_flight_in(&self, wtxn: &mut RwTxn<'_>) -> StoreResult<()> {
+        let flight = self
+            .in_flight
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(mut flight) = flight {
+            self.apply_waiting_work(wtxn, &flight.work, &mut flight.at, usize::MAX)?;
+            self.finish_waiting_work(wtxn, &flight.work)?;
+        }
+        Ok(())
     }
 
     /// The serial of a stored event by id, in `txn`'s snapshot: from
@@ -2150,6 +2239,7 @@ impl LmdbStore {
         let until = request.created_at();
         self.raise_marker(wtxn, &key(&[b"vanish:", author.as_bytes()]), until.as_u64())?;
         // The sweep below reads `pubkey` and `tag`: nothing may wait.
+        self.finish_in_flight_in(wtxn)?;
         self.index_waiting(wtxn, usize::MAX)?;
         let mut doomed = Vec::new();
         {
@@ -2704,14 +2794,31 @@ impl EventStore for LmdbStore {
             let txn = self.env.read_txn()?;
             self.pending.len(&txn)? + self.removed.len(&txn)?
         };
-        if waiting <= self.index_lag {
+        let in_flight = self
+            .in_flight
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some();
+        if !in_flight && waiting <= self.index_lag {
             return Ok(false);
         }
-        self.index_pending(usize::MAX)?;
+        // One transaction per call keeps each pause short; with no lag, or
+        // when publishing outruns a transaction per commit, all of it.
+        let all = self.index_lag == 0 || waiting > self.index_lag.saturating_mul(2);
+        while self.step_waiting_work(Some(usize::MAX))? == Step::More && all {}
         Ok(true)
     }
 
     fn index_pending(&self, max: usize) -> StoreResult<bool> {
+        // A batch in flight goes first, to its end.
+        let in_flight = self
+            .in_flight
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some();
+        if in_flight {
+            while self.step_waiting_work(None)? == Step::More {}
+        }
         let waiting = {
             let txn = self.env.read_txn()?;
             !self.pending.is_empty(&txn)? || !self.removed.is_empty(&txn)?
@@ -3080,13 +3187,59 @@ struct WaitingWork {
     ids: Vec<([u8; 32], u64)>,
     /// The last `pending` row read.
     last_added: Option<u64>,
-    /// The last `removed` row read.
-    last_dropped: Option<u64>,
+    /// The `removed` rows read. Deleted one by one when the work is done:
+    /// while it is in flight, an event at a lower serial may be removed and
+    /// get a row of its own, which a range would take.
+    dropped: Vec<u64>,
+    /// Events among those of the `pending` rows read that were removed
+    /// while the work was in flight: their `ids` entries are not written
+    /// (the removal deleted any that was), and their `removed` rows have
+    /// the next batch delete the time-ordered entries this one writes.
+    cancelled: std::collections::HashSet<u64>,
+}
+
+/// An index batch applied a transaction at a time between the writer's
+/// commits ([`LmdbStore::step_waiting_work`]).
+struct InFlight {
+    work: WaitingWork,
+    at: WorkPosition,
+}
+
+impl std::fmt::Debug for InFlight {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InFlight")
+            .field("last_added", &self.work.last_added)
+            .field("removed_rows", &self.work.dropped.len())
+            .field("cancelled", &self.work.cancelled.len())
+            .field("index", &self.at.index)
+            .field("next", &self.at.next)
+            .finish()
+    }
+}
+
+/// Which rows [`LmdbStore::waiting_changes`] reads, and where it puts
+/// what else it learns from them.
+enum WaitingRows<'a> {
+    /// `pending`: the `ids` entries to write.
+    Pending(&'a mut Vec<([u8; 32], u64)>),
+    /// `removed`: the serials of the rows read.
+    Removed(&'a mut Vec<u64>),
+}
+
+/// What [`LmdbStore::step_waiting_work`] did.
+#[derive(PartialEq, Eq, Debug)]
+enum Step {
+    /// Nothing was in flight, and no new batch was started.
+    Idle,
+    /// One transaction of the batch in flight was committed; more remain.
+    More,
+    /// The batch's last transaction was committed, with its rows dropped.
+    Finished,
 }
 
 /// How far [`LmdbStore::apply_waiting_work`] got: the next change of the
 /// time-ordered index `index`, or (`index` past them) the next `ids` entry.
-#[derive(Default)]
+#[derive(Default, Clone, Copy)]
 struct WorkPosition {
     index: usize,
     next: usize,

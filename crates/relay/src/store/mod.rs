@@ -171,10 +171,12 @@ pub trait EventStore: Send + Sync + 'static {
     /// entries may wait: call [`EventStore::index_past_lag`] next.
     fn write_batch(&self, batch: &[Incoming], now: u64) -> StoreResult<Vec<Verdict>>;
 
-    /// Writes every waiting index entry when more wait than the store's
-    /// index lag allows; returns whether it did. Call it after
+    /// Writes the waiting index entries when more wait than the store's
+    /// index lag allows, a transaction's worth per call (all of them when
+    /// far more wait); returns whether it wrote. Call it after
     /// [`EventStore::write_batch`]: the relay's writer does once it has
-    /// answered the batch's publishers, so they do not wait for it.
+    /// answered the batch's publishers, so they do not wait for it, and
+    /// the next batch waits for one transaction at most, not for all.
     fn index_past_lag(&self) -> StoreResult<bool> {
         Ok(false)
     }
