@@ -198,6 +198,14 @@ impl ReadGate {
         named
     }
 
+    /// Does the gate hold back any kind the search index holds? (By default
+    /// it restricts kinds 4 and 1059, which are never indexed.)
+    pub fn restricts_searchable(&self) -> bool {
+        self.kinds
+            .iter()
+            .any(|&k| crate::search::indexed_kind(nostrwire_event::Kind(k)))
+    }
+
     /// May a subscription with `gate` (or none) see `event`?
     pub fn admits(gate: Option<&ReadGate>, event: &EventView<'_>) -> bool {
         gate.is_none_or(|g| g.allows(event))

@@ -1253,6 +1253,27 @@ fn agrees_with_model_with_search_lag(
                     let got = sorted(query_store(&store, &filter, budget));
                     assert_eq!(got, expected, "{}", filter.to_json());
                 }
+                // With nothing else to test, matches are ranked from their
+                // postings and only the best are loaded; `since: 0` matches
+                // every event but loads each match. Same events, same order,
+                // at every cut (ties of equal scores included).
+                for limit in [1, 3, 10] {
+                    let mut alone = Filter::new();
+                    alone.search = filter.search.clone();
+                    alone.limit = Some(limit);
+                    let mut loaded = alone.clone();
+                    loaded.since = Some(Timestamp::new(0).unwrap());
+                    for budget in [7, 100_000] {
+                        let got = query_store(&store, &alone, budget);
+                        assert_eq!(
+                            got,
+                            query_store(&store, &loaded, budget),
+                            "{}",
+                            alone.to_json()
+                        );
+                        *stats.entry("ranked unloaded").or_default() += got.len();
+                    }
+                }
             }
         }
     }
@@ -1262,6 +1283,7 @@ fn agrees_with_model_with_search_lag(
         "superseded",
         "deleted",
         "search hits",
+        "ranked unloaded",
     ] {
         assert!(
             stats.get(kind).copied().unwrap_or(0) > 5,

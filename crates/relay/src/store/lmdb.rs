@@ -2589,6 +2589,29 @@ impl LmdbStore {
         cursor: &mut QueryCursor,
         now: u64,
     ) -> StoreResult<()> {
+        if cursor.rank_unloaded {
+            // The stored value's header says whether the event is there and
+            // unexpired; nothing is decompressed.
+            let key = schema::serial_bytes(serial);
+            let Some((_, value)) = self.stored_value(txn, &key)? else {
+                return Ok(());
+            };
+            let (expires, _) = split_value(value)?;
+            if expires.is_some_and(|t| t <= now) || !cursor.seen.insert(serial) {
+                return Ok(());
+            }
+            if cursor.count_only {
+                cursor.counted += 1;
+            } else {
+                cursor.ranked.push(Ranked {
+                    score,
+                    created_at: 0,
+                    id: EventId::from_bytes([0; 32]),
+                    serial,
+                });
+            }
+            return Ok(());
+        }
         let Some((expires, record)) = self.load(txn, serial)? else {
             return Ok(());
         };
@@ -2618,6 +2641,9 @@ impl LmdbStore {
     /// Orders the search matches (score, then newest, then lowest id) and
     /// renders the `limit` best into `found`.
     fn finish_search(&self, txn: &RoTxn<'_>, cursor: &mut QueryCursor) -> StoreResult<()> {
+        if cursor.rank_unloaded {
+            return self.finish_unloaded_search(txn, cursor);
+        }
         let mut ranked = std::mem::take(&mut cursor.ranked);
         ranked.sort_by(|a, b| {
             b.score
@@ -2632,6 +2658,51 @@ impl LmdbStore {
                     .found
                     .push(self.render(r.serial, &record, cursor.records)?);
             }
+        }
+        Ok(())
+    }
+
+    /// [`Self::finish_search`] for matches ranked from their postings alone:
+    /// loads them best score first, a whole group of equal scores at a time
+    /// (`created_at` and id order a group), until `limit` are loaded, then
+    /// orders and renders those. An event deleted since it was ranked (a
+    /// search runs in slices, each on its own snapshot) makes room for the
+    /// next.
+    fn finish_unloaded_search(&self, txn: &RoTxn<'_>, cursor: &mut QueryCursor) -> StoreResult<()> {
+        let mut ranked = std::mem::take(&mut cursor.ranked);
+        ranked.sort_by(|a, b| b.score.total_cmp(&a.score));
+        let mut picked: Vec<(Ranked, Vec<u8>)> = Vec::new();
+        let mut next = 0;
+        while next < ranked.len() && picked.len() < cursor.limit {
+            let score = ranked[next].score;
+            while let Some(r) = ranked
+                .get(next)
+                .filter(|r| r.score.total_cmp(&score).is_eq())
+            {
+                next += 1;
+                let Some((_, record)) = self.load(txn, r.serial)? else {
+                    continue;
+                };
+                let view = decode(&record)?;
+                let r = Ranked {
+                    created_at: view.created_at().as_u64(),
+                    id: *view.id(),
+                    ..r.clone()
+                };
+                picked.push((r, record.into_owned()));
+            }
+        }
+        picked.sort_by(|(a, _), (b, _)| {
+            b.score
+                .total_cmp(&a.score)
+                .then(b.created_at.cmp(&a.created_at))
+                .then(a.id.cmp(&b.id))
+        });
+        picked.truncate(cursor.limit);
+        for (r, record) in picked {
+            cursor
+                .found
+                .push(self.render(r.serial, &record, cursor.records)?);
         }
         Ok(())
     }
@@ -2879,6 +2950,16 @@ impl EventStore for LmdbStore {
         if cursor.plan.is_none() {
             if filter.search.is_some() {
                 cursor.by_rank = true;
+                cursor.rank_unloaded = filter.ids.is_none()
+                    && filter.authors.is_none()
+                    && filter.kinds.is_none()
+                    && filter.tags.is_empty()
+                    && filter.since.is_none()
+                    && filter.until.is_none()
+                    && cursor
+                        .gate
+                        .as_deref()
+                        .is_none_or(|g| !g.restricts_searchable());
                 let planned = match &search {
                     Some(search) => self.plan_search(search, &txn, filter)?,
                     None => None,

@@ -119,6 +119,10 @@ pub struct QueryCursor {
     pub(crate) ranked: Vec<Ranked>,
     /// `found` is in relevance order (a search), not newest first.
     pub(crate) by_rank: bool,
+    /// A search with nothing else to test: its matches are ranked from
+    /// their postings, and only those that can make the cut are loaded
+    /// (their `created_at` and id break ties).
+    pub(crate) rank_unloaded: bool,
     /// A search stopped at its read cap: results and counts may be short.
     pub(crate) capped: bool,
 }
