@@ -334,6 +334,14 @@ fn query_store(store: &LmdbStore, filter: &Filter, budget: usize) -> Vec<EventId
 
 type Db = heed::Database<heed::types::Bytes, heed::types::Bytes>;
 
+/// The record in a stored value (`docs/design-store.md`, "Stored value"):
+/// after the header byte, the expiration (bit 0) and the kind (bit 2).
+fn record_of(value: &[u8]) -> &[u8] {
+    let flags = value[0];
+    let skip = 1 + if flags & 1 != 0 { 8 } else { 0 } + if flags & 4 != 0 { 2 } else { 0 };
+    &value[skip..]
+}
+
 /// The database's LMDB environment, opened directly (to age it to an older
 /// schema, or to look at its tables). The store must be closed.
 fn raw_env(path: &std::path::Path) -> heed::Env {
@@ -463,11 +471,7 @@ fn a_database_trains_its_own_dictionaries() {
         assert!(table("meta").get(&rtxn, b"dicts").unwrap().is_some());
         for item in table("events").iter(&rtxn).unwrap() {
             let (_, value) = item.unwrap();
-            let record = if value[0] == 0 {
-                &value[1..]
-            } else {
-                &value[9..]
-            };
+            let record = record_of(value);
             // Compressed: 0x81 ‖ dictionary id (varint) ‖ ...
             match record {
                 [0x81, 0, ..] => without += 1,
@@ -598,7 +602,7 @@ fn upgrade_from(version: u32) {
                 let (k, _) = item.unwrap();
                 let serial = &k[schema::ID_PREFIX..];
                 let value = events.get(&wtxn, serial).unwrap().unwrap();
-                let view = nostrwire_wire::EventView::decode(&value[1..]).unwrap();
+                let view = nostrwire_wire::EventView::decode(record_of(value)).unwrap();
                 whole.push((*view.id().as_bytes(), serial.to_vec()));
             }
             assert_eq!(whole.len(), 2);
@@ -1253,14 +1257,18 @@ fn agrees_with_model_with_search_lag(
                     let got = sorted(query_store(&store, &filter, budget));
                     assert_eq!(got, expected, "{}", filter.to_json());
                 }
-                // With nothing else to test, matches are ranked from their
-                // postings and only the best are loaded; `since: 0` matches
-                // every event but loads each match. Same events, same order,
+                // With nothing else to test (or only kinds), matches are
+                // ranked from their postings and only the best are loaded;
+                // `since: 0` matches every event but loads each match. Same events, same order,
                 // at every cut (ties of equal scores included).
                 for limit in [1, 3, 10] {
                     let mut alone = Filter::new();
                     alone.search = filter.search.clone();
                     alone.limit = Some(limit);
+                    // Kinds are read from the stored value's header.
+                    if limit == 3 {
+                        alone.kinds = filter.kinds.clone();
+                    }
                     let mut loaded = alone.clone();
                     loaded.since = Some(Timestamp::new(0).unwrap());
                     for budget in [7, 100_000] {
@@ -1436,4 +1444,93 @@ fn agrees_with_model_with_search_lag(
         assert_eq!(copied, rows(&search_env, &stxn), "search/{name}");
     }
     stats
+}
+
+#[test]
+fn values_stored_before_they_carried_their_kind_are_searched_by_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = Keys::derive(8, 4);
+    let event = |kind: u16, at: u64, content: &str| {
+        let unsigned = UnsignedEvent::new(
+            &keys,
+            Timestamp::new(at).unwrap(),
+            Kind(kind),
+            vec![],
+            content,
+        );
+        Incoming::from(nostrwire_wire::encode_event(&unsigned_event(unsigned)))
+    };
+    let batch: Vec<Incoming> = (0..30u64)
+        .map(|i| {
+            let kind = [1, 1111, 30023][i as usize % 3];
+            let content = format!("keeper of bees {}", "and hives ".repeat(i as usize % 4));
+            match kind {
+                30023 => {
+                    let d = Tag::from_strs(&["d", &i.to_string()]);
+                    let unsigned = UnsignedEvent::new(
+                        &keys,
+                        Timestamp::new(1000 + i).unwrap(),
+                        Kind(kind),
+                        vec![d],
+                        &content,
+                    );
+                    Incoming::from(nostrwire_wire::encode_event(&unsigned_event(unsigned)))
+                }
+                _ => event(kind, 1000 + i, &content),
+            }
+        })
+        .collect();
+    let search = |kinds: &[u16], loaded: bool| {
+        let mut f = Filter::new();
+        f.search = Some("keeper bees".into());
+        f.kinds = Some(kinds.iter().map(|&k| Kind(k)).collect());
+        f.limit = Some(4);
+        if loaded {
+            f.since = Some(Timestamp::new(0).unwrap());
+        }
+        f
+    };
+    let store = LmdbStore::open(dir.path(), &options(3)).unwrap();
+    store.write_batch(&batch, 0).unwrap();
+    while store.index_pending(1000).unwrap() || store.index_search(1000, 0).unwrap() {}
+    let before: Vec<_> = [&[1][..], &[1111, 30023][..]]
+        .iter()
+        .map(|kinds| query_store(&store, &search(kinds, false), 1000))
+        .collect();
+    drop(store);
+    // What schema 14 wrote: no kind in the header.
+    {
+        let env = raw_env(dir.path());
+        let mut wtxn = env.write_txn().unwrap();
+        for name in ["events", "replaceable"] {
+            let table: Db = env.open_database(&wtxn, Some(name)).unwrap().unwrap();
+            let old: Vec<(Vec<u8>, Vec<u8>)> = table
+                .iter(&wtxn)
+                .unwrap()
+                .map(|item| {
+                    let (k, v) = item.unwrap();
+                    assert_eq!(v[0] & 4, 4, "schema 15 writes the kind");
+                    let at = 1 + if v[0] & 1 != 0 { 8 } else { 0 };
+                    let mut value = vec![v[0] & !4];
+                    value.extend_from_slice(&v[1..at]);
+                    value.extend_from_slice(&v[at + 2..]);
+                    (k.to_vec(), value)
+                })
+                .collect();
+            for (k, v) in old {
+                table.put(&mut wtxn, &k, &v).unwrap();
+            }
+        }
+        let meta: Db = env.open_database(&wtxn, Some("meta")).unwrap().unwrap();
+        meta.put(&mut wtxn, b"schema", &14u32.to_le_bytes())
+            .unwrap();
+        wtxn.commit().unwrap();
+    }
+    let store = LmdbStore::open(dir.path(), &options(3)).unwrap();
+    for (kinds, expected) in [&[1][..], &[1111, 30023][..]].iter().zip(&before) {
+        let got = query_store(&store, &search(kinds, false), 1000);
+        assert_eq!(&got, expected);
+        assert_eq!(got, query_store(&store, &search(kinds, true), 1000));
+        assert_eq!(got.len(), 4);
+    }
 }

@@ -54,6 +54,9 @@ const REPACK_CHUNK: usize = 100_000;
 const FLAG_EXPIRES: u8 = 1;
 /// Stored value header: bit 1 set = the value goes on in `tails`.
 const FLAG_SPLIT: u8 = 2;
+/// Stored value header: bit 2 set = the event's kind (u16 BE) follows the
+/// expiration, if any (schema 15; values written before have none).
+const FLAG_KIND: u8 = 4;
 
 /// Where a stored value is cut so that it fills LMDB's pages: a value too
 /// large for a leaf goes to overflow pages, whole pages after a 16-byte
@@ -356,13 +359,43 @@ fn derive(view: &EventView<'_>) -> Derived {
 
 /// Splits a stored value into (expiration, record).
 fn split_value(value: &[u8]) -> StoreResult<(Option<u64>, &[u8])> {
-    match value.first().map(|h| h & !FLAG_SPLIT) {
-        Some(0) => Ok((None, &value[1..])),
-        Some(FLAG_EXPIRES) if value.len() >= 9 => Ok((
-            Some(u64::from_be_bytes(value[1..9].try_into().expect("8 bytes"))),
-            &value[9..],
-        )),
-        _ => Err(StoreError::Corrupt("bad stored value header".into())),
+    let header = ValueHeader::read(value)?;
+    Ok((header.expires, &value[header.len..]))
+}
+
+/// What a stored value says before its record.
+struct ValueHeader {
+    expires: Option<u64>,
+    /// `None` in values written before schema 15.
+    kind: Option<Kind>,
+    /// Bytes before the record.
+    len: usize,
+}
+
+impl ValueHeader {
+    fn read(value: &[u8]) -> StoreResult<ValueHeader> {
+        let bad = || StoreError::Corrupt("bad stored value header".into());
+        let flags = *value.first().ok_or_else(bad)?;
+        if flags & !(FLAG_EXPIRES | FLAG_SPLIT | FLAG_KIND) != 0 {
+            return Err(bad());
+        }
+        let mut len = 1;
+        let mut field = |n: usize| {
+            let bytes = value.get(len..len + n).ok_or_else(bad)?;
+            len += n;
+            Ok::<_, StoreError>(bytes)
+        };
+        let expires = match flags & FLAG_EXPIRES {
+            0 => None,
+            _ => Some(u64::from_be_bytes(field(8)?.try_into().expect("8 bytes"))),
+        };
+        let kind = match flags & FLAG_KIND {
+            0 => None,
+            _ => Some(Kind(u16::from_be_bytes(
+                field(2)?.try_into().expect("2 bytes"),
+            ))),
+        };
+        Ok(ValueHeader { expires, kind, len })
     }
 }
 
@@ -782,8 +815,9 @@ impl LmdbStore {
             // Version 11 differs only by never cutting a stored value, and
             // up to version 12 `ids` is keyed by whole ids (rewritten below).
             // Version 13 keeps replaceable events in `events`: they stay
-            // there until replaced (reads look in both tables).
-            5 | 7..=13 => {}
+            // there until replaced (reads look in both tables). Values
+            // written before version 15 carry no kind: readers load those.
+            5 | 7..=14 => {}
             // Versions 3 and 4 keep one entry per posting: the search index
             // is emptied below, like that of every version up to 10.
             3 | 4 => {}
@@ -1466,16 +1500,18 @@ impl LmdbStore {
     fn insert(&self, wtxn: &mut RwTxn<'_>, d: &Derived, event: &Incoming) -> StoreResult<u64> {
         let serial = self.next_serial(wtxn)?;
         let sb = schema::serial_bytes(serial);
-        let mut value = Vec::with_capacity(event.record.len() + 9);
+        let mut value = Vec::with_capacity(event.record.len() + 11);
         match d.expires {
             Some(t) => {
-                value.push(FLAG_EXPIRES);
+                value.push(FLAG_EXPIRES | FLAG_KIND);
                 value.extend_from_slice(&t.to_be_bytes());
                 self.expiration
                     .put(wtxn, &schema::expiration_key(t, serial), &[])?;
             }
-            None => value.push(0),
+            None => value.push(FLAG_KIND),
         }
+        // The kind in the clear: a search tests it without decompressing.
+        value.extend_from_slice(&d.kind.as_u16().to_be_bytes());
         match &event.stored {
             Some(stored) => value.extend_from_slice(stored),
             None => value.extend_from_slice(&self.stored_form(&event.record)?),
@@ -2596,8 +2632,24 @@ impl LmdbStore {
             let Some((_, value)) = self.stored_value(txn, &key)? else {
                 return Ok(());
             };
-            let (expires, _) = split_value(value)?;
-            if expires.is_some_and(|t| t <= now) || !cursor.seen.insert(serial) {
+            let header = ValueHeader::read(value)?;
+            if header.expires.is_some_and(|t| t <= now) {
+                return Ok(());
+            }
+            if let Some(kinds) = &filter.kinds {
+                let kind = match header.kind {
+                    Some(kind) => kind,
+                    // Stored before values carried their kind.
+                    None => match self.load(txn, serial)? {
+                        Some((_, record)) => decode(&record)?.kind(),
+                        None => return Ok(()),
+                    },
+                };
+                if !kinds.contains(&kind) {
+                    return Ok(());
+                }
+            }
+            if !cursor.seen.insert(serial) {
                 return Ok(());
             }
             if cursor.count_only {
@@ -2952,7 +3004,6 @@ impl EventStore for LmdbStore {
                 cursor.by_rank = true;
                 cursor.rank_unloaded = filter.ids.is_none()
                     && filter.authors.is_none()
-                    && filter.kinds.is_none()
                     && filter.tags.is_empty()
                     && filter.since.is_none()
                     && filter.until.is_none()

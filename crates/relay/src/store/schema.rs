@@ -21,8 +21,9 @@ use sha2::{Digest, Sha256};
 /// `ids` entry wait in `pending` too; 11 moves the search index into an
 /// environment of its own; 12 cuts large stored values to fit whole
 /// pages, their ends in `tails`; 13 keys `ids` by id prefix and serial;
-/// 14 stores replaceable and addressable events in `replaceable`.
-pub const SCHEMA_VERSION: u32 = 14;
+/// 14 stores replaceable and addressable events in `replaceable`; 15 puts
+/// the kind in the stored value's header.
+pub const SCHEMA_VERSION: u32 = 15;
 
 /// Table names.
 pub mod table {
