@@ -1450,34 +1450,23 @@ fn agrees_with_model_with_search_lag(
 fn values_stored_before_they_carried_their_kind_are_searched_by_kind() {
     let dir = tempfile::tempdir().unwrap();
     let keys = Keys::derive(8, 4);
-    let event = |kind: u16, at: u64, content: &str| {
-        let unsigned = UnsignedEvent::new(
-            &keys,
-            Timestamp::new(at).unwrap(),
-            Kind(kind),
-            vec![],
-            content,
-        );
-        Incoming::from(nostrwire_wire::encode_event(&unsigned_event(unsigned)))
-    };
     let batch: Vec<Incoming> = (0..30u64)
         .map(|i| {
             let kind = [1, 1111, 30023][i as usize % 3];
+            // Addressable: one `d` each, so none replaces another.
+            let tags = match kind {
+                30023 => vec![Tag::from_strs(&["d", &i.to_string()])],
+                _ => vec![],
+            };
             let content = format!("keeper of bees {}", "and hives ".repeat(i as usize % 4));
-            match kind {
-                30023 => {
-                    let d = Tag::from_strs(&["d", &i.to_string()]);
-                    let unsigned = UnsignedEvent::new(
-                        &keys,
-                        Timestamp::new(1000 + i).unwrap(),
-                        Kind(kind),
-                        vec![d],
-                        &content,
-                    );
-                    Incoming::from(nostrwire_wire::encode_event(&unsigned_event(unsigned)))
-                }
-                _ => event(kind, 1000 + i, &content),
-            }
+            let unsigned = UnsignedEvent::new(
+                &keys,
+                Timestamp::new(1000 + i).unwrap(),
+                Kind(kind),
+                tags,
+                &content,
+            );
+            Incoming::from(nostrwire_wire::encode_event(&unsigned_event(unsigned)))
         })
         .collect();
     let search = |kinds: &[u16], loaded: bool| {
