@@ -3,7 +3,7 @@
 //! hundreds of random filters, same results in the same order; search
 //! filters return the same set as a literal scan.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use nostrwire_event::{
     Event, EventId, Filter, Keys, Kind, PreimageFields, PublicKey, SignedFields, Tag, Timestamp,
@@ -38,7 +38,8 @@ const KINDS: [u16; 8] = [0, 1, 3, 5, 7, 10002, 30023, 1059];
 #[derive(Default)]
 struct Model {
     live: Vec<Event>,
-    deleted_ids: HashMap<EventId, PublicKey>,
+    /// (deleted id, author of the request): every author's tombstone.
+    deleted_ids: HashSet<(EventId, PublicKey)>,
     deleted_addrs: HashMap<(u16, PublicKey, String), u64>,
     /// NIP-62: author → created_at of their newest request to vanish.
     vanished: HashMap<PublicKey, u64>,
@@ -64,7 +65,7 @@ impl Model {
         if self.live.iter().any(|x| x.id == e.id) {
             return Verdict::Duplicate;
         }
-        if self.deleted_ids.get(&e.id) == Some(&e.pubkey) {
+        if self.deleted_ids.contains(&(e.id, e.pubkey)) {
             return Verdict::Deleted;
         }
         if e.kind.as_u16() != 62
@@ -106,7 +107,7 @@ impl Model {
                                 && x.pubkey == e.pubkey
                                 && ![5, 62].contains(&x.kind.as_u16()))
                         });
-                        self.deleted_ids.insert(id, e.pubkey);
+                        self.deleted_ids.insert((id, e.pubkey));
                     }
                     ("a", Some(v)) => {
                         let mut parts = v.splitn(3, ':');

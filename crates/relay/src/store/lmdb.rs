@@ -817,7 +817,9 @@ impl LmdbStore {
             // Version 13 keeps replaceable events in `events`: they stay
             // there until replaced (reads look in both tables). Values
             // written before version 15 carry no kind: readers load those.
-            5 | 7..=14 => {}
+            // Version 15 keyed a tombstone by the id alone: readers take
+            // those keys too.
+            5 | 7..=15 => {}
             // Versions 3 and 4 keep one entry per posting: the search index
             // is emptied below, like that of every version up to 10.
             3 | 4 => {}
@@ -2164,7 +2166,11 @@ impl LmdbStore {
     }
 
     fn is_deleted(&self, txn: &RoTxn<'_>, d: &Derived) -> StoreResult<bool> {
-        if let Some(deleter) = self.deleted_ids.get(txn, schema::id_key(&d.id))? {
+        let tombstone = schema::tombstone_key(&d.id, &d.pubkey);
+        if self.deleted_ids.get(txn, &tombstone)?.is_some() {
+            return Ok(true);
+        }
+        if let Some(deleter) = self.deleted_ids.get(txn, schema::legacy_tombstone_key(&d.id))? {
             if deleter == d.pubkey.as_bytes() {
                 return Ok(true);
             }
@@ -2223,8 +2229,11 @@ impl LmdbStore {
                     }
                     self.remove(wtxn, serial)?;
                 }
+                // One tombstone per requesting author: a request by anyone
+                // else never replaces the author's (the event may arrive
+                // later, and only its author's tombstone refuses it).
                 self.deleted_ids
-                    .put(wtxn, id.as_bytes(), author.as_bytes())?;
+                    .put(wtxn, &schema::tombstone_key(&id, &author), &[])?;
             } else if name.eq_str("a") {
                 let Some((kind, pubkey, d)) = parse_address(&value.to_str()) else {
                     continue;
@@ -2887,7 +2896,13 @@ impl EventStore for LmdbStore {
         if self.serial_of(&txn, id)?.is_some() {
             return Ok(Presence::Stored);
         }
-        if self.deleted_ids.get(&txn, schema::id_key(id))?.is_some() {
+        if self
+            .deleted_ids
+            .prefix_iter(&txn, id.as_bytes())?
+            .next()
+            .transpose()?
+            .is_some()
+        {
             // The tombstone only binds the same author; the writer decides.
             return Ok(Presence::Deleted);
         }

@@ -23,7 +23,7 @@ use sha2::{Digest, Sha256};
 /// pages, their ends in `tails`; 13 keys `ids` by id prefix and serial;
 /// 14 stores replaceable and addressable events in `replaceable`; 15 puts
 /// the kind in the stored value's header.
-pub const SCHEMA_VERSION: u32 = 15;
+pub const SCHEMA_VERSION: u32 = 16;
 
 /// Table names.
 pub mod table {
@@ -64,7 +64,10 @@ pub mod table {
     pub const TIME_ORDERED: [&str; 5] = [CREATED, KIND, PUBKEY, PUBKEY_KIND, TAG];
     /// replaceable / addressable address → serial of the version kept.
     pub const REPLACE: &str = "replace";
-    /// deleted id → pubkey of the author whose deletion removed it.
+    /// deleted id ‖ pubkey of a deletion's author → (): a tombstone per
+    /// author that asked, so one author's request never replaces
+    /// another's (only the event's own author binds it). Before schema 16
+    /// the key was the id alone and the value the pubkey; readers take both.
     pub const DELETED_IDS: &str = "deleted_ids";
     /// address → created_at of the newest deletion of that address.
     pub const DELETED_ADDRS: &str = "deleted_addrs";
@@ -667,8 +670,16 @@ fn walk_postings(key_serial: u64, block: &[u8], mut f: impl FnMut(Posting)) -> R
     Ok(())
 }
 
-/// Id as a key (of `deleted_ids`).
-pub fn id_key(id: &EventId) -> &[u8; 32] {
+/// A `deleted_ids` key: the deleted id, then the pubkey of the deletion's author.
+pub fn tombstone_key(id: &EventId, author: &PublicKey) -> [u8; 64] {
+    let mut key = [0u8; 64];
+    key[..32].copy_from_slice(id.as_bytes());
+    key[32..].copy_from_slice(author.as_bytes());
+    key
+}
+
+/// A `deleted_ids` key written before schema 16 (its value: the pubkey).
+pub fn legacy_tombstone_key(id: &EventId) -> &[u8; 32] {
     id.as_bytes()
 }
 
