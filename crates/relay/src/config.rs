@@ -8,6 +8,19 @@ use serde::{Deserialize, Serialize};
 
 use crate::store::Durability;
 
+/// Who may read `GET /metrics` (`relay.metrics`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MetricsAccess {
+    /// Clients on this machine only.
+    #[default]
+    Loopback,
+    /// Anyone who can reach the listener.
+    Everyone,
+    /// Nobody: `/metrics` answers 404.
+    Off,
+}
+
 /// Metadata of one setting.
 #[derive(Clone, Copy, Debug)]
 pub struct Setting {
@@ -104,7 +117,11 @@ settings! {
     data: PathBuf = PathBuf::from("./nostrwire-data"); reloadable = false;
         "Directory of the LMDB database (`--data` overrides)."
     url: String = String::new(); reloadable = false;
-        "Public WebSocket URL of this relay, for NIP-62 `relay` tags (empty: `ws://` and the listen address)."
+        "Public WebSocket URL of this relay, for NIP-62 `relay` tags and NIP-42 AUTH (empty: NIP-62 takes `ws://` and the listen address, and an AUTH event's `relay` tag must name the host and path the client connected to, from its `Host` header)."
+    real_ip_header: String = String::new(); reloadable = false;
+        "Behind a reverse proxy: the HTTP header that carries the client's address (`X-Forwarded-For`, whose last address is taken, or `X-Real-IP`), for per-address limits and the plugin. Empty: the address of the TCP peer. Set it only when every connection comes through the proxy, since any client can send the header."
+    metrics: MetricsAccess = MetricsAccess::Loopback; reloadable = false;
+        "Who gets `GET /metrics`: `loopback` (clients on this machine, by the address `real_ip_header` gives when set), `everyone`, or `off`. Others get 404. To scrape from another machine, keep `loopback` and proxy the path, or use `everyone` on a firewalled listener."
 
     [info: InfoSettings] "NIP-11 relay information document."
     name: String = "nostrwire".into(); reloadable = true;
@@ -175,10 +192,14 @@ settings! {
         "Reject events older than this many seconds (0: no check)."
     max_connections: usize = 20_000; reloadable = false;
         "Most simultaneous connections."
-    max_outbound_bytes: usize = 16 << 20; reloadable = false;
-        "Bytes queued for one connection; live events beyond it cut the connection off, stored results wait for it to drain."
+    max_connection_bytes: usize = 16 << 20; reloadable = false;
+        "Memory one connection may hold: its subscriptions (filters, searches, read gates, fan-out entries), stored results waiting to be sent and its outgoing queue. A REQ, COUNT or NEG-OPEN that would go over it gets CLOSED (or NEG-ERR) `rate-limited:`; stored results wait while the queue holds more than a quarter of it; live events that would go over it cut the connection off."
+    ingest_queue_bytes: usize = 128 << 20; reloadable = false;
+        "Bytes of client messages read but not yet handled, relay-wide (an event's until its OK); each connection may hold at most twice `max_message_bytes` of it. A connection whose share is full is not read until its messages are handled (TCP backpressure), so a fast or hostile sender cannot grow the relay's memory."
     slow_reader_seconds: u64 = 10; reloadable = false;
-        "Seconds a connection may leave its queue full while stored results wait, before it is cut off."
+        "Seconds a connection may leave its queue full while stored results wait, or take to accept one socket write, before it is cut off and its socket closed."
+    idle_seconds: u64 = 300; reloadable = false;
+        "A connection without open subscriptions that sends nothing for this many seconds is closed (0: never)."
     count_cap: usize = 1_000_000; reloadable = false;
         "Largest exact COUNT; above it the answer is the cap with `approximate: true`."
 
@@ -193,6 +214,8 @@ settings! {
         "Let clients keep their compression window between messages (about 40 KiB of relay memory per connection that sent a compressed message). Off: clients are told to reset it after every message."
     deflate_min_bytes: usize = 64; reloadable = false;
         "Messages shorter than this are sent uncompressed."
+    ping_seconds: u64 = 60; reloadable = false;
+        "After this many seconds without a frame from a client, the relay sends a ping; a client that sends nothing within as long again is disconnected (0: no pings)."
 
     [auth: AuthSettings] "NIP-42 authentication and read restrictions."
     enabled: bool = true; reloadable = false;
@@ -203,6 +226,8 @@ settings! {
         "Refuse EVENT with `auth-required:` until the connection has authenticated."
     restricted_kinds: Vec<u16> = vec![4, 1059]; reloadable = false;
         "Kinds served only to an authenticated author or `p`-tagged recipient (direct messages, gift wraps). Empty: no read restriction."
+    max_pubkeys: usize = 8; reloadable = false;
+        "Most pubkeys one connection may authenticate as; further AUTHs get `OK false` `rate-limited:`."
 
     [policy: PolicySettings] "Who and what may be published."
     kinds_allow: Vec<u16> = Vec::new(); reloadable = true;
@@ -231,8 +256,8 @@ settings! {
         "EVENT messages per second per authenticated pubkey (0: authenticated connections stay on their IP's bucket)."
     pubkey_reqs_per_second: f64 = 0.0; reloadable = true;
         "REQ, COUNT and NEG-OPEN messages per second per authenticated pubkey (0: the IP's bucket)."
-    connections_per_ip: usize = 0; reloadable = true;
-        "Simultaneous WebSocket connections per IP address."
+    connections_per_ip: usize = 32; reloadable = true;
+        "Simultaneous WebSocket connections per IP address; more get HTTP 429 (0: no limit). Behind a reverse proxy, set `relay.real_ip_header`, or every client shares the proxy's address."
 
     [search: SearchSettings] "NIP-50 full-text search."
     enabled: bool = true; reloadable = false;
@@ -241,6 +266,8 @@ settings! {
         "Most postings (and probes of other terms) one search filter reads; past it, results are ranked among the newest events examined and COUNT answers `approximate: true`."
     index_lag: u64 = 1024; reloadable = false;
         "Stored events the search index may trail by. The search thread indexes them in one batch, in the index's own environment, once more than this many wait or no commit has come for 20 ms; searches scan the trailing events directly, so results never miss a stored event. 0 indexes after every commit (more pages written per event)."
+    max_terms: usize = 16; reloadable = false;
+        "Most distinct terms in one search string; longer searches get CLOSED `invalid:`."
     max_unindexed: u64 = 20_000; reloadable = false;
         "Most stored events the search index may trail by for searches to be answered (never less than `index_lag`): a search tokenizes the trailing events itself. Further behind (the index being built after an upgrade, after the machine restarted without a clean stop, or after turning search on; or indexing not keeping up with publishing), searches get CLOSED `error: the search index is being built` until it catches up. The relay serves everything else meanwhile and builds the index in the background."
 

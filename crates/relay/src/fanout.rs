@@ -14,7 +14,7 @@ use nostrwire_wire::EventView;
 
 use crate::msg::{ConnId, FanoutMsg, LiveEvent, Phase, Sub};
 use crate::policy::ReadGate;
-use crate::search::{EventTerms, Query};
+use crate::search::EventTerms;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum Key {
@@ -132,12 +132,10 @@ impl Index {
                 {
                     continue;
                 }
-                if let Some(text) = &filter.search {
+                // Parsed once, when the REQ came (at most `search.max_terms` terms).
+                if let Some(query) = &sub.searches[*i] {
                     let terms = terms.get_or_insert_with(|| EventTerms::of(&view));
-                    if !terms
-                        .as_ref()
-                        .is_some_and(|t| t.contains_all(&Query::parse(text)))
-                    {
+                    if !terms.as_ref().is_some_and(|t| t.contains_all(query)) {
                         continue;
                     }
                 }

@@ -2,8 +2,10 @@
 //!
 //! All frames of one connection come to the same worker, so a connection's
 //! REQ, CLOSE and EVENT are handled in the order it sent them. Cheap checks
-//! run first: structure and policy, then the duplicate lookup by id, and only
-//! then the id hash and the signature.
+//! run first: structure and policy, then the id hash and the signature, and
+//! only then the duplicate lookup by id (an invalid event must not learn
+//! whether its id is stored). Requests that open subscriptions are parsed
+//! once here (searches included) and charged to the connection's budget.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -14,11 +16,14 @@ use crossbeam_channel::Receiver;
 use nostrwire_event::message::write;
 use nostrwire_event::{ClientMessage, Error, ErrorKind, EventId, SignedFields};
 
-use crate::msg::{Accepted, Conn, ConnId, FanoutMsg, IngestMsg, LiveEvent, Phase, Sub, WriterMsg};
+use crate::msg::{
+    Accepted, Admission, Conn, ConnId, FanoutMsg, IngestMsg, LiveEvent, Phase, Sub, WriterMsg,
+};
 use crate::plugin::{Decision, Plugin};
 use crate::policy::{check_auth, first_tag_value, ReadGate, WritePolicy, AUTH_KIND};
 use crate::query::Job;
 use crate::ratelimit::Budget;
+use crate::search::Query;
 use crate::store::Presence;
 use crate::Shared;
 use nostrwire_wire::transport::{self, ClientFrame};
@@ -60,8 +65,8 @@ pub fn run(shared: Arc<Shared>, inbox: Receiver<IngestMsg>) {
     };
     while let Ok(msg) = inbox.recv() {
         match msg {
-            IngestMsg::Frame(conn, bytes, received) => {
-                handle(&shared, &mut subs, &conn, &bytes, received)
+            IngestMsg::Frame(conn, bytes, received, admission) => {
+                handle(&shared, &mut subs, &conn, &bytes, received, admission)
             }
             IngestMsg::Closed(conn) => {
                 if let Some(list) = subs.by_conn.remove(&conn) {
@@ -132,19 +137,24 @@ fn handle(
     conn: &Arc<Conn>,
     bytes: &[u8],
     received: Instant,
+    admission: Admission,
 ) {
     if !conn.outbox.is_binary() {
-        return handle_json(shared, subs, conn, bytes, received);
+        return handle_json(shared, subs, conn, bytes, received, admission);
     }
     // nostrwire.v1 (spec/transport.md): events arrive as nwb records.
     match transport::decode_client(bytes, &shared.wire_limits) {
-        Ok(ClientFrame::Json(json)) => handle_json(shared, subs, conn, json, received),
+        Ok(ClientFrame::Json(json)) => handle_json(shared, subs, conn, json, received, admission),
         Ok(ClientFrame::Event(event)) => {
             shared.metrics.message("EVENT");
             if over_budget(shared, conn, Budget::Events) {
                 return ok_false(shared, conn, event.id(), "rate_limited", RATE_LIMITED);
             }
-            event_message(shared, conn, subs.plugin.as_mut(), &event, received, |e| {
+            let arrival = Arrival {
+                received,
+                admission,
+            };
+            event_message(shared, conn, subs.plugin.as_mut(), &event, arrival, |e| {
                 e.record().to_vec()
             });
         }
@@ -176,6 +186,7 @@ fn handle_json(
     conn: &Arc<Conn>,
     bytes: &[u8],
     received: Instant,
+    admission: Admission,
 ) {
     let message = match ClientMessage::parse_with(bytes, &shared.event_limits) {
         Ok(m) => m,
@@ -191,7 +202,11 @@ fn handle_json(
     }
     match message {
         ClientMessage::Event(event) => {
-            event_message(shared, conn, subs.plugin.as_mut(), &event, received, |e| {
+            let arrival = Arrival {
+                received,
+                admission,
+            };
+            event_message(shared, conn, subs.plugin.as_mut(), &event, arrival, |e| {
                 nostrwire_wire::encode_json_event(e)
             })
         }
@@ -213,6 +228,7 @@ fn handle_json(
                 list.retain(|_, s| !s.cancelled.load(Ordering::Relaxed));
             }
             if !list.contains_key(&sub_id) && list.len() >= max {
+                shared.metrics.limit_hit("max_subscriptions");
                 send(conn, |o| {
                     write::closed(
                         o,
@@ -222,28 +238,28 @@ fn handle_json(
                 });
                 return;
             }
-            if !shared.config.search.enabled && filters.iter().any(|f| f.search.is_some()) {
-                send(conn, |o| {
-                    write::closed(o, &sub_id, "invalid: search (NIP-50) is not supported")
-                });
-                return;
-            }
-            let gate = match read_gate(shared, conn, &filters) {
-                Ok(gate) => gate,
-                Err(reason) => return send(conn, |o| write::closed(o, &sub_id, &reason)),
-            };
-            let sub = Arc::new(Sub {
-                conn: conn.id,
-                id: sub_id.clone(),
-                filters,
-                outbox: conn.outbox.clone(),
-                cancelled: Default::default(),
-                gate,
-                phase: Mutex::new(Phase::Pending(Vec::new())),
-            });
-            if let Some(old) = list.insert(sub_id, sub.clone()) {
+            // A replaced subscription gives its room back first.
+            if let Some(old) = list.remove(&sub_id) {
                 old.cancelled.store(true, Ordering::Relaxed);
+                let _ = shared
+                    .fanout_tx
+                    .send(FanoutMsg::Remove(conn.id, sub_id.clone()));
             }
+            let sub = match open_sub(
+                shared,
+                conn,
+                sub_id.clone(),
+                filters,
+                Phase::Pending(Vec::new()),
+            ) {
+                Ok(sub) => sub,
+                Err(reason) => {
+                    conn.subscriptions.store(list.len(), Ordering::Relaxed);
+                    return send(conn, |o| write::closed(o, &sub_id, &reason));
+                }
+            };
+            list.insert(sub_id, sub.clone());
+            conn.subscriptions.store(list.len(), Ordering::Relaxed);
             // Registered before the query starts, so nothing committed meanwhile is missed.
             let _ = shared.fanout_tx.send(FanoutMsg::Add(sub.clone()));
             let _ = shared.query_tx.send(Job::req(shared, sub));
@@ -252,34 +268,18 @@ fn handle_json(
             subscription_id,
             filters,
         } => {
-            if !shared.config.search.enabled && filters.iter().any(|f| f.search.is_some()) {
-                send(conn, |o| {
-                    write::closed(
-                        o,
-                        &subscription_id,
-                        "invalid: search (NIP-50) is not supported",
-                    )
-                });
-                return;
+            let id = subscription_id.into_owned();
+            match open_sub(shared, conn, id.clone(), filters, Phase::Live(Vec::new())) {
+                Ok(sub) => {
+                    let _ = shared.query_tx.send(Job::count(shared, sub));
+                }
+                Err(reason) => send(conn, |o| write::closed(o, &id, &reason)),
             }
-            let gate = match read_gate(shared, conn, &filters) {
-                Ok(gate) => gate,
-                Err(reason) => return send(conn, |o| write::closed(o, &subscription_id, &reason)),
-            };
-            let sub = Arc::new(Sub {
-                conn: conn.id,
-                id: subscription_id.into_owned(),
-                filters,
-                outbox: conn.outbox.clone(),
-                cancelled: Default::default(),
-                gate,
-                phase: Mutex::new(Phase::Live(Vec::new())),
-            });
-            let _ = shared.query_tx.send(Job::count(shared, sub));
         }
         ClientMessage::Close(id) => {
             if let Some(list) = subs.by_conn.get_mut(&conn.id) {
                 if let Some(sub) = list.remove(id.as_ref()) {
+                    conn.subscriptions.store(list.len(), Ordering::Relaxed);
                     sub.cancelled.store(true, Ordering::Relaxed);
                     let _ = shared
                         .fanout_tx
@@ -305,20 +305,16 @@ fn handle_json(
                     write::neg_err(o, &id, "blocked: search filters cannot be synced")
                 });
             }
-            let filters = vec![*filter];
-            let gate = match read_gate(shared, conn, &filters) {
-                Ok(gate) => gate,
+            let sub = match open_sub(
+                shared,
+                conn,
+                id.clone(),
+                vec![*filter],
+                Phase::Live(Vec::new()),
+            ) {
+                Ok(sub) => sub,
                 Err(reason) => return send(conn, |o| write::neg_err(o, &id, &reason)),
             };
-            let sub = Arc::new(Sub {
-                conn: conn.id,
-                id,
-                filters,
-                outbox: conn.outbox.clone(),
-                cancelled: Default::default(),
-                gate,
-                phase: Mutex::new(Phase::Live(Vec::new())),
-            });
             sessions.opening(conn.id, sub.clone());
             let _ = shared
                 .query_tx
@@ -331,6 +327,90 @@ fn handle_json(
         ClientMessage::NegClose(id) => subs.sync.close(conn.id, &id),
         _ => send(conn, |o| write::notice(o, "invalid: unsupported message")),
     }
+}
+
+/// Builds a subscription (REQ, COUNT or NEG-OPEN) once: its searches
+/// parsed, its read gate, and its room in the connection's budget; or the
+/// `CLOSED` reason.
+fn open_sub(
+    shared: &Shared,
+    conn: &Conn,
+    id: String,
+    filters: Vec<nostrwire_event::Filter>,
+    phase: Phase,
+) -> Result<Arc<Sub>, String> {
+    let config = &shared.config;
+    let mut searches = Vec::with_capacity(filters.len());
+    for filter in &filters {
+        let Some(text) = &filter.search else {
+            searches.push(None);
+            continue;
+        };
+        if !config.search.enabled {
+            return Err("invalid: search (NIP-50) is not supported".into());
+        }
+        match Query::parse_at_most(text, config.search.max_terms) {
+            Some(query) => searches.push(Some(query)),
+            None => {
+                shared.metrics.limit_hit("search_max_terms");
+                return Err(format!(
+                    "invalid: a search may have at most {} terms",
+                    config.search.max_terms
+                ));
+            }
+        }
+    }
+    let gate = read_gate(shared, conn, &filters)?;
+    let bytes = std::mem::size_of::<Sub>()
+        + id.len()
+        + filters.iter().map(filter_footprint).sum::<usize>()
+        + searches
+            .iter()
+            .flatten()
+            .map(Query::footprint)
+            .sum::<usize>()
+        + gate.as_deref().map_or(0, ReadGate::footprint);
+    let Some(held) = conn.outbox.budget().hold(bytes) else {
+        shared.metrics.limit_hit("max_connection_bytes");
+        let budget = conn.outbox.budget();
+        return Err(format!(
+            "rate-limited: this request needs {bytes} bytes and the connection holds {} of its {}; close some subscriptions",
+            budget.used(),
+            budget.cap()
+        ));
+    };
+    Ok(Arc::new(Sub {
+        conn: conn.id,
+        id,
+        filters,
+        searches,
+        outbox: conn.outbox.clone(),
+        cancelled: Default::default(),
+        gate,
+        phase: Mutex::new(phase),
+        held,
+    }))
+}
+
+/// Heap bytes a filter holds, counted twice: once in the subscription and
+/// once in the fan-out's index, which has an entry per value.
+fn filter_footprint(f: &nostrwire_event::Filter) -> usize {
+    use std::mem::size_of;
+    let values = f.ids.as_ref().map_or(0, |v| v.len() * 32)
+        + f.authors.as_ref().map_or(0, |v| v.len() * 32)
+        + f.kinds.as_ref().map_or(0, |v| v.len() * 2)
+        + f.tags
+            .iter()
+            .map(|c| {
+                size_of::<nostrwire_event::TagCondition>()
+                    + c.values
+                        .iter()
+                        .map(|v| size_of::<String>() + v.len())
+                        .sum::<usize>()
+            })
+            .sum::<usize>()
+        + f.search.as_ref().map_or(0, String::len);
+    size_of::<nostrwire_event::Filter>() + 2 * values
 }
 
 const RATE_LIMITED: &str = "rate-limited: slow down, too many messages";
@@ -421,8 +501,28 @@ fn auth_message<E: SignedFields>(shared: &Shared, conn: &Conn, event: &E) {
             "restricted: AUTH (NIP-42) is turned off on this relay",
         );
     }
-    if let Err(reason) = check_auth(&shared.config, event, &conn.challenge, crate::now()) {
+    if let Err(reason) = check_auth(
+        &shared.config,
+        event,
+        &conn.challenge,
+        &conn.url,
+        crate::now(),
+    ) {
         return ok_false(shared, conn, id, "auth_invalid", reason);
+    }
+    let max = shared.config.auth.max_pubkeys;
+    {
+        let authed = conn.authed.read().expect("auth lock");
+        if !authed.contains(event.pubkey()) && authed.len() >= max {
+            shared.metrics.limit_hit("auth_max_pubkeys");
+            return ok_false(
+                shared,
+                conn,
+                id,
+                "auth_max_pubkeys",
+                &format!("rate-limited: a connection may authenticate as at most {max} pubkeys"),
+            );
+        }
     }
     if let Err(e) = event.verify() {
         return ok_false(
@@ -485,13 +585,20 @@ fn write_refusal<E: SignedFields>(
         .map(|m| ("policy", m))
 }
 
+/// How an EVENT frame arrived: when the socket layer read it, and the room
+/// it holds in the ingest queues until its `OK`.
+struct Arrival {
+    received: Instant,
+    admission: Admission,
+}
+
 /// EVENT, from either transport: `record` gives the nwb record to store.
 fn event_message<E: SignedFields>(
     shared: &Arc<Shared>,
     conn: &Arc<Conn>,
     plugin: Option<&mut Plugin>,
     event: &E,
-    received: Instant,
+    arrival: Arrival,
     record: impl FnOnce(&E) -> Vec<u8>,
 ) {
     let id = event.id();
@@ -536,7 +643,17 @@ fn event_message<E: SignedFields>(
             }
         }
     }
-    // Duplicates by id before any hashing or signature work.
+    // The id and signature are checked before the duplicate lookup, so an
+    // invalid event never learns whether its id is stored (a restricted
+    // DM's, say).
+    if let Err(e) = event.verify() {
+        let message = match e.kind() {
+            ErrorKind::IdMismatch => "invalid: event id does not match its content".to_string(),
+            ErrorKind::InvalidSignature => "invalid: bad signature".to_string(),
+            _ => format!("invalid: {e}"),
+        };
+        return ok_false(shared, conn, id, e.kind().as_str(), &message);
+    }
     match shared.store.presence(id) {
         Ok(Presence::Stored) => {
             conn.outbox
@@ -554,14 +671,6 @@ fn event_message<E: SignedFields>(
                 "error: storage unavailable",
             );
         }
-    }
-    if let Err(e) = event.verify() {
-        let message = match e.kind() {
-            ErrorKind::IdMismatch => "invalid: event id does not match its content".to_string(),
-            ErrorKind::InvalidSignature => "invalid: bad signature".to_string(),
-            _ => format!("invalid: {e}"),
-        };
-        return ok_false(shared, conn, id, e.kind().as_str(), &message);
     }
     let json = event.to_json_bytes();
     let record = record(event);
@@ -605,13 +714,18 @@ fn event_message<E: SignedFields>(
     let accepted = Accepted {
         id: *id,
         record,
-        received,
+        received: arrival.received,
         stored,
         json,
         reply: conn.outbox.clone(),
         conn: conn.id,
+        admission: arrival.admission,
     };
-    if shared.writer_tx.send(WriterMsg::Event(accepted)).is_err() {
+    if shared
+        .writer_tx
+        .send(WriterMsg::Event(Box::new(accepted)))
+        .is_err()
+    {
         ok_false(
             shared,
             conn,

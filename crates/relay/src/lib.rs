@@ -85,6 +85,14 @@ pub struct Shared {
     /// Highest event serial the fan-out thread has delivered: stored events
     /// above it may still reach live subscriptions.
     pub fanned_serial: std::sync::atomic::AtomicU64,
+    /// Most sockets open at once: `limits.max_connections`, lowered to fit
+    /// the process's descriptor limit.
+    pub max_sockets: usize,
+    /// Room in the ingest queues, in bytes (`limits.ingest_queue_bytes`):
+    /// each client frame holds its size until it is handled.
+    pub ingest_room: Arc<tokio::sync::Semaphore>,
+    /// The size of `ingest_room`.
+    pub ingest_room_bytes: usize,
     ingest_tx: Vec<Sender<IngestMsg>>,
 }
 
@@ -127,6 +135,46 @@ impl Shared {
     pub fn ingest_for(&self, id: u64) -> &Sender<IngestMsg> {
         &self.ingest_tx[(id % self.ingest_tx.len() as u64) as usize]
     }
+}
+
+/// Events waiting for the writer (at least `writer_batch`).
+const WRITER_QUEUE: usize = 8_192;
+/// Messages waiting for the fan-out thread (a stored batch is one).
+const FANOUT_QUEUE: usize = 4_096;
+/// Descriptors kept for the relay's own use (database files, plugin
+/// pipes, the spare that keeps `accept` from starving) beyond sockets.
+const RESERVED_DESCRIPTORS: u64 = 128;
+
+/// Raises the soft limit on open descriptors to the hard limit, and
+/// returns how many sockets fit under it: `wanted`, or fewer (with a
+/// warning) when the limit leaves no room for them.
+fn fit_descriptors(wanted: usize) -> usize {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit only read and write the struct passed.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return wanted;
+    }
+    if limit.rlim_cur < limit.rlim_max {
+        let raised = libc::rlimit {
+            rlim_cur: limit.rlim_max,
+            rlim_max: limit.rlim_max,
+        };
+        // SAFETY: as above.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            limit = raised;
+        }
+    }
+    let room = limit.rlim_cur.saturating_sub(RESERVED_DESCRIPTORS) as usize;
+    if room < wanted {
+        tracing::warn!(
+            "the descriptor limit ({}) leaves room for {room} connections, not limits.max_connections = {wanted}; raise it (ulimit -n) to serve more",
+            limit.rlim_cur
+        );
+    }
+    wanted.min(room).max(1)
 }
 
 fn threads(configured: usize) -> usize {
@@ -257,8 +305,10 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
         max_string_bytes: config.limits.max_message_bytes,
         ..nostrwire_wire::Limits::DEFAULT
     };
-    let (writer_tx, writer_rx) = unbounded();
-    let (fanout_tx, fanout_rx) = unbounded();
+    // Bounded, like every queue between threads: a full one makes its
+    // senders wait, back to the sockets, which then stop being read.
+    let (writer_tx, writer_rx) = bounded(WRITER_QUEUE.max(config.performance.writer_batch));
+    let (fanout_tx, fanout_rx) = bounded(FANOUT_QUEUE);
     let (search_kick, search_rx) = bounded(1);
     let (query_tx, query_rx) = unbounded();
     let n_ingest = threads(config.performance.ingest_threads);
@@ -271,6 +321,11 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
         ingest_rx.push(rx);
     }
     let rate = ratelimit::RateLimiter::new(config.rate.clone());
+    let max_sockets = fit_descriptors(config.limits.max_connections);
+    let ingest_room_bytes = config.limits.ingest_queue_bytes.clamp(
+        2 * config.limits.max_message_bytes,
+        tokio::sync::Semaphore::MAX_PERMITS,
+    );
     let shared = Arc::new(Shared {
         current: RwLock::new(Arc::new(config.clone())),
         config,
@@ -286,6 +341,9 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
         rate,
         stopping: AtomicBool::new(false),
         fanned_serial: Default::default(),
+        max_sockets,
+        ingest_room: Arc::new(tokio::sync::Semaphore::new(ingest_room_bytes)),
+        ingest_room_bytes,
         ingest_tx,
     });
 
@@ -351,7 +409,7 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
                     loop {
                         tokio::select! {
                             _ = tokio::time::sleep(Duration::from_secs(60)) => {
-                                let _ = purge_shared.writer_tx.send(WriterMsg::Purge);
+                                let _ = purge_shared.writer_tx.try_send(WriterMsg::Purge);
                             }
                             _ = purge_stop.changed() => return,
                         }

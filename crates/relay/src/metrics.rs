@@ -63,6 +63,10 @@ pub struct Metrics {
     pub connections_open: AtomicU64,
     /// Connections accepted since start.
     pub connections_total: AtomicU64,
+    /// Accepted sockets, upgraded to WebSocket or not yet.
+    pub sockets_open: AtomicU64,
+    /// Times a limit that protects the relay was hit, by limit.
+    limits_hit: Mutex<Vec<(String, u64)>>,
     /// Messages received, by type.
     messages: Mutex<Vec<(String, u64)>>,
     /// Events stored.
@@ -94,6 +98,8 @@ impl Default for Metrics {
         Metrics {
             connections_open: AtomicU64::new(0),
             connections_total: AtomicU64::new(0),
+            sockets_open: AtomicU64::new(0),
+            limits_hit: Mutex::new(Vec::new()),
             messages: Mutex::new(Vec::new()),
             events_stored: AtomicU64::new(0),
             rejected: Mutex::new(Vec::new()),
@@ -124,6 +130,13 @@ impl Metrics {
         bump(&self.rejected, reason);
     }
 
+    /// Counts a hit of a limit that protects the relay (docs/security.md):
+    /// a connection refused, cut off or closed, a request refused for its
+    /// size.
+    pub fn limit_hit(&self, limit: &str) {
+        bump(&self.limits_hit, limit);
+    }
+
     /// Counts a query that failed after it started.
     pub fn query_failed(&self, reason: &str) {
         bump(&self.queries_failed, reason);
@@ -152,6 +165,17 @@ impl Metrics {
             "counter",
             self.connections_total.load(Ordering::Relaxed),
         );
+        gauge(
+            &mut out,
+            "nostrwire_sockets_open",
+            "Accepted sockets, WebSocket or not yet upgraded.",
+            "gauge",
+            self.sockets_open.load(Ordering::Relaxed),
+        );
+        let _ = writeln!(out, "# HELP nostrwire_limits_hit_total Times a protective limit was hit, by limit (docs/security.md).\n# TYPE nostrwire_limits_hit_total counter");
+        for (limit, n) in self.limits_hit.lock().expect("metrics lock").iter() {
+            let _ = writeln!(out, "nostrwire_limits_hit_total{{limit=\"{limit}\"}} {n}");
+        }
         let _ = writeln!(out, "# HELP nostrwire_messages_total Client messages received.\n# TYPE nostrwire_messages_total counter");
         for (kind, n) in self.messages.lock().expect("metrics lock").iter() {
             let _ = writeln!(out, "nostrwire_messages_total{{type=\"{kind}\"}} {n}");

@@ -9,8 +9,10 @@ use nostrwire_event::message::write;
 use nostrwire_event::{EventId, Filter, PublicKey};
 use nostrwire_wire::transport;
 use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::OwnedSemaphorePermit;
 
 use crate::policy::ReadGate;
+use crate::search::Query;
 
 /// Connection number, unique for the life of the process.
 pub type ConnId = u64;
@@ -26,6 +28,8 @@ pub enum Outgoing {
     Binary(Vec<u8>),
     /// A pong answering a ping, with the ping's payload.
     Pong(Vec<u8>),
+    /// A ping, to learn whether a quiet client is still there.
+    Ping,
     /// Close the connection with this status code after sending what is queued.
     Close(u16),
 }
@@ -37,8 +41,127 @@ pub const CLOSE_GOING_AWAY: u16 = 1001;
 /// Close status: the connection broke a policy (here: it did not read).
 pub const CLOSE_POLICY: u16 = 1008;
 
-/// Sends frames to one connection, with a cap on queued bytes: a client that
-/// does not read is cut off instead of growing the relay's memory.
+/// One connection's memory budget (`limits.max_connection_bytes`): what
+/// its subscriptions hold (filters, parsed searches, read gates, their
+/// entries in the fan-out index), the stored results its queries hold until
+/// they are sent, and its queued output. A request that would go over it
+/// is refused; output that would go over it cuts the connection off.
+#[derive(Debug)]
+pub struct Budget {
+    cap: usize,
+    used: AtomicUsize,
+}
+
+impl Budget {
+    /// A budget of `cap` bytes, nothing used.
+    pub fn new(cap: usize) -> Arc<Budget> {
+        Arc::new(Budget {
+            cap,
+            used: AtomicUsize::new(0),
+        })
+    }
+
+    /// Bytes in use.
+    pub fn used(&self) -> usize {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    /// The cap.
+    pub fn cap(&self) -> usize {
+        self.cap
+    }
+
+    /// Takes `n` bytes if they fit; false (and nothing taken) if not.
+    fn take(&self, n: usize) -> bool {
+        let mut used = self.used.load(Ordering::Relaxed);
+        loop {
+            if used.saturating_add(n) > self.cap {
+                return false;
+            }
+            match self.used.compare_exchange_weak(
+                used,
+                used + n,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(now) => used = now,
+            }
+        }
+    }
+
+    fn give_back(&self, n: usize) {
+        self.used.fetch_sub(n, Ordering::Relaxed);
+    }
+
+    /// Holds `n` bytes until the guard is dropped; `None` if they do not fit.
+    pub fn hold(self: &Arc<Self>, n: usize) -> Option<Held> {
+        self.take(n).then(|| Held {
+            budget: self.clone(),
+            bytes: n,
+        })
+    }
+}
+
+/// Bytes held in a [`Budget`]; given back when dropped.
+#[derive(Debug)]
+pub struct Held {
+    budget: Arc<Budget>,
+    bytes: usize,
+}
+
+impl Held {
+    /// Gives back `n` of the held bytes now (at most all of them).
+    pub fn release(&mut self, n: usize) {
+        let n = n.min(self.bytes);
+        self.bytes -= n;
+        self.budget.give_back(n);
+    }
+
+    /// Holds `n` more bytes if they fit.
+    pub fn grow(&mut self, n: usize) -> bool {
+        let ok = self.budget.take(n);
+        if ok {
+            self.bytes += n;
+        }
+        ok
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.budget.give_back(self.bytes);
+    }
+}
+
+/// Room a client frame takes in the queues between the socket and the
+/// writer: relay-wide (`limits.ingest_queue_bytes`) and in the connection's
+/// share, until the frame is handled (an event: until its `OK`). The socket
+/// task waits for room before it reads on, so a client that sends faster
+/// than the relay handles its messages stops being read rather than
+/// buffered.
+#[derive(Debug)]
+pub struct Admission {
+    _permits: Option<(OwnedSemaphorePermit, OwnedSemaphorePermit)>,
+}
+
+impl Admission {
+    /// Room held in the relay's and the connection's queues.
+    pub fn new(relay: OwnedSemaphorePermit, connection: OwnedSemaphorePermit) -> Admission {
+        Admission {
+            _permits: Some((relay, connection)),
+        }
+    }
+
+    /// Room in no queue, for events that did not come through a socket.
+    pub fn none() -> Admission {
+        Admission { _permits: None }
+    }
+}
+
+/// Sends frames to one connection. What is queued counts against the
+/// connection's [`Budget`]: a client that does not read is cut off instead
+/// of growing the relay's memory.
 ///
 /// It also knows the connection's transport: NIP-01 JSON in text frames, or
 /// `nostrwire.v1` binary frames (`spec/transport.md`), so every stage sends
@@ -48,21 +171,28 @@ pub struct Outbox {
     tx: UnboundedSender<Outgoing>,
     queued: Arc<AtomicUsize>,
     dead: Arc<AtomicBool>,
-    cap: usize,
+    cut: Arc<AtomicBool>,
+    budget: Arc<Budget>,
     binary: bool,
 }
 
 impl Outbox {
-    /// An outbox feeding `tx`, holding at most `cap` bytes in flight;
-    /// `binary` for a `nostrwire.v1` connection.
-    pub fn new(tx: UnboundedSender<Outgoing>, cap: usize, binary: bool) -> Outbox {
+    /// An outbox feeding `tx`, its queue counted in `budget`; `binary` for
+    /// a `nostrwire.v1` connection.
+    pub fn new(tx: UnboundedSender<Outgoing>, budget: Arc<Budget>, binary: bool) -> Outbox {
         Outbox {
             tx,
             queued: Arc::new(AtomicUsize::new(0)),
             dead: Arc::new(AtomicBool::new(false)),
-            cap,
+            cut: Arc::new(AtomicBool::new(false)),
+            budget,
             binary,
         }
+    }
+
+    /// The connection's memory budget.
+    pub fn budget(&self) -> &Arc<Budget> {
+        &self.budget
     }
 
     /// Whether the connection speaks the binary transport.
@@ -74,10 +204,11 @@ impl Outbox {
         if self.dead.load(Ordering::Relaxed) {
             return false;
         }
-        if self.queued.fetch_add(n, Ordering::Relaxed) + n > self.cap {
+        if !self.budget.take(n) {
             self.cut_off();
             return false;
         }
+        self.queued.fetch_add(n, Ordering::Relaxed);
         self.tx.send(frame).is_ok()
     }
 
@@ -131,30 +262,44 @@ impl Outbox {
         self.send(out)
     }
 
-    /// Closes a connection that does not read what it asked for, telling it why.
+    /// Closes a connection that does not read what it asked for: what is
+    /// queued is dropped, and the socket task sends [`Outbox::cut_off_notice`]
+    /// and a close frame, then closes the socket.
     pub fn cut_off(&self) {
-        if self.dead.swap(true, Ordering::Relaxed) {
+        if self.cut.swap(true, Ordering::Relaxed) {
             return;
         }
+        self.dead.store(true, Ordering::Relaxed);
+        // Wakes the socket task, which drops the queue.
+        let _ = self.tx.send(Outgoing::Close(CLOSE_POLICY));
+    }
+
+    /// True once the connection was cut off.
+    pub fn is_cut_off(&self) -> bool {
+        self.cut.load(Ordering::Relaxed)
+    }
+
+    /// The NOTICE a connection that is cut off gets, framed for its transport.
+    pub fn cut_off_notice(&self) -> Outgoing {
         let mut notice = Vec::new();
         write::notice(
             &mut notice,
             "error: connection closed: too much unread data (slow reader)",
         );
-        let frame = if self.binary {
+        if self.binary {
             let mut frame = Vec::new();
             transport::write_json(&mut frame, &notice);
             Outgoing::Binary(frame)
         } else {
             Outgoing::Text(notice)
-        };
-        let _ = self.tx.send(frame);
-        let _ = self.tx.send(Outgoing::Close(CLOSE_POLICY));
+        }
     }
 
-    /// The byte cap.
-    pub fn cap(&self) -> usize {
-        self.cap
+    /// Above this many queued bytes, stored results wait for the
+    /// connection to read (a quarter of its budget, so live events and
+    /// answers still fit).
+    pub fn high_water(&self) -> usize {
+        self.budget.cap() / 4
     }
 
     /// Asks the socket task to close the connection after what is queued
@@ -171,14 +316,22 @@ impl Outbox {
         }
     }
 
+    /// Queues a ping.
+    pub fn ping(&self) {
+        if !self.dead.load(Ordering::Relaxed) {
+            let _ = self.tx.send(Outgoing::Ping);
+        }
+    }
+
     /// Queues a pong; dropped when the connection is over its byte cap.
     pub fn pong(&self, payload: &[u8]) {
         self.queue(payload.len(), Outgoing::Pong(payload.to_vec()));
     }
 
-    /// Called by the socket task after writing `n` bytes.
+    /// Called by the socket task after writing (or dropping) `n` queued bytes.
     pub fn sent(&self, n: usize) {
         self.queued.fetch_sub(n, Ordering::Relaxed);
+        self.budget.give_back(n);
     }
 
     /// Bytes queued now.
@@ -203,20 +356,29 @@ pub struct Conn {
     pub ip: IpAddr,
     /// The NIP-42 challenge sent on connect (empty when AUTH is off).
     pub challenge: String,
+    /// The relay's URL as this client reached it (`relay.url`, or the
+    /// `Host` header and path of its upgrade request): an AUTH event's
+    /// `relay` tag must name it.
+    pub url: String,
     /// Pubkeys this connection authenticated as. Written only by the
     /// connection's ingest worker; read when a subscription is opened.
     pub authed: RwLock<Vec<PublicKey>>,
+    /// Open subscriptions, as the ingest worker last counted them (a
+    /// connection with none is idle when it sends nothing).
+    pub subscriptions: AtomicUsize,
 }
 
 impl Conn {
     /// A connection with nothing authenticated yet.
-    pub fn new(id: ConnId, outbox: Outbox, ip: IpAddr, challenge: String) -> Conn {
+    pub fn new(id: ConnId, outbox: Outbox, ip: IpAddr, challenge: String, url: String) -> Conn {
         Conn {
             id,
             outbox,
             ip,
             challenge,
+            url,
             authed: RwLock::default(),
+            subscriptions: AtomicUsize::new(0),
         }
     }
 
@@ -235,8 +397,9 @@ impl Conn {
 /// worker, so they are handled in order.
 #[derive(Debug)]
 pub enum IngestMsg {
-    /// A frame from a client, and when the socket layer read it.
-    Frame(Arc<Conn>, Vec<u8>, Instant),
+    /// A frame from a client, when the socket layer read it, and the room
+    /// it holds in the queues.
+    Frame(Arc<Conn>, Vec<u8>, Instant, Admission),
     /// The connection closed.
     Closed(ConnId),
     /// A NIP-77 sync session's items were collected by the query pool.
@@ -278,13 +441,15 @@ pub struct Accepted {
     pub reply: Outbox,
     /// The connection that published it (group commit counts publishers).
     pub conn: ConnId,
+    /// The room its frame holds until the `OK`.
+    pub admission: Admission,
 }
 
 /// Inbox of the writer.
 #[derive(Debug)]
 pub enum WriterMsg {
     /// Store an event.
-    Event(Accepted),
+    Event(Box<Accepted>),
     /// Remove expired events.
     Purge,
     /// Commit what is queued, sync and exit.
@@ -322,6 +487,8 @@ pub struct Sub {
     pub id: String,
     /// Its filters (OR).
     pub filters: Vec<Filter>,
+    /// Each filter's NIP-50 search, parsed once when the request came.
+    pub searches: Vec<Option<Query>>,
     /// Where matches go.
     pub outbox: Outbox,
     /// Set by CLOSE, replacement or disconnect.
@@ -331,6 +498,9 @@ pub struct Sub {
     pub gate: Option<Arc<ReadGate>>,
     /// Pending or live.
     pub phase: Mutex<Phase>,
+    /// What it holds of the connection's budget, given back when the last
+    /// stage lets go of it.
+    pub held: Held,
 }
 
 impl Sub {

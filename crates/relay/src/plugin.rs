@@ -10,16 +10,18 @@
 //! Each ingest worker runs its own instance (no locking; workers never wait
 //! on each other's plugin). A plugin that dies is started again on the next
 //! event, at most once per [`RESTART_INTERVAL`]; one that does not answer
-//! within the timeout is killed and restarted. While it cannot answer,
-//! events are refused with `error:`, never accepted unchecked.
+//! within the timeout (taking its input counts: lines are written by a
+//! thread of their own, so a plugin that stops reading cannot block the
+//! worker) is killed and restarted. While it cannot answer, events are
+//! refused with `error:`, never accepted unchecked.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::IpAddr;
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, RecvTimeoutError};
+use crossbeam_channel::{Receiver, RecvTimeoutError, SendTimeoutError, Sender};
 use nostrwire_event::EventId;
 
 /// Least time between two starts of the plugin.
@@ -51,7 +53,8 @@ pub enum Decision {
 
 struct Running {
     child: Child,
-    stdin: ChildStdin,
+    /// Lines for the plugin's stdin, written by the `plugin-writer` thread.
+    input: Sender<Vec<u8>>,
     lines: Receiver<String>,
 }
 
@@ -100,8 +103,22 @@ impl Plugin {
                 tracing::error!("cannot start plugin {}: {e}", self.path.display());
                 "error: write policy plugin unavailable".to_string()
             })?;
-        let stdin = child.stdin.take().expect("piped stdin");
+        let mut stdin = child.stdin.take().expect("piped stdin");
         let stdout = child.stdout.take().expect("piped stdout");
+        // One line in flight: the worker waits for its answer anyway.
+        let (input, to_write) = crossbeam_channel::bounded::<Vec<u8>>(1);
+        std::thread::Builder::new()
+            .name("plugin-writer".into())
+            .spawn(move || {
+                // Ends when the plugin is stopped (the write fails, or the
+                // sender is dropped).
+                for line in to_write {
+                    if stdin.write_all(&line).and_then(|()| stdin.flush()).is_err() {
+                        break;
+                    }
+                }
+            })
+            .map_err(|e| format!("error: cannot write to write policy plugin: {e}"))?;
         let (tx, lines) = crossbeam_channel::unbounded();
         std::thread::Builder::new()
             .name("plugin-reader".into())
@@ -117,7 +134,7 @@ impl Plugin {
         tracing::info!("write policy plugin {} started", self.path.display());
         self.running = Some(Running {
             child,
-            stdin,
+            input,
             lines,
         });
         Ok(())
@@ -138,6 +155,8 @@ impl Plugin {
             "{{\"type\":\"new\",\"event\":{json},\"receivedAt\":{now},\"sourceType\":\"{}\",\"sourceInfo\":\"{ip}\"}}\n",
             if ip.is_ipv4() { "IP4" } else { "IP6" },
         );
+        // The timeout covers taking the line and answering it.
+        let deadline = Instant::now() + self.timeout;
         // A plugin found dead on write gets one fresh start for this event.
         for attempt in 0..2 {
             if self.running.is_none() {
@@ -146,12 +165,13 @@ impl Plugin {
                 }
             }
             let r = self.running.as_mut().expect("running");
-            if r.stdin
-                .write_all(line.as_bytes())
-                .and_then(|()| r.stdin.flush())
-                .is_ok()
-            {
-                return self.answer(id);
+            match r.input.send_deadline(line.as_bytes().to_vec(), deadline) {
+                Ok(()) => return self.answer(id, deadline),
+                Err(SendTimeoutError::Timeout(_)) => {
+                    self.stop("did not read its input in time; restarting");
+                    return Decision::Reject("error: write policy plugin timed out".into());
+                }
+                Err(SendTimeoutError::Disconnected(_)) => {}
             }
             self.stop("stopped accepting input");
             if attempt == 0 {
@@ -161,8 +181,7 @@ impl Plugin {
         Decision::Reject("error: write policy plugin unavailable".into())
     }
 
-    fn answer(&mut self, id: &EventId) -> Decision {
-        let deadline = Instant::now() + self.timeout;
+    fn answer(&mut self, id: &EventId, deadline: Instant) -> Decision {
         let want = id.to_hex();
         loop {
             let r = self.running.as_mut().expect("running");
@@ -208,8 +227,9 @@ impl Plugin {
 impl Drop for Plugin {
     fn drop(&mut self) {
         if let Some(mut r) = self.running.take() {
-            // Closing stdin lets a well-behaved plugin exit on its own.
-            drop(r.stdin);
+            // Ending the writer closes stdin, which lets a well-behaved
+            // plugin exit on its own.
+            drop(r.input);
             let _ = r.child.kill();
             let _ = r.child.wait();
         }

@@ -105,6 +105,7 @@ pub fn check_auth<E: SignedFields>(
     config: &Config,
     event: &E,
     challenge: &str,
+    relay_url: &str,
     now: u64,
 ) -> Result<(), &'static str> {
     if event.kind().as_u16() != AUTH_KIND {
@@ -121,9 +122,10 @@ pub fn check_auth<E: SignedFields>(
     let Some(relay) = tag("relay") else {
         return Err("invalid: AUTH event has no relay tag");
     };
-    // Without a configured public URL the relay cannot know the name clients
-    // reach it by (a proxy may stand in front), so any relay tag is taken.
-    if !config.relay.url.is_empty() && normalize_url(&relay) != normalize_url(&config.relay.url) {
+    // The URL the client reached (`relay.url`, else its Host header and
+    // path): an AUTH signed for another relay is never taken here, so a
+    // relay cannot pass our challenge on to its users and log in as them.
+    if relay_name(&relay) != relay_name(relay_url) {
         return Err("invalid: AUTH relay tag names another relay");
     }
     Ok(())
@@ -142,14 +144,36 @@ pub fn first_tag_value<E: PreimageFields>(event: &E, name: &str) -> Option<Strin
     found
 }
 
-/// `wss://Relay.Example/` and `wss://relay.example` name the same relay.
-fn normalize_url(url: &str) -> String {
-    let url = url.trim().to_ascii_lowercase();
-    let rest = url
-        .strip_prefix("wss://")
-        .or_else(|| url.strip_prefix("ws://"))
-        .unwrap_or(&url);
-    rest.trim_end_matches('/').to_string()
+/// What names a relay in a URL, as NIP-42 lets relays compare them: the
+/// host in lower case with its port unless it is the scheme's default, and
+/// the path without a trailing slash. `ws://` and `wss://` (and a bare
+/// `host[:port]/path`, as a `Host` header and request path give it) name
+/// the same relay: `wss://Relay.Example:443/` is `relay.example`.
+pub fn relay_name(url: &str) -> String {
+    let url = url.trim();
+    let (scheme, rest) = match url.split_once("://") {
+        Some((scheme, rest)) => (scheme.to_ascii_lowercase(), rest),
+        None => (String::new(), url),
+    };
+    let rest = rest.split(['?', '#']).next().unwrap_or("");
+    let (authority, path) = match rest.find('/') {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    let host = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host)
+        .to_ascii_lowercase();
+    let default_port = match scheme.as_str() {
+        "ws" | "http" => &[":80"][..],
+        "wss" | "https" => &[":443"][..],
+        _ => &[":80", ":443"][..],
+    };
+    let host = default_port
+        .iter()
+        .find_map(|port| host.strip_suffix(port))
+        .unwrap_or(&host);
+    format!("{host}{}", path.trim_end_matches('/'))
 }
 
 /// Who may see events of the restricted kinds: their author and the pubkeys
@@ -181,6 +205,13 @@ impl ReadGate {
                 viewers: viewers.iter().map(PublicKey::to_hex).collect(),
             })
         })
+    }
+
+    /// Heap bytes it holds (for connection budgets).
+    pub fn footprint(&self) -> usize {
+        std::mem::size_of::<ReadGate>()
+            + self.kinds.len() * 2
+            + self.viewers.len() * (std::mem::size_of::<String>() + 64)
     }
 
     /// The restricted kinds a filter names explicitly (refused before
@@ -252,15 +283,30 @@ mod tests {
     }
 
     #[test]
-    fn relay_urls_compare_without_scheme_case_or_trailing_slash() {
-        assert_eq!(
-            normalize_url("wss://Relay.Example/"),
-            normalize_url("ws://relay.example")
-        );
-        assert_ne!(
-            normalize_url("wss://relay.example/a"),
-            normalize_url("wss://relay.example/b")
-        );
+    fn relay_urls_compare_without_scheme_case_default_port_or_trailing_slash() {
+        let same = [
+            "wss://Relay.Example/",
+            "ws://relay.example",
+            "wss://relay.example:443",
+            "ws://relay.example:80/",
+            "relay.example",
+            "relay.example:443",
+        ];
+        for url in same {
+            assert_eq!(relay_name(url), "relay.example", "{url}");
+        }
+        assert_eq!(relay_name("ws://127.0.0.1:7777/"), "127.0.0.1:7777");
+        assert_eq!(relay_name("127.0.0.1:7777"), "127.0.0.1:7777");
+        assert_eq!(relay_name("wss://r.example/nostr?x=1"), "r.example/nostr");
+        for other in [
+            "wss://relay.example/a",
+            "wss://relay.example:8443",
+            "ws://relay.example:443",
+            "wss://evil.example",
+            "wss://relay.example.evil.example",
+        ] {
+            assert_ne!(relay_name(other), "relay.example", "{other}");
+        }
     }
 
     #[test]

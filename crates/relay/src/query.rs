@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, Sender};
 use nostrwire_event::message::write;
 
-use crate::msg::{Phase, QueryKind, Sub};
+use crate::msg::{Held, Phase, QueryKind, Sub};
 use crate::store::{Found, QueryCursor, ScanStatus, StoreError};
 use crate::Shared;
 
@@ -35,6 +35,8 @@ pub struct Job {
 #[derive(Debug)]
 struct Delivery {
     results: Vec<Found>,
+    /// Their room in the connection's budget, given back as each is sent.
+    held: Held,
     next: usize,
     serials: HashSet<u64>,
     low_water: usize,
@@ -51,6 +53,9 @@ impl Job {
     /// A REQ job: limits clamped to the configured maximum.
     pub fn req(shared: &Shared, sub: Arc<Sub>) -> Job {
         let limits = &shared.config.limits;
+        // Results rendered while scanning take at most a quarter of the
+        // connection's budget; later ones are rendered as they are sent.
+        let render_bytes = sub.outbox.budget().cap() / 4 / sub.filters.len().max(1);
         let cursors = sub
             .filters
             .iter()
@@ -64,6 +69,7 @@ impl Job {
                 QueryCursor::new(limit)
                     .gated(sub.gate.clone())
                     .with_records(sub.outbox.is_binary())
+                    .rendering_at_most(render_bytes)
             })
             .collect();
         Job {
@@ -211,8 +217,34 @@ fn step(
         if !ranked {
             results.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(a.id.cmp(&b.id)));
         }
+        // Results wait here until the connection takes them, so they count
+        // against its budget. Rendered ones that do not fit are dropped to
+        // their serial, and rendered again when their turn comes; only when
+        // not even that fits (hundreds of thousands of results waiting on
+        // one connection) are the rest left out, as if the limit were lower.
+        let mut held = job.sub.outbox.budget().hold(0).expect("nothing fits");
+        let mut fits = results.len();
+        for (i, f) in results.iter_mut().enumerate() {
+            if held.grow(found_bytes(f)) {
+                continue;
+            }
+            if !f.is_deferred() {
+                f.json = Vec::new();
+                f.record = Vec::new();
+                if held.grow(found_bytes(f)) {
+                    continue;
+                }
+            }
+            fits = i;
+            break;
+        }
+        if fits < results.len() {
+            shared.metrics.limit_hit("max_connection_bytes");
+            results.truncate(fits);
+        }
         job.delivery = Some(Delivery {
             results,
+            held,
             next: 0,
             serials,
             low_water: usize::MAX,
@@ -295,11 +327,16 @@ fn finish_sync(shared: &Shared, job: &mut Job, failure: Option<String>) {
         .send(crate::msg::IngestMsg::SyncReady(ready));
 }
 
+/// What a stored result holds in memory.
+fn found_bytes(f: &Found) -> usize {
+    std::mem::size_of::<Found>() + f.json.len() + f.record.len()
+}
+
 /// Sends stored results while the connection keeps up; EOSE and go live at the end.
 fn deliver(shared: &Shared, job: &mut Job) -> Progress {
     let sub = job.sub.clone();
     let d = job.delivery.as_mut().expect("delivery");
-    let high_water = sub.outbox.cap() / 2;
+    let high_water = sub.outbox.high_water();
     while d.next < d.results.len() {
         let queued = sub.outbox.queued();
         if queued > high_water {
@@ -316,6 +353,25 @@ fn deliver(shared: &Shared, job: &mut Job) -> Progress {
         }
         let f = &d.results[d.next];
         d.next += 1;
+        // Its room moves from the results to the queue.
+        d.held.release(found_bytes(f));
+        let rendered;
+        let f = if f.is_deferred() {
+            match shared.store.render(f.serial, sub.outbox.is_binary()) {
+                Ok(Some(found)) => {
+                    rendered = found;
+                    &rendered
+                }
+                // Deleted since the scan.
+                Ok(None) => continue,
+                Err(e) => {
+                    tracing::error!("rendering a stored result failed: {e}");
+                    continue;
+                }
+            }
+        } else {
+            f
+        };
         if !sub.outbox.send_event(&sub.id, &f.json, &f.record) {
             return Progress::Done;
         }

@@ -144,18 +144,45 @@ impl Query {
     /// Splits on whitespace, drops `key:value` extensions (`include:spam`,
     /// `language:en`, `domain:…`), and tokenizes the rest like indexed text.
     pub fn parse(search: &str) -> Query {
+        Query::parse_at_most(search, usize::MAX).expect("no term limit")
+    }
+
+    /// [`Query::parse`], or `None` as soon as the search has more than
+    /// `max_terms` distinct terms. Linear in the length of `search`.
+    pub fn parse_at_most(search: &str, max_terms: usize) -> Option<Query> {
         let mut terms: Vec<String> = Vec::new();
+        let mut seen: std::collections::HashSet<String, TermHasher> = Default::default();
+        let mut over = false;
         for word in search.split_whitespace() {
+            if over {
+                break;
+            }
             if is_extension(word) {
                 continue;
             }
             tokenize(word, |t| {
-                if !terms.iter().any(|x| x == t) {
-                    terms.push(t.to_owned());
+                if over || seen.contains(t) {
+                    return;
                 }
+                if terms.len() == max_terms {
+                    over = true;
+                    return;
+                }
+                seen.insert(t.to_owned());
+                terms.push(t.to_owned());
             });
         }
-        Query { terms }
+        (!over).then_some(Query { terms })
+    }
+
+    /// Heap bytes it holds (for connection budgets).
+    pub fn footprint(&self) -> usize {
+        std::mem::size_of::<Query>()
+            + self
+                .terms
+                .iter()
+                .map(|t| std::mem::size_of::<String>() + t.len())
+                .sum::<usize>()
     }
 }
 
@@ -225,6 +252,21 @@ mod tests {
         let q = Query::parse("Café include:spam language:en  café NOSTR domain:x.com a");
         assert_eq!(q.terms, ["café", "nostr"]);
         assert!(Query::parse("include:spam").terms.is_empty());
+    }
+
+    #[test]
+    fn a_query_over_the_term_limit_is_refused_and_repeats_do_not_count() {
+        assert_eq!(
+            Query::parse_at_most("one two two THREE", 3).unwrap().terms,
+            ["one", "two", "three"]
+        );
+        assert!(Query::parse_at_most("one two three four", 3).is_none());
+        // Many words, few distinct terms.
+        let repeated = "nostr ".repeat(100_000);
+        assert_eq!(Query::parse_at_most(&repeated, 1).unwrap().terms, ["nostr"]);
+        let many: String = (0..40_000).map(|i| format!("w{i} ")).collect();
+        assert!(Query::parse_at_most(&many, 32).is_none());
+        assert_eq!(Query::parse(&many).terms.len(), 40_000);
     }
 
     #[test]

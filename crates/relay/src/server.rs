@@ -2,9 +2,16 @@
 //! plain HTTP (NIP-11 document, `/metrics`) and upgrades WebSocket requests,
 //! negotiating the `nostrwire.v1` subprotocol and permessage-deflate.
 //! A connection task turns socket bytes into messages (`nostrwire-websocket`)
-//! and forwards them to its ingest worker untouched; a writer task frames
-//! everything queued for the connection and writes it in as few socket
-//! writes as possible.
+//! and forwards them to its ingest worker untouched, once there is room for
+//! them in the ingest queues (`Admission`); a writer task frames everything
+//! queued for the connection and writes it in as few socket writes as
+//! possible, and gives up on a client that does not read.
+//!
+//! Every resource a client can hold here is bounded (docs/security.md):
+//! sockets (`max_connections`, `connections_per_ip`, a spare descriptor so
+//! `accept` never starves), time (request head 10 s, pings, idle timeout,
+//! socket write timeout) and memory (the connection's budget, its share of
+//! the ingest queues).
 
 use std::io;
 use std::net::IpAddr;
@@ -19,15 +26,25 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc::UnboundedReceiver;
-use tokio::sync::watch;
+use tokio::sync::{watch, Semaphore};
 
-use crate::msg::{Conn, IngestMsg, Outbox, Outgoing, CLOSE_GOING_AWAY};
+use crate::config::MetricsAccess;
+use crate::msg::{Admission, Budget, Conn, IngestMsg, Outbox, Outgoing, CLOSE_GOING_AWAY};
 use crate::Shared;
 
 /// Largest HTTP request head read before deciding what the request is.
 const MAX_HEAD: usize = 16 * 1024;
+/// How long a client may take to send its request head.
+const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 /// Framed bytes gathered before one socket write.
 const MAX_WRITE_BATCH: usize = 1 << 20;
+/// Bytes a queued frame is counted for beyond its payload (its slot in the
+/// queue, the `Conn` handle), so floods of tiny frames are bounded too.
+const FRAME_OVERHEAD: usize = 64;
+/// Close status: the connection sent nothing for too long.
+const CLOSE_IDLE: u16 = 1001;
+/// How long the close frame of a connection that is cut off may take.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Accepts connections until `shutdown` flips.
 pub async fn serve(
@@ -36,6 +53,11 @@ pub async fn serve(
     mut shutdown: watch::Receiver<bool>,
 ) {
     let next_id = Arc::new(AtomicU64::new(1));
+    // A descriptor kept in reserve: when `accept` fails for want of
+    // descriptors, it is given up so the waiting connection can be taken
+    // and closed, instead of that connection (and every one after it)
+    // waiting in the backlog while the accept loop spins.
+    let mut spare = std::fs::File::open("/dev/null").ok();
     loop {
         let accepted = tokio::select! {
             r = listener.accept() => r,
@@ -43,23 +65,49 @@ pub async fn serve(
         };
         let (stream, peer) = match accepted {
             Ok(s) => s,
+            Err(e) if out_of_descriptors(&e) => {
+                shared.metrics.limit_hit("descriptors");
+                tracing::warn!("accept failed: {e}; closing the newest connection");
+                drop(spare.take());
+                if let Ok(Ok((stream, _))) =
+                    tokio::time::timeout(Duration::from_millis(50), listener.accept()).await
+                {
+                    drop(stream);
+                }
+                spare = std::fs::File::open("/dev/null").ok();
+                continue;
+            }
             Err(e) => {
                 tracing::warn!("accept failed: {e}");
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             }
         };
+        // Sockets not yet upgraded count too (slow request heads).
+        let sockets = shared.metrics.sockets_open.load(Ordering::Relaxed) as usize;
+        if sockets >= shared.max_sockets {
+            shared.metrics.limit_hit("max_connections");
+            drop(stream);
+            continue;
+        }
         let _ = stream.set_nodelay(true);
         let shared = shared.clone();
         let id = next_id.fetch_add(1, Ordering::Relaxed);
         let shutdown = shutdown.clone();
         tokio::spawn(async move {
+            shared.metrics.sockets_open.fetch_add(1, Ordering::Relaxed);
             let ip = peer.ip().to_canonical();
-            if let Err(e) = connection(shared, stream, ip, id, shutdown).await {
+            if let Err(e) = connection(&shared, stream, ip, id, shutdown).await {
                 tracing::debug!(conn = id, "connection ended: {e}");
             }
+            shared.metrics.sockets_open.fetch_sub(1, Ordering::Relaxed);
         });
     }
+}
+
+/// EMFILE or ENFILE: the process or the system has no descriptor left.
+fn out_of_descriptors(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
 }
 
 /// A NIP-42 challenge: 128 random bits as hex, fresh for every connection.
@@ -97,6 +145,10 @@ async fn read_head(stream: &mut TcpStream) -> io::Result<(Vec<u8>, usize)> {
 struct Request {
     path: String,
     method: String,
+    /// The `Host` header.
+    host: Option<String>,
+    /// The client's address from `relay.real_ip_header`, when set and valid.
+    forwarded_ip: Option<IpAddr>,
     upgrade: bool,
     /// `Sec-WebSocket-Key`, as sent.
     key: Option<String>,
@@ -109,7 +161,7 @@ struct Request {
     accept_nostr: bool,
 }
 
-fn parse_head(head: &[u8]) -> Option<Request> {
+fn parse_head(head: &[u8], real_ip_header: &str) -> Option<Request> {
     let mut headers = [httparse::EMPTY_HEADER; 64];
     let mut req = httparse::Request::new(&mut headers);
     req.parse(head).ok()?;
@@ -120,9 +172,24 @@ fn parse_head(head: &[u8]) -> Option<Request> {
             .map(|h| String::from_utf8_lossy(h.value).trim().to_string())
     };
     let lower = |name: &'static str| values(name).next().map(|v| v.to_ascii_lowercase());
+    let forwarded_ip = (!real_ip_header.is_empty())
+        .then(|| {
+            req.headers
+                .iter()
+                .rev()
+                .find(|h| h.name.eq_ignore_ascii_case(real_ip_header))
+        })
+        .flatten()
+        .and_then(|h| std::str::from_utf8(h.value).ok())
+        // The proxy appends the address it saw: the last one is its.
+        .and_then(|v| v.rsplit(',').next())
+        .and_then(|v| v.trim().parse::<IpAddr>().ok())
+        .map(|ip| ip.to_canonical());
     Some(Request {
         path: req.path?.to_string(),
         method: req.method?.to_string(),
+        host: values("host").next(),
+        forwarded_ip,
         upgrade: lower("upgrade").is_some_and(|v| v.contains("websocket")),
         key: values("sec-websocket-key").next(),
         version: values("sec-websocket-version").next(),
@@ -143,14 +210,44 @@ async fn http_reply(
     content_type: &str,
     body: &str,
 ) -> io::Result<()> {
+    http_reply_with(stream, status, content_type, body, true).await
+}
+
+/// An HTTP reply; `cors` lets web pages of any origin read it (NIP-11).
+async fn http_reply_with(
+    stream: &mut TcpStream,
+    status: &str,
+    content_type: &str,
+    body: &str,
+    cors: bool,
+) -> io::Result<()> {
+    let cors = if cors {
+        "Access-Control-Allow-Origin: *\r\nAccess-Control-Allow-Headers: *\r\n\
+         Access-Control-Allow-Methods: GET, OPTIONS\r\n"
+    } else {
+        ""
+    };
     let reply = format!(
         "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\
-         Access-Control-Allow-Origin: *\r\nAccess-Control-Allow-Headers: *\r\n\
-         Access-Control-Allow-Methods: GET, OPTIONS\r\nConnection: close\r\n\r\n{body}",
+         {cors}Connection: close\r\n\r\n{body}",
         body.len()
     );
-    stream.write_all(reply.as_bytes()).await?;
-    stream.shutdown().await
+    let write = async {
+        stream.write_all(reply.as_bytes()).await?;
+        stream.shutdown().await
+    };
+    tokio::time::timeout(HEAD_TIMEOUT, write)
+        .await
+        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "reply not read"))?
+}
+
+/// Whether a client at `ip` may read `/metrics`.
+fn metrics_allowed(access: MetricsAccess, ip: IpAddr) -> bool {
+    match access {
+        MetricsAccess::Everyone => true,
+        MetricsAccess::Loopback => ip.is_loopback(),
+        MetricsAccess::Off => false,
+    }
 }
 
 /// The permessage-deflate settings from the relay configuration.
@@ -165,16 +262,16 @@ fn deflate_config(shared: &Shared) -> DeflateConfig {
 }
 
 async fn connection(
-    shared: Arc<Shared>,
+    shared: &Arc<Shared>,
     mut stream: TcpStream,
-    ip: IpAddr,
+    peer_ip: IpAddr,
     id: u64,
     mut shutdown: watch::Receiver<bool>,
 ) -> io::Result<()> {
-    let (head, head_len) = tokio::time::timeout(Duration::from_secs(10), read_head(&mut stream))
+    let (head, head_len) = tokio::time::timeout(HEAD_TIMEOUT, read_head(&mut stream))
         .await
         .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "no request"))??;
-    let Some(request) = parse_head(&head[..head_len]) else {
+    let Some(request) = parse_head(&head[..head_len], &shared.config.relay.real_ip_header) else {
         return http_reply(
             &mut stream,
             "400 Bad Request",
@@ -183,14 +280,33 @@ async fn connection(
         )
         .await;
     };
+    let ip = request.forwarded_ip.unwrap_or(peer_ip);
     if !request.upgrade {
         if request.method == "OPTIONS" {
             return http_reply(&mut stream, "204 No Content", "text/plain", "").await;
         }
         if request.path == "/metrics" {
+            if !metrics_allowed(shared.config.relay.metrics, ip) {
+                shared.metrics.limit_hit("metrics_forbidden");
+                return http_reply_with(
+                    &mut stream,
+                    "404 Not Found",
+                    "text/plain",
+                    "not found\n",
+                    false,
+                )
+                .await;
+            }
             let stats = shared.store.stats().ok();
             let body = shared.metrics.render(stats);
-            return http_reply(&mut stream, "200 OK", "text/plain; version=0.0.4", &body).await;
+            return http_reply_with(
+                &mut stream,
+                "200 OK",
+                "text/plain; version=0.0.4",
+                &body,
+                false,
+            )
+            .await;
         }
         if request.accept_nostr {
             let body = crate::nip11::document(&shared.current_config());
@@ -220,7 +336,7 @@ async fn connection(
         return stream.shutdown().await;
     }
     let open = shared.metrics.connections_open.load(Ordering::Relaxed) as usize;
-    if open >= shared.config.limits.max_connections {
+    if open >= shared.max_sockets {
         return http_reply(
             &mut stream,
             "503 Service Unavailable",
@@ -230,7 +346,7 @@ async fn connection(
         .await;
     }
     let Some(_slot) = shared.rate.connect(ip) else {
-        shared.metrics.rejected("connections_per_ip");
+        shared.metrics.limit_hit("connections_per_ip");
         return http_reply(
             &mut stream,
             "429 Too Many Requests",
@@ -240,7 +356,7 @@ async fn connection(
         .await;
     };
     let binary = request.binary;
-    let deflate_config = deflate_config(&shared);
+    let deflate_config = deflate_config(shared);
     let deflate = if shared.config.websocket.deflate {
         handshake::accept_deflate(&request.extensions, &deflate_config)
     } else {
@@ -263,11 +379,23 @@ async fn connection(
         reply.push_str("\r\n");
     }
     reply.push_str("\r\n");
-    stream.write_all(reply.as_bytes()).await?;
+    tokio::time::timeout(HEAD_TIMEOUT, stream.write_all(reply.as_bytes()))
+        .await
+        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "upgrade not read"))??;
+    // The relay as this client reached it, for NIP-42's `relay` tag.
+    let url = if shared.config.relay.url.is_empty() {
+        match &request.host {
+            Some(host) => format!("ws://{host}{}", request.path),
+            None => shared.config.public_url(),
+        }
+    } else {
+        shared.config.relay.url.clone()
+    };
     let session = Session {
         binary,
         deflate: deflate.map(|(params, _)| params),
         deflate_config,
+        url,
     };
     shared
         .metrics
@@ -279,7 +407,7 @@ async fn connection(
         .fetch_add(1, Ordering::Relaxed);
     let early = head[head_len..].to_vec();
     drop(head);
-    let result = websocket(&shared, stream, &early, ip, session, id, &mut shutdown).await;
+    let result = websocket(shared, stream, &early, ip, session, id, &mut shutdown).await;
     shared
         .metrics
         .connections_open
@@ -296,6 +424,33 @@ struct Session {
     /// permessage-deflate, if negotiated.
     deflate: Option<DeflateParams>,
     deflate_config: DeflateConfig,
+    /// The relay's URL as the client reached it.
+    url: String,
+}
+
+/// Waits for room for a frame of `len` bytes in the connection's share of
+/// the ingest queues, then in the relay's. Meanwhile the socket is not
+/// read: TCP pushes back on the client.
+async fn admit(
+    shared: &Shared,
+    share: &Arc<Semaphore>,
+    share_bytes: usize,
+    len: usize,
+) -> Admission {
+    let bytes = len + FRAME_OVERHEAD;
+    let permits = |cap: usize| bytes.min(cap).min(u32::MAX as usize) as u32;
+    let connection = share
+        .clone()
+        .acquire_many_owned(permits(share_bytes))
+        .await
+        .expect("the connection's share is never closed");
+    let relay = shared
+        .ingest_room
+        .clone()
+        .acquire_many_owned(permits(shared.ingest_room_bytes))
+        .await
+        .expect("the ingest room is never closed");
+    Admission::new(relay, connection)
 }
 
 async fn websocket(
@@ -308,15 +463,22 @@ async fn websocket(
     shutdown: &mut watch::Receiver<bool>,
 ) -> io::Result<()> {
     let binary = session.binary;
+    let limits = &shared.config.limits;
     let (mut rd, wr) = stream.into_split();
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    let outbox = Outbox::new(tx, shared.config.limits.max_outbound_bytes, binary);
+    let outbox = Outbox::new(tx, Budget::new(limits.max_connection_bytes), binary);
     let challenge = if shared.config.auth.enabled {
         new_challenge()
     } else {
         String::new()
     };
-    let conn = Arc::new(Conn::new(id, outbox.clone(), ip, challenge));
+    let conn = Arc::new(Conn::new(
+        id,
+        outbox.clone(),
+        ip,
+        challenge,
+        session.url.clone(),
+    ));
     if shared.config.auth.enabled {
         let mut out = Vec::new();
         nostrwire_event::message::write::auth_challenge(&mut out, &conn.challenge);
@@ -329,12 +491,23 @@ async fn websocket(
             .deflate
             .map(|p| p.compressor(Role::Server, &session.deflate_config)),
     );
-    let writer = tokio::spawn(write_loop(wr, rx, frames, outbox.clone()));
+    let write_timeout = Duration::from_secs(limits.slow_reader_seconds.max(1));
+    let mut writer = tokio::spawn(write_loop(wr, rx, frames, outbox.clone(), write_timeout));
+    let mut writer_done = false;
     let mut reader = MessageReader::new(
         Role::Server,
-        shared.config.limits.max_message_bytes,
+        limits.max_message_bytes,
         session.deflate.map(|p| p.decompressor(Role::Server)),
     );
+    // The connection's share of the ingest queues.
+    let share_bytes = 2 * (limits.max_message_bytes + FRAME_OVERHEAD);
+    let share = Arc::new(Semaphore::new(share_bytes));
+    let ping = Duration::from_secs(shared.config.websocket.ping_seconds);
+    let idle = Duration::from_secs(limits.idle_seconds);
+    // Last frame of any kind (liveness), last message (idleness).
+    let mut last_frame = Instant::now();
+    let mut last_message = last_frame;
+    let mut pinged = false;
     reader.push(early);
     'connection: loop {
         loop {
@@ -349,32 +522,31 @@ async fn websocket(
                     break 'connection;
                 }
             };
+            last_frame = Instant::now();
+            pinged = false;
+            let is_text = matches!(message, Message::Text(_));
             match message {
-                Message::Text(text) if !binary => {
-                    if ingest
-                        .send(IngestMsg::Frame(
-                            conn.clone(),
-                            text.to_vec(),
-                            Instant::now(),
-                        ))
-                        .is_err()
-                    {
-                        break 'connection;
-                    }
-                }
-                Message::Binary(frame) if binary => {
-                    if ingest
-                        .send(IngestMsg::Frame(
-                            conn.clone(),
-                            frame.to_vec(),
-                            Instant::now(),
-                        ))
-                        .is_err()
-                    {
+                Message::Text(payload) | Message::Binary(payload) if is_text != binary => {
+                    last_message = last_frame;
+                    let admission = tokio::select! {
+                        a = admit(shared, &share, share_bytes, payload.len()) => a,
+                        _ = shutdown.changed() => {
+                            outbox.close_with(CLOSE_GOING_AWAY);
+                            break 'connection;
+                        }
+                        _ = &mut writer, if !writer_done => {
+                            writer_done = true;
+                            break 'connection;
+                        }
+                    };
+                    let frame =
+                        IngestMsg::Frame(conn.clone(), payload.to_vec(), Instant::now(), admission);
+                    if ingest.send(frame).is_err() {
                         break 'connection;
                     }
                 }
                 Message::Text(_) | Message::Binary(_) => {
+                    last_message = last_frame;
                     let mut out = Vec::new();
                     nostrwire_event::message::write::notice(
                         &mut out,
@@ -394,11 +566,54 @@ async fn websocket(
                 }
             }
         }
+        // The next deadline: a ping, the end of the wait for an answer to
+        // it, or idleness.
+        let mut deadline: Option<Instant> = None;
+        if !ping.is_zero() {
+            deadline = Some(last_frame + if pinged { 2 * ping } else { ping });
+        }
+        let idle_check = !idle.is_zero() && conn.subscriptions.load(Ordering::Relaxed) == 0;
+        if idle_check {
+            let at = last_message + idle;
+            deadline = Some(deadline.map_or(at, |d| d.min(at)));
+        }
+        let timer = async {
+            match deadline {
+                Some(at) => tokio::time::sleep_until(at.into()).await,
+                None => std::future::pending().await,
+            }
+        };
         let read = tokio::select! {
             r = rd.read(reader.read_buf()) => r,
             _ = shutdown.changed() => {
                 outbox.close_with(CLOSE_GOING_AWAY);
                 break;
+            }
+            _ = &mut writer, if !writer_done => {
+                // The writer gave up (cut off, or the socket broke).
+                writer_done = true;
+                break;
+            }
+            _ = timer => {
+                let now = Instant::now();
+                if idle_check
+                    && now >= last_message + idle
+                    && conn.subscriptions.load(Ordering::Relaxed) == 0
+                {
+                    shared.metrics.limit_hit("idle_seconds");
+                    outbox.close_with(CLOSE_IDLE);
+                    break;
+                }
+                if !ping.is_zero() && now >= last_frame + ping {
+                    if pinged {
+                        shared.metrics.limit_hit("ping_seconds");
+                        outbox.close_with(CLOSE_GOING_AWAY);
+                        break;
+                    }
+                    pinged = true;
+                    outbox.ping();
+                }
+                continue;
             }
         };
         match read {
@@ -408,21 +623,29 @@ async fn websocket(
     }
     outbox.close();
     drop(conn);
-    let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
+    if !writer_done {
+        let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
+    }
     Ok(())
 }
 
 /// The connection's writer: frames everything queued (compressing when
-/// negotiated) and writes it with one socket write per batch.
+/// negotiated) and writes it with one socket write per batch. A write the
+/// client does not take within `write_timeout`, or a cut-off, ends it: the
+/// queue is dropped and the socket closed.
 async fn write_loop(
     mut wr: OwnedWriteHalf,
     mut rx: UnboundedReceiver<Outgoing>,
     mut frames: MessageWriter,
     outbox: Outbox,
+    write_timeout: Duration,
 ) {
     let mut out = Vec::new();
     let mut close = None;
     while let Some(first) = rx.recv().await {
+        if outbox.is_cut_off() {
+            break;
+        }
         let mut next = Some(first);
         let mut written = 0;
         while let Some(item) = next.take() {
@@ -439,6 +662,7 @@ async fn write_loop(
                     written += payload.len();
                     frames.control(&mut out, opcode::PONG, &payload, None);
                 }
+                Outgoing::Ping => frames.control(&mut out, opcode::PING, b"", None),
                 Outgoing::Close(code) => {
                     close = Some(code);
                     break;
@@ -449,8 +673,15 @@ async fn write_loop(
             }
             next = rx.try_recv().ok();
         }
-        if wr.write_all(&out).await.is_err() {
-            return;
+        match tokio::time::timeout(write_timeout, wr.write_all(&out)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(_)) => return drop_queue(rx, &outbox, written),
+            Err(_) => {
+                // The client stopped reading: drop it rather than hold its
+                // queue and socket buffers for good.
+                outbox.cut_off();
+                return drop_queue(rx, &outbox, written);
+            }
         }
         outbox.sent(written);
         out.clear();
@@ -461,8 +692,39 @@ async fn write_loop(
             break;
         }
     }
+    if outbox.is_cut_off() {
+        // What is queued is not sent: the client gets why, and the socket closes.
+        drop_queue(rx, &outbox, 0);
+        out.clear();
+        match outbox.cut_off_notice() {
+            Outgoing::Text(text) => frames.text(&mut out, &text, None),
+            Outgoing::Binary(frame) => frames.binary(&mut out, &frame, None),
+            _ => {}
+        }
+        frames.close(&mut out, crate::msg::CLOSE_POLICY, None);
+        let _ = tokio::time::timeout(CLOSE_TIMEOUT, wr.write_all(&out)).await;
+        return;
+    }
     let code = close.unwrap_or(crate::msg::CLOSE_NORMAL);
     frames.close(&mut out, code, None);
-    let _ = wr.write_all(&out).await;
-    let _ = wr.shutdown().await;
+    let _ = tokio::time::timeout(CLOSE_TIMEOUT, async {
+        let _ = wr.write_all(&out).await;
+        let _ = wr.shutdown().await;
+    })
+    .await;
+}
+
+/// Gives back the budget of everything still queued (and `in_hand` bytes
+/// taken from the queue but not written), so the connection's memory is
+/// freed as soon as the writer stops.
+fn drop_queue(mut rx: UnboundedReceiver<Outgoing>, outbox: &Outbox, in_hand: usize) {
+    rx.close();
+    let mut bytes = in_hand;
+    while let Ok(item) = rx.try_recv() {
+        bytes += match item {
+            Outgoing::Text(b) | Outgoing::Binary(b) | Outgoing::Pong(b) => b.len(),
+            Outgoing::Ping | Outgoing::Close(_) => 0,
+        };
+    }
+    outbox.sent(bytes);
 }

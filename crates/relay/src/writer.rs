@@ -65,7 +65,7 @@ pub fn run(shared: Arc<Shared>, inbox: Receiver<WriterMsg>) {
         let mut next = Some(first);
         while let Some(msg) = next.take() {
             match msg {
-                WriterMsg::Event(a) => batch.push(a),
+                WriterMsg::Event(a) => batch.push(*a),
                 WriterMsg::Purge => purge = true,
                 WriterMsg::Shutdown => stop = true,
             }
@@ -230,7 +230,7 @@ mod tests {
 
     fn batch(conns: &[ConnId]) -> Vec<Accepted> {
         let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-        let outbox = Outbox::new(tx, 1 << 20, false);
+        let outbox = Outbox::new(tx, crate::msg::Budget::new(1 << 20), false);
         conns
             .iter()
             .map(|&conn| Accepted {
@@ -241,6 +241,7 @@ mod tests {
                 json: Vec::new(),
                 reply: outbox.clone(),
                 conn,
+                admission: crate::msg::Admission::none(),
             })
             .collect()
     }

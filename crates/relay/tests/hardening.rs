@@ -26,7 +26,10 @@ async fn deletions_by_others_never_undo_a_deletion() {
     let other = event(&attacker, t + 2, 5, &[&["e", &note.id.to_hex()]], "");
     assert!(c.publish(&other).await.0);
     let (ok, msg) = c.publish(&note).await;
-    assert!(!ok, "a deleted event came back after another author's deletion: {msg}");
+    assert!(
+        !ok,
+        "a deleted event came back after another author's deletion: {msg}"
+    );
     assert!(msg.starts_with("blocked:"), "{msg}");
     assert!(c.query("q", &[filter(r#"{"kinds":[1]}"#)]).await.is_empty());
 

@@ -2170,7 +2170,10 @@ impl LmdbStore {
         if self.deleted_ids.get(txn, &tombstone)?.is_some() {
             return Ok(true);
         }
-        if let Some(deleter) = self.deleted_ids.get(txn, schema::legacy_tombstone_key(&d.id))? {
+        if let Some(deleter) = self
+            .deleted_ids
+            .get(txn, schema::legacy_tombstone_key(&d.id))?
+        {
             if deleter == d.pubkey.as_bytes() {
                 return Ok(true);
             }
@@ -2318,9 +2321,22 @@ impl LmdbStore {
 
     /// A stored event as a query returns it: canonical JSON, or its
     /// uncompressed nwb record when `as_record` (binary connections).
-    fn render(&self, serial: u64, record: &[u8], as_record: bool) -> StoreResult<Found> {
+    fn render_record(&self, serial: u64, record: &[u8], as_record: bool) -> StoreResult<Found> {
         let form = if as_record { Form::Record } else { Form::Json };
         Ok(found(serial, &decode(record)?, form))
+    }
+
+    /// Adds a search result to `cursor`: rendered, or deferred once the
+    /// cursor's `render_bytes` are spent.
+    fn push_result(&self, cursor: &mut QueryCursor, serial: u64, record: &[u8]) -> StoreResult<()> {
+        let f = if cursor.renders_now() {
+            self.render_record(serial, record, cursor.records)?
+        } else {
+            found(serial, &decode(record)?, Form::IdOnly)
+        };
+        cursor.rendered += f.json.len() + f.record.len();
+        cursor.found.push(f);
+        Ok(())
     }
 
     /// Tests one candidate; records it when it matches.
@@ -2363,14 +2379,16 @@ impl LmdbStore {
             cursor.counted += 1;
             return Ok(());
         }
-        let form = if cursor.ids_only {
+        let form = if cursor.ids_only || !cursor.renders_now() {
             Form::IdOnly
         } else if cursor.records {
             Form::Record
         } else {
             Form::Json
         };
-        cursor.found.push(found(serial, &view, form));
+        let f = found(serial, &view, form);
+        cursor.rendered += f.json.len() + f.record.len();
+        cursor.found.push(f);
         if cursor.found.len() == cursor.limit {
             cursor.boundary = Some(view.created_at().as_u64());
         }
@@ -2715,9 +2733,7 @@ impl LmdbStore {
         ranked.truncate(cursor.limit);
         for r in ranked {
             if let Some((_, record)) = self.load(txn, r.serial)? {
-                cursor
-                    .found
-                    .push(self.render(r.serial, &record, cursor.records)?);
+                self.push_result(cursor, r.serial, &record)?;
             }
         }
         Ok(())
@@ -2761,9 +2777,7 @@ impl LmdbStore {
         });
         picked.truncate(cursor.limit);
         for (r, record) in picked {
-            cursor
-                .found
-                .push(self.render(r.serial, &record, cursor.records)?);
+            self.push_result(cursor, r.serial, &record)?;
         }
         Ok(())
     }
@@ -3082,6 +3096,14 @@ impl EventStore for LmdbStore {
         }
     }
 
+    fn render(&self, serial: u64, as_record: bool) -> StoreResult<Option<Found>> {
+        let txn = self.env.read_txn()?;
+        match self.load(&txn, serial)? {
+            Some((_, record)) => self.render_record(serial, &record, as_record).map(Some),
+            None => Ok(None),
+        }
+    }
+
     fn purge_expired(&self, now: u64, max: usize) -> StoreResult<usize> {
         let mut wtxn = self.env.write_txn()?;
         let mut serials = Vec::new();
@@ -3158,7 +3180,7 @@ impl EventStore for LmdbStore {
                 continue;
             };
             let view = decode(&record)?;
-            if filter.matches(&view) && !emit(&self.render(serial, &record, false)?) {
+            if filter.matches(&view) && !emit(&self.render_record(serial, &record, false)?) {
                 break;
             }
         }

@@ -65,6 +65,15 @@ pub struct Found {
     pub record: Vec<u8>,
 }
 
+impl Found {
+    /// Neither JSON nor record: a match kept by serial, id and time only
+    /// (NIP-77 items, or a result past its query's `render_bytes`), to be
+    /// rendered with [`EventStore::render`] when it is needed.
+    pub fn is_deferred(&self) -> bool {
+        self.json.is_empty() && self.record.is_empty()
+    }
+}
+
 /// Store-wide figures for metrics.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Stats {
@@ -206,6 +215,11 @@ pub trait EventStore: Send + Sync + 'static {
         budget: usize,
         now: u64,
     ) -> StoreResult<ScanStatus>;
+
+    /// The stored event `serial` as a query returns it (JSON, or its nwb
+    /// record when `as_record`), read from a fresh snapshot; `None` when it
+    /// is gone since.
+    fn render(&self, serial: u64, as_record: bool) -> StoreResult<Option<Found>>;
 
     /// Removes events whose NIP-40 expiration is at or before `now`; returns how many.
     fn purge_expired(&self, now: u64, max: usize) -> StoreResult<usize>;

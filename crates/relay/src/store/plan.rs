@@ -115,6 +115,13 @@ pub struct QueryCursor {
     pub gate: Option<Arc<ReadGate>>,
     /// Keep each match's nwb record instead of rendering JSON.
     pub records: bool,
+    /// Render matches (JSON or record) only while the rendered ones hold
+    /// fewer bytes than this; later matches keep their serial, id and time
+    /// only ([`Found::is_deferred`]), and are rendered when they are sent.
+    /// `None`: render every match.
+    pub render_bytes: Option<usize>,
+    /// Bytes of the matches rendered so far.
+    pub(crate) rendered: usize,
     /// Search matches, unordered until the scan ends.
     pub(crate) ranked: Vec<Ranked>,
     /// `found` is in relevance order (a search), not newest first.
@@ -185,6 +192,18 @@ impl QueryCursor {
     pub fn with_records(mut self, records: bool) -> QueryCursor {
         self.records = records;
         self
+    }
+
+    /// The same cursor, rendering matches only while they hold fewer than
+    /// `bytes` (see [`QueryCursor::render_bytes`]).
+    pub fn rendering_at_most(mut self, bytes: usize) -> QueryCursor {
+        self.render_bytes = Some(bytes);
+        self
+    }
+
+    /// Whether the next match is rendered now, or deferred.
+    pub(crate) fn renders_now(&self) -> bool {
+        self.render_bytes.is_none_or(|max| self.rendered < max)
     }
 
     /// Are the results ordered by relevance (a search filter)?

@@ -278,7 +278,10 @@ impl Client {
     pub async fn recv_timeout(&mut self, timeout: Duration) -> Option<Got> {
         loop {
             let frame = tokio::time::timeout(timeout, self.ws.next()).await.ok()??;
-            let text = match frame.unwrap() {
+            // A connection the relay closed without a close frame (one it
+            // cut off while its socket was full) ends like a closed one.
+            let Ok(frame) = frame else { return None };
+            let text = match frame {
                 Message::Text(t) => {
                     assert!(!self.binary, "text frame on a nostrwire.v1 connection: {t}");
                     t.to_string()
