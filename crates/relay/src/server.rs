@@ -241,6 +241,17 @@ async fn http_reply_with(
         .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "reply not read"))?
 }
 
+/// HTTP 429 for an address over `rate.connections_per_ip`.
+async fn too_many_from_address(stream: &mut TcpStream) -> io::Result<()> {
+    http_reply(
+        stream,
+        "429 Too Many Requests",
+        "text/plain",
+        "rate-limited: too many connections from this address\n",
+    )
+    .await
+}
+
 /// Whether a client at `ip` may read `/metrics`.
 fn metrics_allowed(access: MetricsAccess, ip: IpAddr) -> bool {
     match access {
@@ -268,6 +279,20 @@ async fn connection(
     id: u64,
     mut shutdown: watch::Receiver<bool>,
 ) -> io::Result<()> {
+    // Without a proxy header the client's address is known before its
+    // request, so its sockets count from the start: one address cannot
+    // hold more half-open sockets than connections either.
+    let early_slot = if shared.config.relay.real_ip_header.is_empty() {
+        match shared.rate.connect(peer_ip) {
+            Some(slot) => Some(slot),
+            None => {
+                shared.metrics.limit_hit("connections_per_ip");
+                return too_many_from_address(&mut stream).await;
+            }
+        }
+    } else {
+        None
+    };
     let (head, head_len) = tokio::time::timeout(HEAD_TIMEOUT, read_head(&mut stream))
         .await
         .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "no request"))??;
@@ -298,7 +323,12 @@ async fn connection(
                 .await;
             }
             let stats = shared.store.stats().ok();
-            let body = shared.metrics.render(stats);
+            let mut body = shared.metrics.render(stats);
+            let queued = shared.ingest_room_bytes - shared.ingest_room.available_permits();
+            body.push_str(&format!(
+                "# HELP nostrwire_ingest_queue_bytes Bytes of client messages read and not yet handled (limits.ingest_queue_bytes).\n\
+                 # TYPE nostrwire_ingest_queue_bytes gauge\nnostrwire_ingest_queue_bytes {queued}\n"
+            ));
             return http_reply_with(
                 &mut stream,
                 "200 OK",
@@ -345,15 +375,15 @@ async fn connection(
         )
         .await;
     }
-    let Some(_slot) = shared.rate.connect(ip) else {
-        shared.metrics.limit_hit("connections_per_ip");
-        return http_reply(
-            &mut stream,
-            "429 Too Many Requests",
-            "text/plain",
-            "rate-limited: too many connections from this address\n",
-        )
-        .await;
+    let _slot = match early_slot {
+        Some(slot) => slot,
+        None => match shared.rate.connect(ip) {
+            Some(slot) => slot,
+            None => {
+                shared.metrics.limit_hit("connections_per_ip");
+                return too_many_from_address(&mut stream).await;
+            }
+        },
     };
     let binary = request.binary;
     let deflate_config = deflate_config(shared);

@@ -60,3 +60,392 @@ async fn deletions_by_others_never_undo_a_deletion() {
         vec![kept]
     );
 }
+
+/// The raw HTTP response (head and body) to `request`.
+async fn http_raw(addr: std::net::SocketAddr, request: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(request.as_bytes()).await.unwrap();
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out).await;
+    out
+}
+
+/// NIP-42: an AUTH event signed for another relay is refused, so a
+/// malicious relay cannot pass our challenge to its users and use their
+/// answers here. Without `relay.url`, the tag must name the host and path
+/// the client connected to.
+#[tokio::test]
+async fn auth_signed_for_another_relay_is_refused() {
+    let relay = support::TestRelay::start();
+    let keys = Keys::derive(41, 1);
+    let mut c = Client::connect(&relay.url).await;
+    let challenge = c.wait_challenge().await;
+    for elsewhere in [
+        "wss://evil.example/",
+        "ws://127.0.0.1:1/",
+        "wss://evil.example/127.0.0.1",
+    ] {
+        let (ok, msg) = c
+            .auth_with(
+                &keys,
+                now(),
+                &[&["relay", elsewhere], &["challenge", &challenge]],
+            )
+            .await;
+        assert!(!ok && msg.starts_with("invalid:"), "{elsewhere}: {msg}");
+    }
+    // Scheme, host case and a trailing slash do not matter.
+    let here = format!("wss://{}/", relay.addr())
+        .to_uppercase()
+        .replace("WSS", "wss");
+    let (ok, msg) = c
+        .auth_with(
+            &keys,
+            now(),
+            &[&["relay", &here], &["challenge", &challenge]],
+        )
+        .await;
+    assert!(ok, "{here}: {msg}");
+
+    // With `relay.url`, that URL is the one to name.
+    let named =
+        support::TestRelay::start_with(|c| c.relay.url = "wss://relay.example/nostr".into());
+    let mut c = Client::connect(&named.url).await;
+    let challenge = c.wait_challenge().await;
+    let (ok, msg) = c
+        .auth_with(
+            &keys,
+            now(),
+            &[&["relay", &named.url], &["challenge", &challenge]],
+        )
+        .await;
+    assert!(!ok && msg.starts_with("invalid:"), "{msg}");
+    let (ok, msg) = c
+        .auth_with(
+            &keys,
+            now(),
+            &[
+                &["relay", "wss://Relay.Example:443/nostr/"],
+                &["challenge", &challenge],
+            ],
+        )
+        .await;
+    assert!(ok, "{msg}");
+}
+
+/// One connection may authenticate as `auth.max_pubkeys` pubkeys, no more.
+#[tokio::test]
+async fn a_connection_authenticates_as_a_bounded_number_of_pubkeys() {
+    let relay = support::TestRelay::start();
+    let max = relay.config.auth.max_pubkeys as u64;
+    let mut c = Client::connect(&relay.url).await;
+    for i in 0..max {
+        let (ok, msg) = c.auth(&Keys::derive(42, i), &relay.url).await;
+        assert!(ok, "{i}: {msg}");
+    }
+    let (ok, msg) = c.auth(&Keys::derive(42, max), &relay.url).await;
+    assert!(!ok && msg.starts_with("rate-limited:"), "{msg}");
+    // One it already has is fine.
+    let (ok, msg) = c.auth(&Keys::derive(42, 0), &relay.url).await;
+    assert!(ok, "{msg}");
+}
+
+/// Subscriptions are charged to the connection's memory budget: a REQ that
+/// would go over it gets CLOSED `rate-limited:`, closing others makes room,
+/// and other connections are not affected.
+#[tokio::test]
+async fn subscriptions_are_held_to_the_connection_budget() {
+    let relay = support::TestRelay::start_with(|c| c.limits.max_connection_bytes = 2 << 20);
+    let mut c = Client::connect(&relay.url).await;
+    // Three filters of 5,000 authors each: about 1 MB held per REQ.
+    let authors: Vec<String> = (0..5_000u32)
+        .map(|i| format!("\"{:064x}\"", u64::from(i) * 7919 + 1))
+        .collect();
+    let one = format!("{{\"authors\":[{}],\"kinds\":[1]}}", authors.join(","));
+    let req = |id: &str| format!("[\"REQ\",\"{id}\",{one},{one},{one}]");
+    let mut refused = None;
+    for i in 0..5 {
+        let id = format!("big{i}");
+        c.send_text(req(&id)).await;
+        match c.recv().await {
+            support::Got::Eose(s) => assert_eq!(s, id),
+            support::Got::Closed(s, m) => {
+                assert_eq!(s, id);
+                assert!(m.starts_with("rate-limited:"), "{m}");
+                refused = Some(i);
+                break;
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    let refused = refused.expect("the budget never refused a subscription");
+    assert!(refused >= 1, "even the first subscription was refused");
+    // Another connection is unaffected; closing makes room again.
+    let mut other = Client::connect(&relay.url).await;
+    other.req("small", &[filter(r#"{"kinds":[1]}"#)]).await;
+    assert!(matches!(other.recv().await, support::Got::Eose(_)));
+    for i in 0..refused {
+        c.close(&format!("big{i}")).await;
+    }
+    let mut reopened = false;
+    for _ in 0..50 {
+        c.send_text(req("again")).await;
+        match c.recv().await {
+            support::Got::Eose(_) => {
+                reopened = true;
+                break;
+            }
+            support::Got::Closed(..) => {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(
+        reopened,
+        "closed subscriptions did not give their room back"
+    );
+}
+
+/// NIP-50: a search string is parsed once, when the REQ comes, and may
+/// have at most `search.max_terms` terms; live delivery goes on.
+#[tokio::test]
+async fn hostile_searches_are_refused_when_they_arrive() {
+    let relay = support::TestRelay::start();
+    let max = relay.config.search.max_terms;
+    let mut hostile = Client::connect(&relay.url).await;
+    let terms: String = (0..40_000).map(|i| format!("w{i} ")).collect();
+    let req = serde_json::json!(["REQ", "s", {"search": terms}]).to_string();
+    hostile.send_text(req).await;
+    match hostile.recv().await {
+        support::Got::Closed(s, m) => assert!(s == "s" && m.starts_with("invalid:"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    // At the limit it is a subscription like any other, live included.
+    let words: Vec<String> = (0..max).map(|i| format!("word{i}")).collect();
+    let mut sub = Client::connect(&relay.url).await;
+    let req = serde_json::json!(["REQ", "ok", {"search": words.join(" ")}]).to_string();
+    sub.send_text(req).await;
+    assert!(matches!(sub.recv().await, support::Got::Eose(_)));
+    let keys = Keys::derive(43, 1);
+    let note = event(&keys, now(), 1, &[], &words.join(" "));
+    let mut publisher = Client::connect(&relay.url).await;
+    assert!(publisher.publish(&note).await.0);
+    match sub.recv().await {
+        support::Got::Event(s, e) => assert!(s == "ok" && e == note),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// An event that fails verification never learns whether its id is
+/// stored: it gets `invalid:`, not `duplicate:`.
+#[tokio::test]
+async fn an_invalid_event_with_a_stored_id_is_invalid_not_a_duplicate() {
+    let relay = support::TestRelay::start();
+    let mut c = Client::connect(&relay.url).await;
+    let keys = Keys::derive(44, 1);
+    let stored = event(&keys, now(), 1, &[], "stored");
+    assert!(c.publish(&stored).await.0);
+    let mut forged = stored.clone();
+    let mut sig = *forged.sig.as_bytes();
+    sig[9] ^= 1;
+    forged.sig = nostrwire_event::Signature::from_bytes(sig);
+    let (ok, msg) = c.publish(&forged).await;
+    assert!(!ok && msg.starts_with("invalid:"), "{msg}");
+    let mut changed = stored.clone();
+    changed.content = "changed".into();
+    let (ok, msg) = c.publish(&changed).await;
+    assert!(!ok && msg.starts_with("invalid:"), "{msg}");
+    let (ok, msg) = c.publish(&stored).await;
+    assert!(ok && msg.starts_with("duplicate:"), "{msg}");
+}
+
+/// Idle connections (no subscription, nothing sent) are closed after
+/// `limits.idle_seconds`; a connection with a subscription stays.
+#[tokio::test]
+async fn idle_connections_are_closed_and_subscribed_ones_stay() {
+    let relay = support::TestRelay::start_with(|c| {
+        c.limits.idle_seconds = 1;
+        c.websocket.ping_seconds = 0;
+    });
+    let mut idle = Client::connect(&relay.url).await;
+    let mut listening = Client::connect(&relay.url).await;
+    listening.req("live", &[filter(r#"{"kinds":[1]}"#)]).await;
+    assert!(matches!(listening.recv().await, support::Got::Eose(_)));
+    let mut closed = false;
+    for _ in 0..10 {
+        if idle
+            .recv_timeout(std::time::Duration::from_secs(1))
+            .await
+            .is_none()
+        {
+            closed = true;
+            break;
+        }
+    }
+    assert!(closed, "an idle connection was kept");
+    let note = event(&Keys::derive(45, 1), now(), 1, &[], "still here");
+    let mut publisher = Client::connect(&relay.url).await;
+    assert!(publisher.publish(&note).await.0);
+    assert!(matches!(listening.recv().await, support::Got::Event(_, e) if e == note));
+}
+
+/// A client that answers nothing, not even pings, is disconnected.
+#[tokio::test]
+async fn a_client_that_answers_no_ping_is_disconnected() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let relay = support::TestRelay::start_with(|c| c.websocket.ping_seconds = 1);
+    let mut s = tokio::net::TcpStream::connect(relay.addr()).await.unwrap();
+    let upgrade = "GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+                   Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+    s.write_all(upgrade.as_bytes()).await.unwrap();
+    // Read (never answer) until the relay closes: the handshake, the AUTH
+    // challenge, a ping, a close frame.
+    let mut buf = vec![0u8; 4096];
+    let mut seen = Vec::new();
+    let ended = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        loop {
+            match s.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => seen.extend_from_slice(&buf[..n]),
+            }
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "a silent client was kept");
+    // A ping frame (0x89) was sent before it was dropped.
+    assert!(seen.windows(2).any(|w| w == [0x89, 0x00]), "no ping sent");
+}
+
+/// `rate.connections_per_ip` counts sockets from the moment they are
+/// accepted, upgraded or not; other addresses are not affected.
+#[tokio::test]
+async fn connections_per_address_are_limited_by_default() {
+    let relay = support::TestRelay::start();
+    let max = relay.config.rate.connections_per_ip;
+    assert!(max > 0, "no default limit");
+    let mut held = Vec::new();
+    for _ in 0..max / 2 {
+        held.push(Client::connect(&relay.url).await);
+    }
+    // Half-open sockets (no request yet) count too.
+    let mut raw = Vec::new();
+    for _ in 0..max - max / 2 {
+        raw.push(tokio::net::TcpStream::connect(relay.addr()).await.unwrap());
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let refused = tokio_tungstenite::connect_async(relay.url.as_str()).await;
+    assert!(
+        refused.is_err(),
+        "one connection more than the limit was accepted"
+    );
+    // Another address gets in.
+    let mut other = Client::connect_from(&relay.url, relay.addr(), "127.0.0.2").await;
+    other.req("x", &[filter("{}")]).await;
+    assert!(matches!(other.recv().await, support::Got::Eose(_)));
+    drop(raw);
+    let mut again = None;
+    for _ in 0..50 {
+        if let Ok(c) = tokio_tungstenite::connect_async(relay.url.as_str()).await {
+            again = Some(c);
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(again.is_some(), "slots were not given back");
+}
+
+/// `/metrics` answers clients on this machine only by default, never
+/// with CORS headers, and nobody when it is off; behind a proxy the
+/// forwarded address decides.
+#[tokio::test]
+async fn metrics_are_served_to_loopback_clients_only() {
+    let relay = support::TestRelay::start();
+    let get = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
+    let reply = http_raw(relay.addr(), get).await;
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    assert!(!reply.contains("Access-Control-Allow-Origin"), "{reply}");
+    assert!(reply.contains("nostrwire_ingest_queue_bytes"), "{reply}");
+
+    let off = support::TestRelay::start_with(|c| {
+        c.relay.metrics = nostrwire_relay::config::MetricsAccess::Off
+    });
+    assert!(http_raw(off.addr(), get).await.starts_with("HTTP/1.1 404"));
+
+    let proxied =
+        support::TestRelay::start_with(|c| c.relay.real_ip_header = "X-Forwarded-For".into());
+    let from_outside =
+        "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 127.0.0.1, 203.0.113.9\r\n\r\n";
+    assert!(http_raw(proxied.addr(), from_outside)
+        .await
+        .starts_with("HTTP/1.1 404"));
+    let from_here = "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 127.0.0.1\r\n\r\n";
+    assert!(http_raw(proxied.addr(), from_here)
+        .await
+        .starts_with("HTTP/1.1 200"));
+}
+
+/// The relay's ingest queue holds, per connection, at most twice
+/// `max_message_bytes`: a client that sends faster than its events are
+/// handled stops being read instead of being buffered. Its events are all
+/// answered in the end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fast_sender_is_held_to_its_share_of_the_ingest_queue() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("slow.sh");
+    // Accepts every event, 50 ms each.
+    let plugin = "#!/bin/sh\nwhile IFS= read -r line; do\n  sleep 0.05\n  \
+                  id=$(printf '%s\\n' \"$line\" | grep -o '\"id\":\"[0-9a-f]*\"' | head -n 1 | cut -d'\"' -f4)\n  \
+                  printf '{\"id\":\"%s\",\"action\":\"accept\"}\\n' \"$id\"\ndone\n";
+    std::fs::write(&path, plugin).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let max_message = 128 << 10;
+    let relay = support::TestRelay::start_with(|c| {
+        c.policy.plugin = path.clone();
+        c.performance.ingest_threads = 1;
+        c.limits.max_message_bytes = max_message;
+    });
+    let keys = Keys::derive(46, 1);
+    let content = "y".repeat(50_000);
+    let events: Vec<_> = (0..30)
+        .map(|i| event(&keys, now() - i, 1, &[], &content))
+        .collect();
+    let mut c = Client::connect(&relay.url).await;
+    let addr = relay.addr();
+    let sampler = tokio::spawn(async move {
+        let mut most = 0u64;
+        for _ in 0..40 {
+            let metrics = support::http_get(addr, "/metrics", "*/*").await;
+            let queued: u64 = metrics
+                .lines()
+                .find_map(|l| l.strip_prefix("nostrwire_ingest_queue_bytes "))
+                .and_then(|v| v.parse().ok())
+                .expect("gauge");
+            most = most.max(queued);
+            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+        }
+        most
+    });
+    for e in &events {
+        c.send_event(e).await;
+    }
+    let mut answered = 0;
+    while answered < events.len() {
+        match c.recv().await {
+            support::Got::Ok(_, ok, msg) => {
+                assert!(ok, "{msg}");
+                answered += 1;
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    let most = sampler.await.unwrap();
+    let share = 2 * (max_message as u64 + 64);
+    assert!(most > 0, "the gauge never saw a queued event");
+    assert!(
+        most <= share,
+        "{most} bytes queued for one connection, share {share}"
+    );
+}

@@ -304,3 +304,36 @@ async fn support_nip11(relay: &TestRelay) -> serde_json::Value {
     let body = support::http_get(relay.addr(), "/", "application/nostr+json").await;
     serde_json::from_str(&body).unwrap()
 }
+
+/// A plugin that stops reading its input cannot hold an ingest worker past
+/// `plugin_timeout_ms`: the line is written by a thread of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_that_does_not_read_times_out_like_one_that_does_not_answer() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("deaf.sh");
+    std::fs::write(&path, "#!/bin/sh\nsleep 30\n").unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let relay = TestRelay::start_with(|c| {
+        c.policy.plugin = path.clone();
+        c.policy.plugin_timeout_ms = 300;
+        c.performance.ingest_threads = 1;
+    });
+    let keys = Keys::derive(54, 1);
+    let mut c = Client::connect(&relay.url).await;
+    // Larger than a pipe's buffer: the write itself would block.
+    let big = "x".repeat(200_000);
+    let started = std::time::Instant::now();
+    let (ok, msg) = c.publish(&event(&keys, now(), 1, &[], &big)).await;
+    assert!(!ok && msg.starts_with("error:"), "{msg}");
+    // The same worker answers the next client (`recv` fails after 10 s).
+    let mut other = Client::connect(&relay.url).await;
+    let (ok, msg) = other
+        .publish(&event(&keys, now() - 1, 1, &[], "small"))
+        .await;
+    assert!(!ok && msg.starts_with("error:"), "{msg}");
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "the worker waited on the plugin's input"
+    );
+}
