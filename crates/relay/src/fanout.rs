@@ -49,8 +49,12 @@ fn keys_of(sub: &Sub, filter_index: usize) -> Vec<Key> {
 /// The subscription index.
 #[derive(Default)]
 struct Index {
-    by_key: HashMap<Key, Vec<(Arc<Sub>, usize)>>,
-    subs: HashMap<(ConnId, String), Arc<Sub>>,
+    /// Subscriptions by key, each entry keyed by the subscription's address
+    /// and filter index, so removing one costs its own keys only.
+    by_key: HashMap<Key, HashMap<(usize, usize), Arc<Sub>>>,
+    /// Subscriptions by connection, so closing one costs its own
+    /// subscriptions, not everyone's.
+    subs: HashMap<ConnId, HashMap<String, Arc<Sub>>>,
 }
 
 impl Index {
@@ -61,20 +65,33 @@ impl Index {
                 continue;
             }
             for key in keys_of(&sub, i) {
-                self.by_key.entry(key).or_default().push((sub.clone(), i));
+                self.by_key
+                    .entry(key)
+                    .or_default()
+                    .insert((Arc::as_ptr(&sub) as usize, i), sub.clone());
             }
         }
-        self.subs.insert((sub.conn, sub.id.clone()), sub);
+        self.subs
+            .entry(sub.conn)
+            .or_default()
+            .insert(sub.id.clone(), sub);
     }
 
     fn remove(&mut self, conn: ConnId, id: &str) {
-        let Some(sub) = self.subs.remove(&(conn, id.to_string())) else {
+        let Some(of_conn) = self.subs.get_mut(&conn) else {
             return;
         };
+        let Some(sub) = of_conn.remove(id) else {
+            return;
+        };
+        if of_conn.is_empty() {
+            self.subs.remove(&conn);
+        }
+        let address = Arc::as_ptr(&sub) as usize;
         for i in 0..sub.filters.len() {
             for key in keys_of(&sub, i) {
                 if let Some(list) = self.by_key.get_mut(&key) {
-                    list.retain(|(s, _)| !Arc::ptr_eq(s, &sub));
+                    list.remove(&(address, i));
                     if list.is_empty() {
                         self.by_key.remove(&key);
                     }
@@ -86,10 +103,9 @@ impl Index {
     fn remove_conn(&mut self, conn: ConnId) {
         let ids: Vec<String> = self
             .subs
-            .keys()
-            .filter(|(c, _)| *c == conn)
-            .map(|(_, id)| id.clone())
-            .collect();
+            .get(&conn)
+            .map(|of_conn| of_conn.keys().cloned().collect())
+            .unwrap_or_default();
         for id in ids {
             self.remove(conn, &id);
         }
@@ -123,9 +139,9 @@ impl Index {
             let Some(list) = self.by_key.get(&key) else {
                 continue;
             };
-            for (sub, i) in list {
+            for (&(_, i), sub) in list {
                 let ptr = Arc::as_ptr(sub);
-                let filter = &sub.filters[*i];
+                let filter = &sub.filters[i];
                 if done.contains(&ptr)
                     || !filter.matches(&view)
                     || !ReadGate::admits(sub.gate.as_deref(), &view)
@@ -133,7 +149,7 @@ impl Index {
                     continue;
                 }
                 // Parsed once, when the REQ came (at most `search.max_terms` terms).
-                if let Some(query) = &sub.searches[*i] {
+                if let Some(query) = &sub.searches[i] {
                     let terms = terms.get_or_insert_with(|| EventTerms::of(&view));
                     if !terms.as_ref().is_some_and(|t| t.contains_all(query)) {
                         continue;
