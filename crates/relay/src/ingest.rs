@@ -262,7 +262,7 @@ fn handle_json(
             conn.subscriptions.store(list.len(), Ordering::Relaxed);
             // Registered before the query starts, so nothing committed meanwhile is missed.
             let _ = shared.fanout_tx.send(FanoutMsg::Add(sub.clone()));
-            let _ = shared.query_tx.send(Job::req(shared, sub));
+            shared.queries.push(Job::req(shared, sub));
         }
         ClientMessage::Count {
             subscription_id,
@@ -271,7 +271,7 @@ fn handle_json(
             let id = subscription_id.into_owned();
             match open_sub(shared, conn, id.clone(), filters, Phase::Live(Vec::new())) {
                 Ok(sub) => {
-                    let _ = shared.query_tx.send(Job::count(shared, sub));
+                    shared.queries.push(Job::count(shared, sub));
                 }
                 Err(reason) => send(conn, |o| write::closed(o, &id, &reason)),
             }
@@ -316,9 +316,9 @@ fn handle_json(
                 Err(reason) => return send(conn, |o| write::neg_err(o, &id, &reason)),
             };
             sessions.opening(conn.id, sub.clone());
-            let _ = shared
-                .query_tx
-                .send(Job::sync(shared, sub, conn.clone(), message));
+            shared
+                .queries
+                .push(Job::sync(shared, sub, conn.clone(), message));
         }
         ClientMessage::NegMsg {
             subscription_id,

@@ -74,8 +74,8 @@ pub struct Shared {
     /// Signals the search indexer that the writer committed (capacity 1:
     /// a signal already waiting stands for any number of commits).
     pub search_kick: Sender<()>,
-    /// The query queue.
-    pub query_tx: Sender<query::Job>,
+    /// The query pool's queue (connections take turns).
+    pub queries: query::Queue,
     /// Publishing rules (`[policy]` lists), replaced on reload.
     write_policy: RwLock<Arc<policy::WritePolicy>>,
     /// Token buckets and connection counts (`[rate]`).
@@ -310,7 +310,6 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
     let (writer_tx, writer_rx) = bounded(WRITER_QUEUE.max(config.performance.writer_batch));
     let (fanout_tx, fanout_rx) = bounded(FANOUT_QUEUE);
     let (search_kick, search_rx) = bounded(1);
-    let (query_tx, query_rx) = unbounded();
     let n_ingest = threads(config.performance.ingest_threads);
     let n_query = threads(config.performance.query_threads);
     let mut ingest_rx = Vec::new();
@@ -336,7 +335,7 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
         writer_tx,
         fanout_tx,
         search_kick,
-        query_tx: query_tx.clone(),
+        queries: query::Queue::default(),
         write_policy: RwLock::new(Arc::new(write_policy)),
         rate,
         stopping: AtomicBool::new(false),
@@ -384,10 +383,10 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
     }
     let mut query_handles = Vec::new();
     for i in 0..n_query {
-        let (s, rx, tx) = (shared.clone(), query_rx.clone(), query_tx.clone());
+        let s = shared.clone();
         query_handles.push(spawn(
             &format!("query-{i}"),
-            Box::new(move || query::run(s, rx, tx)),
+            Box::new(move || query::run(s)),
         ));
     }
 

@@ -1,18 +1,82 @@
 //! Stage 6a, read side: REQ and COUNT on read snapshots, on a pool of
 //! workers. A job examines at most `query_slice` index entries, then goes to
-//! the back of the queue, so one heavy REQ cannot starve the others.
+//! the back of its connection's queue, and the workers take connections in
+//! turn ([`Queue`]): one connection's heavy or numerous queries cannot
+//! starve another's.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, Sender};
 use nostrwire_event::message::write;
 
-use crate::msg::{Held, Phase, QueryKind, Sub};
+use crate::msg::{ConnId, Held, Phase, QueryKind, Sub};
 use crate::store::{Found, QueryCursor, ScanStatus, StoreError};
 use crate::Shared;
+
+/// The query pool's queue: a queue of jobs per connection, and the
+/// connections with work in turn, so each slice goes to the next
+/// connection, not the next job.
+#[derive(Debug, Default)]
+pub struct Queue {
+    state: Mutex<Turns>,
+    ready: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct Turns {
+    jobs: HashMap<ConnId, VecDeque<Job>>,
+    /// Connections with jobs, in the order they get the next slice.
+    turn: VecDeque<ConnId>,
+}
+
+impl Queue {
+    /// Adds a job at the back of its connection's queue.
+    pub fn push(&self, job: Job) {
+        let conn = job.sub.conn;
+        let mut state = self.state.lock().expect("query queue");
+        let jobs = state.jobs.entry(conn).or_default();
+        if jobs.is_empty() {
+            state.turn.push_back(conn);
+        }
+        state
+            .jobs
+            .get_mut(&conn)
+            .expect("just added")
+            .push_back(job);
+        drop(state);
+        self.ready.notify_one();
+    }
+
+    /// The next connection's next job, waiting up to `timeout` for one.
+    pub fn pop(&self, timeout: Duration) -> Option<Job> {
+        let mut state = self.state.lock().expect("query queue");
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(conn) = state.turn.pop_front() {
+                let jobs = state
+                    .jobs
+                    .get_mut(&conn)
+                    .expect("a connection in turn has jobs");
+                let job = jobs.pop_front().expect("a connection in turn has jobs");
+                if jobs.is_empty() {
+                    state.jobs.remove(&conn);
+                } else {
+                    state.turn.push_back(conn);
+                }
+                return Some(job);
+            }
+            let left = deadline.checked_duration_since(Instant::now())?;
+            state = self.ready.wait_timeout(state, left).expect("query queue").0;
+        }
+    }
+
+    /// True when no job waits.
+    pub fn is_empty(&self) -> bool {
+        self.state.lock().expect("query queue").turn.is_empty()
+    }
+}
 
 /// A query in progress.
 #[derive(Debug)]
@@ -130,31 +194,26 @@ impl Job {
 }
 
 /// Runs a worker until the relay stops.
-pub fn run(shared: Arc<Shared>, queue: Receiver<Job>, requeue: Sender<Job>) {
+pub fn run(shared: Arc<Shared>) {
     let budget = shared.config.performance.query_slice.max(1);
+    let queue = &shared.queries;
     loop {
-        let mut job = match queue.recv_timeout(std::time::Duration::from_millis(200)) {
-            Ok(job) => job,
-            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
-                if shared.stopping.load(Ordering::Relaxed) {
-                    return;
-                }
-                continue;
+        let Some(mut job) = queue.pop(Duration::from_millis(200)) else {
+            if shared.stopping.load(Ordering::Relaxed) {
+                return;
             }
-            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return,
+            continue;
         };
         if job.sub.is_cancelled() {
             continue;
         }
         match step(&shared, &mut job, budget) {
-            Ok(Progress::More) => {
-                let _ = requeue.send(job);
-            }
+            Ok(Progress::More) => queue.push(job),
             Ok(Progress::Blocked) => {
                 if queue.is_empty() {
                     std::thread::sleep(Duration::from_millis(2));
                 }
-                let _ = requeue.send(job);
+                queue.push(job);
             }
             Ok(Progress::Done) => {}
             Err(e) => {

@@ -449,3 +449,63 @@ async fn a_fast_sender_is_held_to_its_share_of_the_ingest_queue() {
         "{most} bytes queued for one connection, share {share}"
     );
 }
+
+/// The query pool takes connections in turn: a connection with hundreds of
+/// queries waiting does not hold up another connection's one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_connections_queries_do_not_hold_up_anothers() {
+    let relay = support::TestRelay::start_with(|c| c.performance.query_threads = 1);
+    let keys = Keys::derive(47, 1);
+    let mut publisher = Client::connect(&relay.url).await;
+    let base = now() - 10_000;
+    let events: Vec<_> = (0..1_000)
+        .map(|i| event(&keys, base + i, 1, &[], "n"))
+        .collect();
+    for e in &events {
+        publisher.send_event(e).await;
+    }
+    for _ in &events {
+        assert!(matches!(
+            publisher.recv().await,
+            support::Got::Ok(_, true, _)
+        ));
+    }
+    // 200 COUNTs of everything, one slice each: in one queue for all, the
+    // probe's REQ would wait for all of them.
+    let mut heavy = Client::connect(&relay.url).await;
+    let total = 200;
+    for i in 0..total {
+        heavy
+            .send_text(format!(r#"["COUNT","c{i}",{{"kinds":[1]}}]"#))
+            .await;
+    }
+    // When each answer arrives (read as they come, on another task).
+    let reader = tokio::spawn(async move {
+        let mut arrivals = Vec::new();
+        for _ in 0..total {
+            match heavy
+                .recv_timeout(std::time::Duration::from_secs(120))
+                .await
+            {
+                Some(support::Got::Count(_, n)) => {
+                    assert_eq!(n, 1_000);
+                    arrivals.push(std::time::Instant::now());
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        arrivals
+    });
+    let mut probe = Client::connect(&relay.url).await;
+    let got = probe
+        .query("p", &[filter(r#"{"kinds":[1],"limit":5}"#)])
+        .await;
+    let answered_at = std::time::Instant::now();
+    assert_eq!(got.len(), 5);
+    let arrivals = reader.await.unwrap();
+    let before = arrivals.iter().filter(|t| **t < answered_at).count();
+    assert!(
+        before < total / 2,
+        "the probe's REQ waited for {before} of {total} COUNTs of another connection"
+    );
+}
