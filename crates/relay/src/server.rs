@@ -538,6 +538,11 @@ async fn websocket(
     let mut last_frame = Instant::now();
     let mut last_message = last_frame;
     let mut pinged = false;
+    // One timer, moved only when it fires: frames update the times above,
+    // and a check that comes early just sets the timer again.
+    let first = next_check(last_frame, ping, idle, last_frame, last_message, pinged);
+    let timer = tokio::time::sleep_until(first.into());
+    tokio::pin!(timer);
     reader.push(early);
     'connection: loop {
         loop {
@@ -596,23 +601,6 @@ async fn websocket(
                 }
             }
         }
-        // The next deadline: a ping, the end of the wait for an answer to
-        // it, or idleness.
-        let mut deadline: Option<Instant> = None;
-        if !ping.is_zero() {
-            deadline = Some(last_frame + if pinged { 2 * ping } else { ping });
-        }
-        let idle_check = !idle.is_zero() && conn.subscriptions.load(Ordering::Relaxed) == 0;
-        if idle_check {
-            let at = last_message + idle;
-            deadline = Some(deadline.map_or(at, |d| d.min(at)));
-        }
-        let timer = async {
-            match deadline {
-                Some(at) => tokio::time::sleep_until(at.into()).await,
-                None => std::future::pending().await,
-            }
-        };
         let read = tokio::select! {
             r = rd.read(reader.read_buf()) => r,
             _ = shutdown.changed() => {
@@ -624,9 +612,9 @@ async fn websocket(
                 writer_done = true;
                 break;
             }
-            _ = timer => {
+            () = &mut timer => {
                 let now = Instant::now();
-                if idle_check
+                if !idle.is_zero()
                     && now >= last_message + idle
                     && conn.subscriptions.load(Ordering::Relaxed) == 0
                 {
@@ -635,14 +623,18 @@ async fn websocket(
                     break;
                 }
                 if !ping.is_zero() && now >= last_frame + ping {
-                    if pinged {
+                    if pinged && now >= last_frame + 2 * ping {
                         shared.metrics.limit_hit("ping_seconds");
                         outbox.close_with(CLOSE_GOING_AWAY);
                         break;
                     }
-                    pinged = true;
-                    outbox.ping();
+                    if !pinged {
+                        pinged = true;
+                        outbox.ping();
+                    }
                 }
+                let next = next_check(now, ping, idle, last_frame, last_message, pinged);
+                timer.as_mut().reset(next.into());
                 continue;
             }
         };
@@ -657,6 +649,29 @@ async fn websocket(
         let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
     }
     Ok(())
+}
+
+/// When a connection's timers are next due: a ping after `ping` without a
+/// frame (the close after twice that), idleness after `idle` without a
+/// message (or, for a connection kept open by its subscriptions, another
+/// `idle` from now); an hour when neither is set.
+fn next_check(
+    now: Instant,
+    ping: Duration,
+    idle: Duration,
+    last_frame: Instant,
+    last_message: Instant,
+    pinged: bool,
+) -> Instant {
+    let mut at = now + Duration::from_secs(3600);
+    if !ping.is_zero() {
+        at = at.min(last_frame + if pinged { 2 * ping } else { ping });
+    }
+    if !idle.is_zero() {
+        let idle_at = last_message + idle;
+        at = at.min(if idle_at > now { idle_at } else { now + idle });
+    }
+    at
 }
 
 /// The connection's writer: frames everything queued (compressing when
@@ -703,7 +718,20 @@ async fn write_loop(
             }
             next = rx.try_recv().ok();
         }
-        match tokio::time::timeout(write_timeout, wr.write_all(&out)).await {
+        // Most writes fit the socket buffer at once; only the rest waits,
+        // under the write timeout.
+        let done = match wr.try_write(&out) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
+            Err(_) => return drop_queue(rx, &outbox, written),
+        };
+        let rest = &out[done..];
+        let wrote = if rest.is_empty() {
+            Ok(Ok(()))
+        } else {
+            tokio::time::timeout(write_timeout, wr.write_all(rest)).await
+        };
+        match wrote {
             Ok(Ok(())) => {}
             Ok(Err(_)) => return drop_queue(rx, &outbox, written),
             Err(_) => {
