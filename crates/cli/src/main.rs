@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 mod cmd;
 mod input;
 mod parallel;
+mod status;
 
 /// A fast Nostr toolkit: event codec, binary format, relay and load tester.
 #[derive(Debug, Parser)]

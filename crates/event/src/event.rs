@@ -1,6 +1,9 @@
 //! Events: the borrowed view [`EventRef`] for hot paths, the owned [`Event`],
 //! and [`UnsignedEvent`] for signing.
 
+use std::borrow::Cow;
+use std::collections::HashSet;
+
 use crate::canonical::{PreimageFields, SignedFields};
 use crate::error::{Error, ErrorKind};
 use crate::json::{scan_string, write_quoted, JsonStr, Sink};
@@ -266,13 +269,8 @@ const FIELD_NAMES: [&str; 7] = [
     "sig",
 ];
 
-fn field_index(key: &JsonStr<'_>) -> Option<usize> {
-    if key.is_escaped() {
-        let value = key.value();
-        FIELD_NAMES.iter().position(|n| *n == value)
-    } else {
-        FIELD_NAMES.iter().position(|n| *n == key.raw())
-    }
+fn field_index(key: &str) -> Option<usize> {
+    FIELD_NAMES.iter().position(|n| *n == key)
 }
 
 fn read_hex<const N: usize>(r: &mut Reader<'_>) -> Result<[u8; N], Error> {
@@ -287,9 +285,14 @@ fn read_hex<const N: usize>(r: &mut Reader<'_>) -> Result<[u8; N], Error> {
 }
 
 /// Reads an event object at the reader's position (used for bare events and inside messages).
+///
+/// Linear in the input: each key is decoded once, and unknown keys (kept only
+/// for the duplicate check) go into a hash set with std's randomly keyed
+/// hasher, so no choice of keys makes the check slower than its inserts.
 pub(crate) fn read_event<'a>(r: &mut Reader<'a>) -> Result<EventRef<'a>, Error> {
+    let start = r.peek().map(|_| r.pos()).unwrap_or(0);
     let mut seen = 0u8;
-    let mut unknown: Vec<JsonStr<'a>> = Vec::new();
+    let mut unknown: HashSet<Cow<'a, str>> = HashSet::new();
     let mut id = [0u8; 32];
     let mut pubkey = [0u8; 32];
     let mut sig = [0u8; 64];
@@ -298,11 +301,11 @@ pub(crate) fn read_event<'a>(r: &mut Reader<'a>) -> Result<EventRef<'a>, Error> 
     let mut tags = None;
     let mut content = None;
     r.object(|r, key| {
+        let key = key.value();
         let Some(index) = field_index(&key) else {
-            if unknown.iter().any(|k| k.value() == key.value()) {
+            if !unknown.insert(key) {
                 return Err(Error::at(ErrorKind::DuplicateKey, r.pos()));
             }
-            unknown.push(key);
             return r.skip_value(1);
         };
         let name = FIELD_NAMES[index];
@@ -340,6 +343,14 @@ pub(crate) fn read_event<'a>(r: &mut Reader<'a>) -> Result<EventRef<'a>, Error> 
             .find(|i| seen & (1 << i) == 0)
             .expect("a bit is clear");
         return Err(Error::at(ErrorKind::MissingField, r.pos()).with_field(FIELD_NAMES[missing]));
+    }
+    // Inside a message the message limit applied; the event must also fit
+    // its own, which the binary record limits are derived from.
+    if r.pos() - start > r.limits.max_event_bytes {
+        return Err(Error::at(
+            ErrorKind::TooLarge,
+            start + r.limits.max_event_bytes,
+        ));
     }
     Ok(EventRef {
         id: EventId::from_bytes(id),

@@ -170,6 +170,51 @@ fn filters(r: &mut Reader<'_>) -> Result<Vec<Filter>, Error> {
     Ok(out)
 }
 
+/// The id an `EVENT` or `AUTH` message claims for its event, read without the
+/// parser's limits and checks of the other fields, so that a refused event
+/// can still be answered with `OK false` under its id (NIP-01 answers every
+/// `EVENT` with an `OK`).
+///
+/// Reads the message's JSON up to the event's top-level `id` member,
+/// skipping whatever comes before it (a tag list of any length, say) in one
+/// pass: linear in the input. `None` when the message is not an `EVENT` or
+/// `AUTH`, is not well-formed JSON before the id, or the id is not 64
+/// lowercase hex characters.
+///
+/// ```
+/// use nostrwire_event::message::claimed_event_id;
+///
+/// let id = "29bf928a2081ec678312deba584106445ee3a731eb65f652676ec4d14e9cc28a";
+/// let refused = format!(r#"["EVENT",{{"kind":-1,"id":"{id}"}}]"#);
+/// assert_eq!(claimed_event_id(refused.as_bytes()).unwrap().to_hex(), id);
+/// assert_eq!(claimed_event_id(br#"["REQ","s",{}]"#), None);
+/// ```
+pub fn claimed_event_id(input: &[u8]) -> Option<EventId> {
+    let limits = Limits {
+        max_string_bytes: usize::MAX,
+        ..Limits::DEFAULT
+    };
+    let mut r = Reader::new(input, usize::MAX, &limits).ok()?;
+    let kind = message_type(&mut r).ok()?;
+    if !matches!(kind.raw(), "EVENT" | "AUTH") || !r.eat(b',') {
+        return None;
+    }
+    let mut id = None;
+    // Stops at the id by returning an error; any other error ends the search too.
+    let _ = r.object(|r, key| {
+        if key.eq_str("id") {
+            let text = r.string()?;
+            id = crate::hex::decode_array::<32>(text.value().as_bytes())
+                .ok()
+                .map(EventId::from_bytes);
+            Err(Error::new(ErrorKind::DuplicateKey))
+        } else {
+            r.skip_value(1)
+        }
+    });
+    id
+}
+
 /// A NIP-77 message: lowercase hex of even length, decoded.
 fn hex_message(r: &mut Reader<'_>) -> Result<Vec<u8>, Error> {
     let at = r.pos();

@@ -1,6 +1,9 @@
 //! A strict, zero-copy JSON reader over validated UTF-8: the lexical layer
 //! under the event, filter and message parsers.
 
+use std::borrow::Cow;
+use std::collections::HashSet;
+
 use crate::error::{Error, ErrorKind};
 use crate::json::{scan_string, JsonStr};
 use crate::limits::Limits;
@@ -247,13 +250,14 @@ impl<'a> Reader<'a> {
                 if self.eat(b'}') {
                     return Ok(());
                 }
-                let mut keys: Vec<JsonStr<'a>> = Vec::new();
+                // Decoded once, and hashed with std's randomly keyed hasher:
+                // the duplicate check stays linear whatever the keys are.
+                let mut keys: HashSet<Cow<'a, str>> = HashSet::new();
                 loop {
                     let key = self.string_max(usize::MAX)?;
-                    if keys.iter().any(|k| k.value() == key.value()) {
+                    if !keys.insert(key.value()) {
                         return Err(Error::at(ErrorKind::DuplicateKey, self.pos));
                     }
-                    keys.push(key);
                     self.expect(b':')?;
                     self.skip_value(depth + 1)?;
                     if !self.comma_or(b'}')? {

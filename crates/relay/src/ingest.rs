@@ -83,9 +83,9 @@ pub fn run(shared: Arc<Shared>, inbox: Receiver<IngestMsg>) {
     }
 }
 
-/// Best effort for unparseable input: the message type and, for EVENT, the
-/// claimed id or, for REQ/COUNT, the subscription id, so the error can be
-/// answered with the right message.
+/// Best effort for unparseable input: the message type and, for REQ/COUNT
+/// and NEG-*, the subscription id, so the error can be answered with the
+/// right message. (EVENT and AUTH ids are recovered by `claimed_event_id`.)
 fn sniff(bytes: &[u8]) -> (Option<&'static str>, Option<String>) {
     let text = String::from_utf8_lossy(&bytes[..bytes.len().min(4096)]);
     let t = text.trim_start();
@@ -99,11 +99,6 @@ fn sniff(bytes: &[u8]) -> (Option<&'static str>, Option<String>) {
             .is_some_and(|r| r.starts_with(&format!("\"{k}\"")))
     });
     let detail = match kind {
-        Some("EVENT") => text
-            .find("\"id\":\"")
-            .and_then(|i| text.get(i + 6..i + 70))
-            .filter(|h| EventId::from_hex(h).is_ok())
-            .map(str::to_string),
         Some("REQ" | "COUNT" | "NEG-OPEN" | "NEG-MSG") => {
             let rest = t.split_once(',').map_or("", |x| x.1).trim_start();
             rest.strip_prefix('"')
@@ -116,13 +111,16 @@ fn sniff(bytes: &[u8]) -> (Option<&'static str>, Option<String>) {
     (kind, detail)
 }
 
+/// Answers a message the parser refused. NIP-01 answers every EVENT (and
+/// NIP-42 every AUTH) with an OK, so whenever the event's id can be read,
+/// wherever it sits and whatever limit the event broke, the refusal is an
+/// `OK false` under that id; a NOTICE only when no id can be recovered.
 fn parse_error(shared: &Shared, conn: &Conn, bytes: &[u8], err: &Error) {
     let message = format!("invalid: {} ({})", err, err.kind());
+    if let Some(id) = nostrwire_event::message::claimed_event_id(bytes) {
+        return ok_false(shared, conn, &id, err.kind().as_str(), &message);
+    }
     match sniff(bytes) {
-        (Some("EVENT"), Some(id)) => {
-            let id = EventId::from_hex(&id).expect("sniffed hex");
-            ok_false(shared, conn, &id, err.kind().as_str(), &message);
-        }
         (Some("REQ" | "COUNT"), Some(sub)) => send(conn, |o| write::closed(o, &sub, &message)),
         (Some("NEG-OPEN" | "NEG-MSG"), Some(sub)) => {
             send(conn, |o| write::neg_err(o, &sub, &message))

@@ -6,11 +6,18 @@ use nostrwire_event::{
     Event, EventId, EventRef, Kind, PreimageFields, PublicKey, Signature, SignedFields, Timestamp,
 };
 
+use crate::error::{Error, Result};
 use crate::layout::{is_hex_compactable, EVENT_V1, PREFIX_LEN};
+use crate::limits::Limits;
 use crate::unescape::unescape_into;
 use crate::varint;
 
 /// Encodes a parsed JSON event as a record.
+///
+/// The record decodes under [`Limits::from_json`] of the limits the event
+/// was parsed with (with the defaults on both sides, under
+/// [`Limits::DEFAULT`]): counts carry over, and neither the record nor any
+/// string in it is longer than its JSON.
 ///
 /// Spec: [§3](https://github.com/nostrwire/nostrwire/blob/main/spec/nwb.md#3-event-record).
 pub fn encode_json_event(event: &EventRef<'_>) -> Vec<u8> {
@@ -180,7 +187,14 @@ fn find_quote_or_backslash(raw: &[u8], from: usize) -> usize {
 
 /// Encodes an owned event as a record.
 ///
+/// # Panics
+///
+/// If the event is over [`Limits::DEFAULT`] (more than 20,000 tags, a tag of
+/// more than 1,000 elements, a string or the record over 1 MiB): its record
+/// would not decode. [`try_encode_event`] returns the error instead.
+///
 /// Spec: [§3](https://github.com/nostrwire/nostrwire/blob/main/spec/nwb.md#3-event-record).
+#[track_caller]
 pub fn encode_event(event: &Event) -> Vec<u8> {
     let mut out = Vec::new();
     encode_event_into(event, &mut out);
@@ -189,16 +203,84 @@ pub fn encode_event(event: &Event) -> Vec<u8> {
 
 /// Appends the record of an owned event to `out`.
 ///
+/// # Panics
+///
+/// If the event is over [`Limits::DEFAULT`], as [`encode_event`].
+#[track_caller]
+pub fn encode_event_into(event: &Event, out: &mut Vec<u8>) {
+    if let Err(e) = try_encode_event_into(event, &Limits::DEFAULT, out) {
+        panic!("event over the default decoder limits: {e} (use try_encode_event)");
+    }
+}
+
+/// Encodes an owned event as a record that decodes under `limits`, or
+/// returns the error [`EventView::decode_with`](crate::EventView::decode_with)
+/// would give its record.
+///
+/// Spec: [§3](https://github.com/nostrwire/nostrwire/blob/main/spec/nwb.md#3-event-record),
+/// [§9](https://github.com/nostrwire/nostrwire/blob/main/spec/nwb.md#9-limits).
+pub fn try_encode_event(event: &Event, limits: &Limits) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    try_encode_event_into(event, limits, &mut out)?;
+    Ok(out)
+}
+
+/// Appends the record of an owned event to `out` if it decodes under
+/// `limits`; otherwise leaves `out` as it was and returns the decoder's error.
+///
 /// Spec: [§3](https://github.com/nostrwire/nostrwire/blob/main/spec/nwb.md#3-event-record),
 /// [§5](https://github.com/nostrwire/nostrwire/blob/main/spec/nwb.md#5-tag-block),
 /// [§6](https://github.com/nostrwire/nostrwire/blob/main/spec/nwb.md#6-tag-elements-and-hex-compaction),
-/// [§7](https://github.com/nostrwire/nostrwire/blob/main/spec/nwb.md#7-content).
-pub fn encode_event_into(event: &Event, out: &mut Vec<u8>) {
-    let tag_bytes: usize = event
-        .tags
-        .iter()
-        .map(|t| t.as_slice().iter().map(|e| e.len() + 3).sum::<usize>() + 3)
-        .sum();
+/// [§7](https://github.com/nostrwire/nostrwire/blob/main/spec/nwb.md#7-content),
+/// [§9](https://github.com/nostrwire/nostrwire/blob/main/spec/nwb.md#9-limits).
+pub fn try_encode_event_into(event: &Event, limits: &Limits, out: &mut Vec<u8>) -> Result<()> {
+    let start = out.len();
+    let (tag_bytes, over) = measure(event, limits);
+    encode_owned(event, tag_bytes, out);
+    // The decoder checks the record's size before anything inside it.
+    let error = if out.len() - start > limits.max_record_bytes {
+        Some(Error::RecordTooLarge)
+    } else {
+        over
+    };
+    match error {
+        Some(e) => {
+            out.truncate(start);
+            Err(e)
+        }
+        None => Ok(()),
+    }
+}
+
+/// The tag block's size estimate, and the first limit the event is over,
+/// in the order the decoder checks them
+/// ([spec §9](https://github.com/nostrwire/nostrwire/blob/main/spec/nwb.md#9-limits)).
+fn measure(event: &Event, limits: &Limits) -> (usize, Option<Error>) {
+    let mut over = (event.tags.len() > limits.max_tags).then_some(Error::TooManyTags);
+    let mut tag_bytes = 0;
+    for tag in &event.tags {
+        let elements = tag.as_slice();
+        if over.is_none() && elements.len() > limits.max_tag_elements {
+            over = Some(Error::TooManyTagElements);
+        }
+        for (i, element) in elements.iter().enumerate() {
+            // A one-byte name takes the short form, which has no length.
+            // Any other element is text, or hex counted at its text length.
+            let short = i == 0 && element.len() == 1;
+            if over.is_none() && !short && element.len() > limits.max_string_bytes {
+                over = Some(Error::StringTooLarge);
+            }
+            tag_bytes += element.len() + 3;
+        }
+        tag_bytes += 3;
+    }
+    if over.is_none() && event.content.len() > limits.max_string_bytes {
+        over = Some(Error::StringTooLarge);
+    }
+    (tag_bytes, over)
+}
+
+fn encode_owned(event: &Event, tag_bytes: usize, out: &mut Vec<u8>) {
     out.reserve(PREFIX_LEN + 3 * varint::MAX_LEN + tag_bytes + event.content.len());
     put_prefix(
         out,

@@ -41,7 +41,10 @@ mod unescape;
 pub mod varint;
 mod view;
 
-pub use encode::{encode_event, encode_event_into, encode_json_event, encode_json_event_into};
+pub use encode::{
+    encode_event, encode_event_into, encode_json_event, encode_json_event_into, try_encode_event,
+    try_encode_event_into,
+};
 pub use error::{Error, Result};
 pub use layout::{
     is_hex_compactable, peek_created_at, peek_id, peek_kind, peek_kind_and_pubkey, peek_pubkey,

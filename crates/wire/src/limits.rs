@@ -21,13 +21,33 @@ pub struct Limits {
 }
 
 impl Limits {
-    /// The defaults (see the type docs).
-    pub const DEFAULT: Limits = Limits {
-        max_record_bytes: 1 << 20,
-        max_tags: 20_000,
-        max_tag_elements: 1_000,
-        max_string_bytes: 1 << 20,
-    };
+    /// The defaults (see the type docs): those of the JSON parser,
+    /// [`nostrwire_event::Limits::DEFAULT`], through [`Limits::from_json`].
+    pub const DEFAULT: Limits = Limits::from_json(&nostrwire_event::Limits::DEFAULT);
+
+    /// The decoder limits that admit the record of every event the JSON
+    /// parser accepts under `json`, and refuse what it would refuse for
+    /// the same counts and lengths.
+    ///
+    /// A record is never larger than the compact JSON of its event, nor a
+    /// stored string longer than its JSON spelling, so the JSON limits carry
+    /// over one for one: [`encode_json_event`](crate::encode_json_event)
+    /// output for an event parsed under `json` always decodes under
+    /// `Limits::from_json(json)`.
+    pub const fn from_json(json: &nostrwire_event::Limits) -> Limits {
+        Limits {
+            max_record_bytes: json.max_event_bytes,
+            max_tags: json.max_tags,
+            max_tag_elements: json.max_tag_elements,
+            max_string_bytes: json.max_string_bytes,
+        }
+    }
+}
+
+impl From<&nostrwire_event::Limits> for Limits {
+    fn from(json: &nostrwire_event::Limits) -> Limits {
+        Limits::from_json(json)
+    }
 }
 
 impl Default for Limits {

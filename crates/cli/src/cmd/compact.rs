@@ -7,6 +7,8 @@ use std::time::Instant;
 use anyhow::Context;
 use nostrwire_relay::store::EventStore;
 
+use crate::status::Status;
+
 /// Arguments of `nostrwire compact`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -30,19 +32,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         args.output.display()
     );
     let started = Instant::now();
+    let mut status = Status::stderr();
     let mut shown = String::new();
     let after = store
         .compact_to(&args.output, &mut |table, entries| {
+            // One line per table, rewritten in place on a terminal.
             if table != shown {
-                if !shown.is_empty() {
-                    eprintln!();
-                }
+                status.finish();
                 shown = table.to_string();
             }
-            eprint!("\r  {table}: {entries} entries");
+            status.update(
+                &format!("  {table}"),
+                &format!("  {table}: {entries} entries"),
+            );
         })
         .with_context(|| format!("cannot write the copy into {}", args.output.display()))?;
-    eprintln!();
+    status.finish();
     let mut files = vec![std::path::PathBuf::from("data.mdb")];
     if args.output.join("search/data.mdb").exists() {
         files.push("search/data.mdb".into());

@@ -8,7 +8,6 @@
 //! the import's time (300,000 events: 22,014 → 25,942 events/s).
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -19,6 +18,7 @@ use nostrwire_relay::store::lmdb::LmdbStore;
 use nostrwire_relay::store::{EventStore, Incoming, Verdict};
 
 use crate::input::{self, Line, Lines};
+use crate::status::Status;
 
 /// Arguments of `nostrwire import`.
 #[derive(Debug, clap::Args)]
@@ -102,6 +102,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         });
         let writer = scope.spawn(move || -> anyhow::Result<BTreeMap<&'static str, u64>> {
             let mut verdicts = BTreeMap::new();
+            let mut status = Status::stderr();
             for (records, progress) in batches {
                 let seen = progress.events;
                 for verdict in store.write_batch(&records, nostrwire_relay::now())? {
@@ -118,15 +119,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 // and will see it: one signal waits at most.
                 let _ = to_search.try_send(());
                 if store.wants_dictionaries()? {
-                    eprint!("\rimported {seen} events; training compression dictionaries");
+                    status.update(
+                        "training compression dictionaries",
+                        &format!("imported {seen} events; training compression dictionaries"),
+                    );
                     store.train_dictionaries()?;
                 }
-                eprint!(
-                    "\r{}",
-                    progress.line(started.elapsed().as_secs_f64(), input_bytes)
+                status.update(
+                    "importing",
+                    &progress.line(started.elapsed().as_secs_f64(), input_bytes),
                 );
-                let _ = std::io::stderr().flush();
             }
+            status.finish();
             Ok(verdicts)
         });
         let mut seen = 0u64;
@@ -191,7 +195,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     while store.index_search(10_000, 0)? {}
     while store.index_pending(10_000)? {}
     store.sync()?;
-    eprintln!();
     let elapsed = started.elapsed().as_secs_f64();
     let summary: Vec<String> = counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
     println!(
@@ -226,12 +229,12 @@ impl Progress {
                 let share = (self.bytes as f64 / total as f64).min(1.0);
                 let left = elapsed * (1.0 - share) / share;
                 format!(
-                    "imported {} events ({rate:.0}/s), {:.0}% of the input, about {left:.0} s left   ",
+                    "imported {} events ({rate:.0}/s), {:.0}% of the input, about {left:.0} s left",
                     self.events,
                     share * 100.0
                 )
             }
-            _ => format!("imported {} events ({rate:.0}/s)   ", self.events),
+            _ => format!("imported {} events ({rate:.0}/s)", self.events),
         }
     }
 }
@@ -249,8 +252,12 @@ fn compact_in_place(store: LmdbStore, data: &Path) -> anyhow::Result<()> {
     let started = Instant::now();
     let before = store.stats()?.disk_bytes;
     let scratch = scratch_dir(data);
+    let mut status = Status::stderr();
     let after = store.compact_to(&scratch, &mut |table, entries| {
-        eprint!("\rcompacting: {table}, {entries} entries      ");
+        status.update(
+            &format!("compacting: {table}"),
+            &format!("compacting: {table}, {entries} entries"),
+        );
     })?;
     let lock = store.close();
     std::fs::rename(scratch.join("data.mdb"), data.join("data.mdb"))
@@ -274,12 +281,12 @@ fn compact_in_place(store: LmdbStore, data: &Path) -> anyhow::Result<()> {
     std::fs::remove_dir_all(&scratch)
         .with_context(|| format!("cannot remove {}", scratch.display()))?;
     drop(lock);
-    eprintln!(
-        "\rcompacted the new database from {:.1} MB to {:.1} MB in {:.1} s      ",
+    status.done(&format!(
+        "compacted the new database from {:.1} MB to {:.1} MB in {:.1} s",
         before as f64 / 1e6,
         after as f64 / 1e6,
         started.elapsed().as_secs_f64()
-    );
+    ));
     Ok(())
 }
 
