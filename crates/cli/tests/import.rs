@@ -116,7 +116,7 @@ fn stored_set_is_independent_of_batches_and_bad_lines() {
 /// events (the committed batches), which a second import then completes.
 #[test]
 fn a_killed_import_leaves_a_database_that_opens() {
-    use std::io::{BufRead, BufReader};
+    use std::io::Write;
     use std::process::{Command, Stdio};
 
     let dir = tempfile::tempdir().unwrap();
@@ -130,30 +130,40 @@ fn a_killed_import_leaves_a_database_that_opens() {
         "-o",
         &path("events.jsonl"),
     ]);
+    let events = std::fs::read_to_string(path("events.jsonl")).unwrap();
     let mut import = Command::new(env!("CARGO_BIN_EXE_nostrwire"))
         .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
-        .args([
-            "import",
-            "--data",
-            &path("db"),
-            "--batch",
-            "500",
-            &path("events.jsonl"),
-        ])
+        .args(["import", "--data", &path("db"), "--batch", "500", "-"])
+        .stdin(Stdio::piped())
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
+        .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    // Progress lines end in `\r`: wait for the second committed batch.
-    let mut stderr = BufReader::new(import.stderr.take().unwrap());
-    let mut line = Vec::new();
-    let mut progress = 0;
-    while progress < 2 {
-        line.clear();
-        if stderr.read_until(b'\r', &mut line).unwrap() == 0 {
-            break;
+    // Two batches, then the input stays open: the import commits them and
+    // waits for more, until it is killed once they can be read.
+    let mut stdin = import.stdin.take().unwrap();
+    for line in events.lines().take(1_000) {
+        writeln!(stdin, "{line}").unwrap();
+    }
+    stdin.flush().unwrap();
+    let committed = || {
+        // Until the import has created the database, nothing to read.
+        if !dir.path().join("db").join("data.mdb").exists() {
+            return 0;
         }
-        progress += usize::from(line.starts_with(b"imported "));
+        let out = Command::new(env!("CARGO_BIN_EXE_nostrwire"))
+            .args(["export", "--data", &path("db")])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).lines().count()
+    };
+    let started = std::time::Instant::now();
+    while committed() == 0 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(120),
+            "the first batches were not committed"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
     }
     import.kill().unwrap();
     let status = import.wait().unwrap();
