@@ -248,6 +248,20 @@ impl Ctx {
 pub async fn run(attack: Attack, run: &Run) -> Outcome {
     let mut out = Outcome::new();
     crate::host::raise_fd_limit();
+    // A relay still busy with an earlier attack would spoil this one's figures.
+    let mut before = relay_state(&run.target).await;
+    for _ in 0..2 {
+        if before != RelayState::Unresponsive {
+            break;
+        }
+        before = relay_state(&run.target).await;
+    }
+    if before != RelayState::Up {
+        out.notes.push(format!(
+            "relay {} before the attack (an earlier attack's doing?): figures unreliable",
+            before.name()
+        ));
+    }
     if attack.needs_seed() && !run.seed_events.is_empty() {
         scenario::seed_events(run, &mut out).await;
     }
@@ -425,7 +439,8 @@ pub async fn run(attack: Attack, run: &Run) -> Outcome {
     }
 
     // After the attack: still up? Every acknowledged event still there?
-    let up = relay_up(&run.target).await;
+    let state = relay_state(&run.target).await;
+    let up = state == RelayState::Up;
     sampling.store(false, Ordering::Relaxed);
     if let Some(s) = sampler {
         let _ = s.await;
@@ -462,8 +477,7 @@ pub async fn run(attack: Attack, run: &Run) -> Outcome {
         out.ops.entry(label).or_default().merge(&stats);
     }
     out.anomalies.merge(&anomalies);
-    out.metrics
-        .insert("relay_up".into(), f64::from(u8::from(up)));
+    out.metrics.insert("relay_state".into(), state.metric());
     let (rss, anon) = (
         peak_rss.load(Ordering::Relaxed),
         peak_anon.load(Ordering::Relaxed),
@@ -483,7 +497,7 @@ pub async fn run(attack: Attack, run: &Run) -> Outcome {
     }
     out.metrics.append(&mut found.metrics);
     out.notes.append(&mut found.notes);
-    out.verdict = Some(verdict(&out, &found, up, lost));
+    out.verdict = Some(verdict(&out, &found, state, lost));
     if let Some(why) = found.unsupported {
         out.status = Status::Unsupported(why);
     }
@@ -503,18 +517,22 @@ async fn reopen<'a>(
 }
 
 /// The verdict: `pass`, `fail: …` or `n/a: …`.
-fn verdict(out: &Outcome, found: &Found, up: bool, lost: Option<usize>) -> String {
+fn verdict(out: &Outcome, found: &Found, state: RelayState, lost: Option<usize>) -> String {
     if let Some(why) = &found.unsupported {
         return format!("n/a: {why}");
     }
     let mut fails = Vec::new();
-    if !up {
-        fails.push("relay down".to_string());
+    match state {
+        RelayState::Up => {}
+        RelayState::Unresponsive => {
+            fails.push("relay unresponsive (accepts connections, answers no REQ)".into())
+        }
+        RelayState::Down => fails.push("relay down".into()),
     }
     match lost {
         Some(0) => {}
         Some(n) => fails.push(format!("{n} acknowledged events lost")),
-        None if up => fails.push("acknowledged events not read back".into()),
+        None if state == RelayState::Up => fails.push("acknowledged events not read back".into()),
         None => {}
     }
     if let Some(f) = &found.failed {
@@ -546,16 +564,67 @@ fn verdict(out: &Outcome, found: &Found, up: bool, lost: Option<usize>) -> Strin
     }
 }
 
-/// Whether the relay completes a handshake (three tries).
-async fn relay_up(target: &Target) -> bool {
+/// How the relay is doing after an attack.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RelayState {
+    /// It completes a handshake and answers a REQ with EOSE.
+    Up,
+    /// It completes a handshake but does not answer a REQ within the timeout.
+    Unresponsive,
+    /// It does not complete a handshake (three tries).
+    Down,
+}
+
+impl RelayState {
+    /// The value of the `relay_state` metric (2 up, 1 unresponsive, 0 down).
+    pub fn metric(self) -> f64 {
+        match self {
+            RelayState::Up => 2.0,
+            RelayState::Unresponsive => 1.0,
+            RelayState::Down => 0.0,
+        }
+    }
+
+    /// The state a `relay_state` metric stands for.
+    pub fn from_metric(v: f64) -> RelayState {
+        if v >= 2.0 {
+            RelayState::Up
+        } else if v >= 1.0 {
+            RelayState::Unresponsive
+        } else {
+            RelayState::Down
+        }
+    }
+
+    /// `up`, `unresponsive` or `down`.
+    pub fn name(self) -> &'static str {
+        match self {
+            RelayState::Up => "up",
+            RelayState::Unresponsive => "unresponsive",
+            RelayState::Down => "down",
+        }
+    }
+}
+
+/// Whether the relay completes a handshake and answers a lookup.
+async fn relay_state(target: &Target) -> RelayState {
     for i in 0..3u64 {
-        if let Ok(c) = Conn::open(target, 0xc0ffee + i).await {
+        if let Ok(mut c) = Conn::open(target, 0xc0ffee + i).await {
+            let filter = Filter {
+                ids: Some(vec![EventId::from_bytes([0x5a; 32])]),
+                ..Filter::new()
+            };
+            let answered = fetch_ids(&mut c, &filter, target.timeout).await.is_ok();
             c.close().await;
-            return true;
+            return if answered {
+                RelayState::Up
+            } else {
+                RelayState::Unresponsive
+            };
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    false
+    RelayState::Down
 }
 
 /// Reads back the acknowledged ids on a new connection; how many are missing.
@@ -1505,10 +1574,10 @@ fn hostile_search_req(sub: &str, terms: usize, rng: &mut Rng) -> Vec<u8> {
     msg
 }
 
-/// Whether the relay answers a one-word search with EOSE and only matching
-/// events; `Err(reason)` when it does not do NIP-50.
+/// Whether the relay answers a search for a word no event contains with
+/// EOSE and nothing else; `Err(reason)` when it does not do NIP-50.
 async fn search_supported(conn: &mut Conn, timeout: Duration) -> Result<(), String> {
-    let term = "nostr";
+    let term = "qxzvjkwpfbqz";
     let filter = Filter {
         kinds: Some(vec![Kind(1)]),
         search: Some(term.into()),
@@ -1539,7 +1608,7 @@ async fn search_supported(conn: &mut Conn, timeout: Duration) -> Result<(), Stri
             }) if subscription_id == sub
                 && !event.content().value().to_lowercase().contains(term) =>
             {
-                return Err("relay ignores `search`".into());
+                return Err("relay ignores `search` (a word no event has matched)".into());
             }
             Ok(RelayMessage::Eose(s)) if s == sub => break,
             Ok(RelayMessage::Closed {

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::abuse::AbuseParams;
+use crate::abuse::{AbuseParams, RelayState};
 use crate::host::Host;
 use crate::runner::{main_op, throughput, RunReport, ScenarioResult};
 use crate::scenario::{Scenario, Status};
@@ -87,8 +87,10 @@ pub struct ResultJson {
 pub struct AbuseJson {
     /// Attack name (without `abuse-`).
     pub attack: String,
-    /// The relay still completed a handshake after the attack.
+    /// The relay still answered a REQ after the attack.
     pub relay_up: bool,
+    /// `up`, `unresponsive` (handshakes, but no answer to a REQ) or `down`.
+    pub relay_state: String,
     /// Peak resident memory of the relay during the attack, MiB.
     pub peak_rss_mib: Option<f64>,
     /// Peak anonymous resident memory (without mapped files), MiB.
@@ -202,6 +204,7 @@ pub fn abuse_json(r: &ScenarioResult) -> Option<AbuseJson> {
     };
     let m = &r.outcome.metrics;
     let mib = |k: &str| m.get(k).map(|v| v / 1024.0);
+    let state = RelayState::from_metric(m.get("relay_state").copied().unwrap_or(0.0));
     let verdict = match (&r.outcome.status, &r.outcome.verdict) {
         (Status::Unsupported(why), _) => format!("n/a: {why}"),
         (_, Some(v)) => v.clone(),
@@ -209,7 +212,8 @@ pub fn abuse_json(r: &ScenarioResult) -> Option<AbuseJson> {
     };
     Some(AbuseJson {
         attack: attack.short_name().to_string(),
-        relay_up: m.get("relay_up").is_some_and(|v| *v > 0.0),
+        relay_up: state == RelayState::Up,
+        relay_state: state.name().to_string(),
         peak_rss_mib: mib("relay_peak_rss_kib"),
         peak_rss_anon_mib: mib("relay_peak_rss_anon_kib"),
         probe_ok_p99_ms: p99(r, "probe:ok"),
@@ -570,7 +574,12 @@ fn abuse_rows(report: &RunReport) -> Vec<[String; 9]> {
             Some([
                 a.attack,
                 r.relay.clone(),
-                if a.relay_up { "yes" } else { "NO" }.into(),
+                match a.relay_state.as_str() {
+                    "up" => "yes",
+                    "unresponsive" => "HUNG",
+                    _ => "NO",
+                }
+                .into(),
                 mem,
                 ms(a.probe_ok_p99_ms),
                 ms(a.probe_eose_p99_ms),

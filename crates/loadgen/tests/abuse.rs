@@ -83,7 +83,7 @@ fn every_attack_reports_a_row_with_a_verdict_and_probe_figures() {
         let ok = &r.outcome.ops["probe:ok"];
         assert!(ok.successes + ok.failure_count() > 0, "{attack}");
         assert!(r.outcome.ops.contains_key("probe:eose"), "{attack}");
-        assert!(r.outcome.metrics.contains_key("relay_up"), "{attack}");
+        assert!(r.outcome.metrics.contains_key("relay_state"), "{attack}");
         if row.relay_up && ok.successes > 0 {
             assert!(
                 row.acked > 0 && row.acked_lost.is_some(),
@@ -101,6 +101,7 @@ fn every_attack_reports_a_row_with_a_verdict_and_probe_figures() {
             .unwrap();
         for field in [
             "relay_up",
+            "relay_state",
             "peak_rss_mib",
             "peak_rss_anon_mib",
             "probe_ok_p99_ms",
