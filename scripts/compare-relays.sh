@@ -407,7 +407,7 @@ run_abuse() {
         echo
         echo "Started by scripts/compare-relays.sh on $(date -u +%Y-%m-%dT%H:%M:%SZ): each relay alone on 127.0.0.1 with a fresh data directory, one attack at a time ($attack_seconds s each${abuse_args:+; $abuse_args}). Method: docs/bench-methodology.md, \"Abuse scenarios\"."
         echo
-        echo "| attack | relay | up | peak RSS / anon MiB | OK p99 ms | EOSE p99 ms | live p99 ms | acked lost | verdict |"
+        echo "| attack | relay | up | peak RSS / anon (+since start) MiB | OK p99 ms | EOSE p99 ms | live p99 ms | acked lost | verdict |"
         echo "|---|---|---|---|---|---|---|---|---|"
         for r in "${relays[@]}"; do
             for a in "${attacks[@]}"; do
@@ -415,7 +415,7 @@ run_abuse() {
                 [ -f "$f" ] || continue
                 jq -r --arg r "$r" '.totals[0].abuse as $x
                     | def ms: if . == null then "–" elif . >= 100 then (. | round | tostring) else ((. * 100 | round) / 100 | tostring) end;
-                    "| \($x.attack) | \($r) | \($x.relay_state) | \(if $x.peak_rss_mib == null then "–" else "\($x.peak_rss_mib | round) / \($x.peak_rss_anon_mib | round)" end) | \($x.probe_ok_p99_ms | ms) | \($x.probe_eose_p99_ms | ms) | \($x.live_delivery_p99_ms | ms) | \(if $x.acked_lost == null then "?" else $x.acked_lost end) of \($x.acked) | \($x.verdict) |"' "$f"
+                    "| \($x.attack) | \($r) | \($x.relay_state) | \(if $x.peak_rss_mib == null then "–" else "\($x.peak_rss_mib | round) / \($x.peak_rss_anon_mib | round)\(if $x.rss_anon_before_mib == null then "" else " (+\([$x.peak_rss_anon_mib - $x.rss_anon_before_mib, 0] | max | round))" end)" end) | \($x.probe_ok_p99_ms | ms) | \($x.probe_eose_p99_ms | ms) | \($x.live_delivery_p99_ms | ms) | \(if $x.acked_lost == null then "?" else $x.acked_lost end) of \($x.acked) | \($x.verdict) |"' "$f"
             done
         done
         echo

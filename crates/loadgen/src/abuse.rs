@@ -262,6 +262,16 @@ pub async fn run(attack: Attack, run: &Run) -> Outcome {
             before.name()
         ));
     }
+    if let Some(pid) = crate::host::listening_pid(run.target.url.port) {
+        for (key, kib) in [
+            ("relay_rss_before_kib", crate::host::rss_kib(pid)),
+            ("relay_rss_anon_before_kib", crate::host::rss_anon_kib(pid)),
+        ] {
+            if let Some(k) = kib {
+                out.metrics.insert(key.into(), k as f64);
+            }
+        }
+    }
     if attack.needs_seed() && !run.seed_events.is_empty() {
         scenario::seed_events(run, &mut out).await;
     }
@@ -524,9 +534,8 @@ fn verdict(out: &Outcome, found: &Found, state: RelayState, lost: Option<usize>)
     let mut fails = Vec::new();
     match state {
         RelayState::Up => {}
-        RelayState::Unresponsive => {
-            fails.push("relay unresponsive (accepts connections, answers no REQ)".into())
-        }
+        RelayState::Unresponsive => fails
+            .push("relay unresponsive (accepts connections; no EOSE or no live delivery)".into()),
         RelayState::Down => fails.push("relay down".into()),
     }
     match lost {
@@ -569,7 +578,8 @@ fn verdict(out: &Outcome, found: &Found, state: RelayState, lost: Option<usize>)
 pub enum RelayState {
     /// It completes a handshake and answers a REQ with EOSE.
     Up,
-    /// It completes a handshake but does not answer a REQ within the timeout.
+    /// It completes a handshake but does not answer a REQ, or does not
+    /// deliver a new event to a live subscription, within the timeout.
     Unresponsive,
     /// It does not complete a handshake (three tries).
     Down,
@@ -606,7 +616,8 @@ impl RelayState {
     }
 }
 
-/// Whether the relay completes a handshake and answers a lookup.
+/// Whether the relay completes a handshake, answers a lookup and
+/// delivers a new event to a live subscription.
 async fn relay_state(target: &Target) -> RelayState {
     for i in 0..3u64 {
         if let Ok(mut c) = Conn::open(target, 0xc0ffee + i).await {
@@ -614,7 +625,8 @@ async fn relay_state(target: &Target) -> RelayState {
                 ids: Some(vec![EventId::from_bytes([0x5a; 32])]),
                 ..Filter::new()
             };
-            let answered = fetch_ids(&mut c, &filter, target.timeout).await.is_ok();
+            let answered = fetch_ids(&mut c, &filter, target.timeout).await.is_ok()
+                && delivers_live(target, &mut c).await;
             c.close().await;
             return if answered {
                 RelayState::Up
@@ -625,6 +637,62 @@ async fn relay_state(target: &Target) -> RelayState {
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     RelayState::Down
+}
+
+/// Subscribes on `conn` to a tag nothing else carries, publishes one event
+/// with it on another connection and waits for it to arrive live. An event
+/// the relay refuses proves nothing either way and counts as delivered.
+async fn delivers_live(target: &Target, conn: &mut Conn) -> bool {
+    let mut rng = run_rng(0xa11e);
+    let tag = format!("nostrwire-alive-{:016x}", rng.next_u64());
+    let filter = Filter {
+        tags: vec![TagCondition {
+            letter: b't',
+            values: vec![tag.clone()],
+        }],
+        ..Filter::new()
+    };
+    let Ok((sub, _)) = subscribe(conn, &filter, target.timeout).await else {
+        return false;
+    };
+    let keys = fresh_keys(&mut rng);
+    let ev = UnsignedEvent::new(
+        &keys,
+        Timestamp::now(),
+        Kind(1),
+        vec![Tag::from_strs(&["t", &tag])],
+        "still delivering?",
+    )
+    .sign(&keys);
+    let Ok(mut publisher) = Conn::open(target, rng.next_u64()).await else {
+        return false;
+    };
+    let ok = publish_one(&mut publisher, &ev, target.timeout).await;
+    publisher.close().await;
+    match ok {
+        Ok((true, _)) => {}
+        Ok((false, _)) => return true,
+        Err(_) => return false,
+    }
+    let deadline = tokio::time::Instant::now() + target.timeout;
+    loop {
+        let incoming = match timeout_at(deadline, conn.reader.next()).await {
+            Ok(Ok(i)) => i,
+            _ => return false,
+        };
+        let Incoming::Text(t) = incoming else {
+            continue;
+        };
+        if let Ok(RelayMessage::Event {
+            subscription_id,
+            event,
+        }) = RelayMessage::parse(t)
+        {
+            if subscription_id == sub && *event.id() == ev.id {
+                return true;
+            }
+        }
+    }
 }
 
 /// Reads back the acknowledged ids on a new connection; how many are missing.

@@ -95,6 +95,9 @@ pub struct AbuseJson {
     pub peak_rss_mib: Option<f64>,
     /// Peak anonymous resident memory (without mapped files), MiB.
     pub peak_rss_anon_mib: Option<f64>,
+    /// Anonymous resident memory before the attack, MiB (earlier attacks
+    /// of the same run may have left some).
+    pub rss_anon_before_mib: Option<f64>,
     /// p99 of the probe's EVENT → OK, ms (none if nothing succeeded).
     pub probe_ok_p99_ms: Option<f64>,
     /// p99 of the probe's REQ → EOSE, ms.
@@ -216,6 +219,7 @@ pub fn abuse_json(r: &ScenarioResult) -> Option<AbuseJson> {
         relay_state: state.name().to_string(),
         peak_rss_mib: mib("relay_peak_rss_kib"),
         peak_rss_anon_mib: mib("relay_peak_rss_anon_kib"),
+        rss_anon_before_mib: mib("relay_rss_anon_before_kib"),
         probe_ok_p99_ms: p99(r, "probe:ok"),
         probe_eose_p99_ms: p99(r, "probe:eose"),
         live_delivery_p99_ms: p99(r, "probe:delivery"),
@@ -551,7 +555,7 @@ const ABUSE_HEADERS: [&str; 9] = [
     "attack",
     "relay",
     "up",
-    "peak RSS / anon MiB",
+    "peak RSS / anon (+since start) MiB",
     "OK p99 ms",
     "EOSE p99 ms",
     "live p99 ms",
@@ -567,8 +571,11 @@ fn abuse_rows(report: &RunReport) -> Vec<[String; 9]> {
         .iter()
         .filter_map(|r| {
             let a = abuse_json(r)?;
-            let mem = match (a.peak_rss_mib, a.peak_rss_anon_mib) {
-                (Some(rss), Some(anon)) => format!("{rss:.0} / {anon:.0}"),
+            let mem = match (a.peak_rss_mib, a.peak_rss_anon_mib, a.rss_anon_before_mib) {
+                (Some(rss), Some(anon), Some(before)) => {
+                    format!("{rss:.0} / {anon:.0} (+{:.0})", (anon - before).max(0.0))
+                }
+                (Some(rss), Some(anon), None) => format!("{rss:.0} / {anon:.0}"),
                 _ => "–".into(),
             };
             Some([

@@ -51,7 +51,7 @@ fn every_attack_reports_a_row_with_a_verdict_and_probe_figures() {
     assert_eq!(run.totals.len(), Attack::ALL.len());
     let json = serde_json::to_value(report::json(&run)).unwrap();
     let table = report::table(&run);
-    assert!(table.contains("peak RSS / anon MiB"), "{table}");
+    assert!(table.contains("peak RSS / anon"), "{table}");
     for (r, attack) in run.totals.iter().zip(Attack::ALL) {
         assert_eq!(r.scenario, Scenario::Abuse(attack));
         let row = report::abuse_json(r).unwrap();
