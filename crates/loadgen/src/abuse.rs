@@ -507,6 +507,16 @@ pub async fn run(attack: Attack, run: &Run) -> Outcome {
     }
     out.metrics.append(&mut found.metrics);
     out.notes.append(&mut found.notes);
+    // A relay that stopped answering also fails the support checks: that is
+    // not a missing feature.
+    if state != RelayState::Up {
+        if let Some(why) = found.unsupported.take() {
+            out.notes.push(format!(
+                "support check failed ({why}), but the relay is {}",
+                state.name()
+            ));
+        }
+    }
     out.verdict = Some(verdict(&out, &found, state, lost));
     if let Some(why) = found.unsupported {
         out.status = Status::Unsupported(why);
