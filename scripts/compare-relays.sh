@@ -14,12 +14,20 @@
 # Usage: scripts/compare-relays.sh [--peers LIST] [--scenarios LIST] [--count N]
 #            [--duration S] [--rounds R] [--connections N] [--timeout S]
 #            [--out DIR] [--no-ours] [--install-only] [--disk]
+#            [--attack-seconds S] [--abuse-args "FLAGS"]
 #   --timeout is how long the load tester waits for any one answer (default 5 s):
 #   a relay that leaves some events unanswered (rnostr does, for a few corpus
 #   follow lists) stalls that connection for this long each time.
 #   --disk stops every relay after the run (SIGTERM; ours once its trailing
 #   indexes are written) and adds disk.md: each data directory's size after
 #   the same events, and the JSON of the events ours kept (`nostrwire export`).
+#   Abuse scenarios (`abuse` for all, or `abuse-slow-readers`, …) run apart:
+#   one relay at a time on a fresh data directory, one attack at a time; a
+#   relay an attack leaves down or unresponsive is recorded as such and
+#   restarted (same data directory) for the next attack. They write
+#   abuse.{txt,md,json} and abuse/<relay>-<attack>.{txt,json}.
+#   --attack-seconds is each attack's length; --abuse-args passes more
+#   `nostrwire load` flags (e.g. "--idle-flood 2000 --probe-rate 20").
 #   LIST is comma-separated. Peers: khatru-lmdb, khatru-badger, nostr-rs-relay, rnostr.
 #   Environment: PEERS_DIR (installed peers, default ~/.cache/nostrwire-peers);
 #   NOSTRWIRE_BIN (a built nostrwire binary; default: build target/release/nostrwire).
@@ -38,6 +46,8 @@ out=""
 ours=1
 install_only=0
 disk=0
+attack_seconds=15
+abuse_args=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --peers) peers=$2; shift 2 ;;
@@ -51,10 +61,26 @@ while [ $# -gt 0 ]; do
         --no-ours) ours=0; shift ;;
         --install-only) install_only=1; shift ;;
         --disk) disk=1; shift ;;
-        -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+        --attack-seconds) attack_seconds=$2; shift 2 ;;
+        --abuse-args) abuse_args=$2; shift 2 ;;
+        -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
         *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
+
+# Abuse scenarios run apart from the others (see the usage above).
+ABUSE_ATTACKS="abuse-slow-readers abuse-idle-flood abuse-oversized-subs abuse-deflate-bomb abuse-quadratic-json abuse-hostile-search abuse-deletion-undo abuse-auth-relayed"
+normal=()
+attacks=()
+IFS=',' read -r -a scenario_list <<<"$scenarios"
+for sc in "${scenario_list[@]}"; do
+    case "$sc" in
+        abuse) read -r -a all_attacks <<<"$ABUSE_ATTACKS"; attacks+=("${all_attacks[@]}") ;;
+        abuse-*) attacks+=("$sc") ;;
+        *) normal+=("$sc") ;;
+    esac
+done
+scenarios=$(IFS=','; echo "${normal[*]}")
 
 # Pinned peer versions (see docs/bench-methodology.md).
 KHATRU_VERSION=v0.19.0
@@ -296,6 +322,119 @@ if [ -z "$NW" ]; then
     CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-1} cargo build --release --locked -q -p nostrwire
     NW="$ROOT/target/release/nostrwire"
 fi
+
+# Stops one relay: SIGTERM, then SIGKILL if it has not gone within 10 s
+# (a relay wedged by an attack may not shut down).
+stop_pid() {
+    local pid=$1
+    kill -TERM "$pid" 2>/dev/null || return 0
+    for _ in $(seq 1 100); do
+        kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; return 0; }
+        sleep 0.1
+    done
+    log "pid $pid ignored SIGTERM for 10 s: SIGKILL"
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+}
+
+# Starts relay $1 (nostrwire or a peer) on port $2 with the data directory
+# it had before (or a new one); sets abuse_url and abuse_pid.
+start_one() {
+    local name=$1
+    port=$2
+    if [ "$name" = nostrwire ]; then start_ours; else start_peer "$name"; fi || return 1
+    abuse_url=${urls[${#urls[@]}-1]}
+    abuse_pid=${pids[${#pids[@]}-1]}
+}
+
+run_abuse() {
+    mkdir -p "$out/abuse"
+    local relays=() status_lines=()
+    [ "$ours" = 1 ] && relays+=(nostrwire)
+    local peer_list=()
+    [ -z "$peers" ] || IFS=',' read -r -a peer_list <<<"$peers"
+    relays+=("${peer_list[@]}")
+    # shellcheck disable=SC2206
+    local extra=($abuse_args)
+    local rport=7890
+    : >"$out/abuse.txt"
+    for r in "${relays[@]}"; do
+        local dir="$work/$r"
+        [ "$r" != nostrwire ] || dir="$work/ours"
+        rm -rf "$dir"
+        log "abuse: starting $r on a fresh data directory"
+        if ! start_one "$r" "$rport"; then
+            log "skipping $r"
+            continue
+        fi
+        for a in "${attacks[@]}"; do
+            if ! kill -0 "$abuse_pid" 2>/dev/null; then
+                log "abuse: $r is not running: restarting it"
+                start_one "$r" "$rport" || { log "abuse: $r does not restart"; break; }
+            fi
+            log "abuse: $a against $r"
+            local base="$out/abuse/$r-$a"
+            "$NW" load --relay "$abuse_url" --scenario "$a" --rounds 1 \
+                --timeout "$timeout" --duration "$duration" --connections "$connections" \
+                --attack-seconds "$attack_seconds" "${extra[@]}" --quiet \
+                --report "$base.json" >"$base.txt" 2>&1 ||
+                log "abuse: $a against $r: nostrwire load failed (see $base.txt)"
+            sed "s#$abuse_url#$r#g" "$base.txt" >>"$out/abuse.txt"
+            local state=unknown
+            [ -f "$base.json" ] && state=$(jq -r '.totals[0].abuse.relay_state // "unknown"' "$base.json")
+            if ! kill -0 "$abuse_pid" 2>/dev/null; then
+                status_lines+=("- $a: $r exited during the attack; restarted for the next one")
+                wait "$abuse_pid" 2>/dev/null || true
+                start_one "$r" "$rport" || { log "abuse: $r does not restart"; break; }
+            elif [ "$state" != up ]; then
+                status_lines+=("- $a: $r $state after the attack; restarted for the next one")
+                stop_pid "$abuse_pid"
+                start_one "$r" "$rport" || { log "abuse: $r does not restart"; break; }
+            fi
+        done
+        stop_pid "$abuse_pid"
+        rport=$((rport + 1))
+    done
+    # One table over every relay and attack.
+    shopt -s nullglob
+    local reports=("$out"/abuse/*.json)
+    shopt -u nullglob
+    [ "${#reports[@]}" -gt 0 ] || { log "abuse: no report written"; return 1; }
+    jq -s '[.[] | .totals[] | {relay: .relay} + .abuse + {notes: .notes}]' "${reports[@]}" \
+        >"$out/abuse.json"
+    {
+        echo "# Abuse scenarios"
+        echo
+        echo "Started by scripts/compare-relays.sh on $(date -u +%Y-%m-%dT%H:%M:%SZ): each relay alone on 127.0.0.1 with a fresh data directory, one attack at a time ($attack_seconds s each${abuse_args:+; $abuse_args}). Method: docs/bench-methodology.md, \"Abuse scenarios\"."
+        echo
+        echo "| attack | relay | up | peak RSS / anon (+since start) MiB | OK p99 ms | EOSE p99 ms | live p99 ms | acked lost | verdict |"
+        echo "|---|---|---|---|---|---|---|---|---|"
+        for r in "${relays[@]}"; do
+            for a in "${attacks[@]}"; do
+                local f="$out/abuse/$r-$a.json"
+                [ -f "$f" ] || continue
+                jq -r --arg r "$r" '.totals[0].abuse as $x
+                    | def ms: if . == null then "–" elif . >= 100 then (. | round | tostring) else ((. * 100 | round) / 100 | tostring) end;
+                    "| \($x.attack) | \($r) | \($x.relay_state) | \(if $x.peak_rss_mib == null then "–" else "\($x.peak_rss_mib | round) / \($x.peak_rss_anon_mib | round)\(if $x.rss_anon_before_mib == null then "" else " (+\([$x.peak_rss_anon_mib - $x.rss_anon_before_mib, 0] | max | round))" end)" end) | \($x.probe_ok_p99_ms | ms) | \($x.probe_eose_p99_ms | ms) | \($x.live_delivery_p99_ms | ms) | \(if $x.acked_lost == null then "?" else $x.acked_lost end) of \($x.acked) | \($x.verdict) |"' "$f"
+            done
+        done
+        echo
+        printf '%s\n' "${status_lines[@]}"
+    } >"$out/abuse.md"
+    cat "$out/abuse.md"
+}
+
+if [ "${#normal[@]}" -eq 0 ]; then
+    run_abuse
+    {
+        echo "# Relays in this run"
+        echo
+        echo "| relay | version | config | durability |"
+        echo "|---|---|---|---|"
+        printf '%s\n' "${describe[@]}" | awk '!seen[$0]++'
+    } >"$out/peers.md"
+    exit 0
+fi
 if [ "$ours" = 1 ]; then
     start_ours || { log "our relay did not start; see $work/ours.log"; exit 1; }
 fi
@@ -366,4 +505,11 @@ if [ "$disk" = 1 ]; then
         done
     } >"$out/disk.md"
     cat "$out/disk.md"
+fi
+
+# Abuse scenarios given beside others: after them, every relay stopped first.
+if [ "${#attacks[@]}" -gt 0 ]; then
+    for pid in "${pids[@]}"; do stop_pid "$pid"; done
+    pids=()
+    run_abuse
 fi

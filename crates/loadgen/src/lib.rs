@@ -17,6 +17,8 @@
 //!   that real traffic does not repeat.
 //! - [`scenario`]: closed- and open-loop publishing, bursts, queries, mixed,
 //!   concurrent, fan-out, large events, idle connections, search.
+//! - [`abuse`]: hostile clients (slow readers, connection floods, oversized
+//!   subscriptions, compression bombs, …) while a probe measures the relay.
 //! - [`stats`] and [`report`]: HDR histograms, failures by reason, bytes,
 //!   client CPU; table, JSON, Markdown, SVG.
 //! - [`runner`]: the run, with interleaved rounds over several relays.
@@ -25,6 +27,7 @@
 
 use std::path::PathBuf;
 
+pub mod abuse;
 pub mod client;
 pub mod host;
 pub mod renew;

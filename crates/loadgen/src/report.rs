@@ -5,9 +5,10 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use crate::abuse::{AbuseParams, RelayState};
 use crate::host::Host;
 use crate::runner::{main_op, throughput, RunReport, ScenarioResult};
-use crate::scenario::Status;
+use crate::scenario::{Scenario, Status};
 use crate::stats::{OpStats, Percentiles};
 
 /// Labels whose throughput is not a measurement (setup work).
@@ -76,6 +77,42 @@ pub struct ResultJson {
     pub metrics: BTreeMap<String, f64>,
     /// Remarks.
     pub notes: Vec<String>,
+    /// The abuse summary (abuse scenarios only).
+    pub abuse: Option<AbuseJson>,
+}
+
+/// One row of the abuse table: what an attack did to the relay and to
+/// the probe that kept using it.
+#[derive(Debug, Serialize)]
+pub struct AbuseJson {
+    /// Attack name (without `abuse-`).
+    pub attack: String,
+    /// The relay still answered a REQ after the attack.
+    pub relay_up: bool,
+    /// `up`, `unresponsive` (handshakes, but no answer to a REQ) or `down`.
+    pub relay_state: String,
+    /// Peak resident memory of the relay during the attack, MiB.
+    pub peak_rss_mib: Option<f64>,
+    /// Peak anonymous resident memory (without mapped files), MiB.
+    pub peak_rss_anon_mib: Option<f64>,
+    /// Anonymous resident memory before the attack, MiB (earlier attacks
+    /// of the same run may have left some).
+    pub rss_anon_before_mib: Option<f64>,
+    /// p99 of the probe's EVENT → OK, ms (none if nothing succeeded).
+    pub probe_ok_p99_ms: Option<f64>,
+    /// p99 of the probe's REQ → EOSE, ms.
+    pub probe_eose_p99_ms: Option<f64>,
+    /// p99 of the probe's events' delivery to a live subscriber, ms.
+    pub live_delivery_p99_ms: Option<f64>,
+    /// p99 of the probe's new connections (handshake), ms.
+    pub probe_connect_p99_ms: Option<f64>,
+    /// Probe events the relay answered `OK true`.
+    pub acked: u64,
+    /// Of those, not returned by an id lookup after the attack (none when
+    /// the relay was down or the lookup failed).
+    pub acked_lost: Option<u64>,
+    /// `pass`, `pass: …`, `fail: …` or `n/a: …`.
+    pub verdict: String,
 }
 
 /// A relay's figures relative to the first relay's.
@@ -120,6 +157,7 @@ pub struct SettingsJson {
     large_events: usize,
     seed_events: usize,
     threads: Option<usize>,
+    abuse: Option<AbuseParams>,
 }
 
 /// The whole JSON report.
@@ -157,6 +195,41 @@ fn op_json(label: &str, s: &OpStats, elapsed: f64) -> OpJson {
     }
 }
 
+fn p99(r: &ScenarioResult, label: &str) -> Option<f64> {
+    let s = r.outcome.ops.get(label)?;
+    (s.successes > 0).then(|| s.percentiles().p99)
+}
+
+/// The abuse row of a result (`None` for other scenarios).
+pub fn abuse_json(r: &ScenarioResult) -> Option<AbuseJson> {
+    let Scenario::Abuse(attack) = r.scenario else {
+        return None;
+    };
+    let m = &r.outcome.metrics;
+    let mib = |k: &str| m.get(k).map(|v| v / 1024.0);
+    let state = RelayState::from_metric(m.get("relay_state").copied().unwrap_or(0.0));
+    let verdict = match (&r.outcome.status, &r.outcome.verdict) {
+        (Status::Unsupported(why), _) => format!("n/a: {why}"),
+        (_, Some(v)) => v.clone(),
+        (_, None) => "–".into(),
+    };
+    Some(AbuseJson {
+        attack: attack.short_name().to_string(),
+        relay_up: state == RelayState::Up,
+        relay_state: state.name().to_string(),
+        peak_rss_mib: mib("relay_peak_rss_kib"),
+        peak_rss_anon_mib: mib("relay_peak_rss_anon_kib"),
+        rss_anon_before_mib: mib("relay_rss_anon_before_kib"),
+        probe_ok_p99_ms: p99(r, "probe:ok"),
+        probe_eose_p99_ms: p99(r, "probe:eose"),
+        live_delivery_p99_ms: p99(r, "probe:delivery"),
+        probe_connect_p99_ms: p99(r, "probe:connect"),
+        acked: m.get("acked").map_or(0, |v| *v as u64),
+        acked_lost: m.get("acked_lost").map(|v| *v as u64),
+        verdict,
+    })
+}
+
 fn result_json(r: &ScenarioResult) -> ResultJson {
     let elapsed = r.outcome.elapsed.as_secs_f64();
     let (status, reason) = match &r.outcome.status {
@@ -190,6 +263,7 @@ fn result_json(r: &ScenarioResult) -> ResultJson {
         failure_examples: r.outcome.anomalies.samples.clone(),
         metrics: r.outcome.metrics.clone(),
         notes: r.outcome.notes.clone(),
+        abuse: abuse_json(r),
     }
 }
 
@@ -257,6 +331,11 @@ pub fn json(report: &RunReport) -> JsonReport {
             large_events: s.large_events,
             seed_events: s.seed_events,
             threads: s.threads,
+            abuse: s
+                .scenarios
+                .iter()
+                .any(|x| matches!(x, Scenario::Abuse(_)))
+                .then(|| s.abuse.clone()),
         },
         prepared_events: report.preparation.events,
         preparation_s: report.preparation.elapsed.as_secs_f64(),
@@ -298,6 +377,9 @@ fn fmt_bytes(b: u64) -> String {
 fn rows(report: &RunReport) -> Vec<[String; 12]> {
     let mut out = Vec::new();
     for r in &report.totals {
+        if matches!(r.scenario, Scenario::Abuse(_)) {
+            continue;
+        }
         if let Status::Unsupported(_) = &r.outcome.status {
             let mut row: [String; 12] = Default::default();
             row[0] = r.scenario.name().into();
@@ -431,10 +513,13 @@ pub fn table(report: &RunReport) -> String {
         }
         let _ = writeln!(out, "{}", s.trim_end());
     };
-    line(&HEADERS.map(String::from), &mut out);
-    for r in &rows {
-        line(r, &mut out);
+    if !rows.is_empty() {
+        line(&HEADERS.map(String::from), &mut out);
+        for r in &rows {
+            line(r, &mut out);
+        }
     }
+    out.push_str(&abuse_table(report));
     for d in details(report) {
         let _ = writeln!(out, "  {d}");
     }
@@ -462,6 +547,91 @@ pub fn table(report: &RunReport) -> String {
                     .join(" ")
             );
         }
+    }
+    out
+}
+
+const ABUSE_HEADERS: [&str; 9] = [
+    "attack",
+    "relay",
+    "up",
+    "peak RSS / anon (+since start) MiB",
+    "OK p99 ms",
+    "EOSE p99 ms",
+    "live p99 ms",
+    "acked lost",
+    "verdict",
+];
+
+/// One row per abuse scenario × relay.
+fn abuse_rows(report: &RunReport) -> Vec<[String; 9]> {
+    let ms = |v: Option<f64>| v.map_or("–".into(), fmt_ms);
+    report
+        .totals
+        .iter()
+        .filter_map(|r| {
+            let a = abuse_json(r)?;
+            let mem = match (a.peak_rss_mib, a.peak_rss_anon_mib, a.rss_anon_before_mib) {
+                (Some(rss), Some(anon), Some(before)) => {
+                    format!("{rss:.0} / {anon:.0} (+{:.0})", (anon - before).max(0.0))
+                }
+                (Some(rss), Some(anon), None) => format!("{rss:.0} / {anon:.0}"),
+                _ => "–".into(),
+            };
+            Some([
+                a.attack,
+                r.relay.clone(),
+                match a.relay_state.as_str() {
+                    "up" => "yes",
+                    "unresponsive" => "HUNG",
+                    _ => "NO",
+                }
+                .into(),
+                mem,
+                ms(a.probe_ok_p99_ms),
+                ms(a.probe_eose_p99_ms),
+                ms(a.live_delivery_p99_ms),
+                match a.acked_lost {
+                    Some(n) => format!("{n} of {}", a.acked),
+                    None => format!("? of {}", a.acked),
+                },
+                a.verdict,
+            ])
+        })
+        .collect()
+}
+
+/// The abuse table (empty when no abuse scenario ran).
+fn abuse_table(report: &RunReport) -> String {
+    let rows = abuse_rows(report);
+    let mut out = String::new();
+    if rows.is_empty() {
+        return out;
+    }
+    let mut widths: Vec<usize> = ABUSE_HEADERS.iter().map(|h| h.chars().count()).collect();
+    for r in &rows {
+        for (i, c) in r.iter().enumerate() {
+            widths[i] = widths[i].max(c.chars().count());
+        }
+    }
+    let right = |i: usize| (3..8).contains(&i);
+    let mut line = |cells: &[String]| {
+        let mut s = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            let pad = " ".repeat(widths[i] - c.chars().count());
+            if i + 1 == cells.len() {
+                s.push_str(c);
+            } else if right(i) {
+                let _ = write!(s, "{pad}{c}  ");
+            } else {
+                let _ = write!(s, "{c}{pad}  ");
+            }
+        }
+        let _ = writeln!(out, "{}", s.trim_end());
+    };
+    line(&ABUSE_HEADERS.map(String::from));
+    for r in &rows {
+        line(r);
     }
     out
 }
@@ -504,12 +674,24 @@ pub fn markdown(report: &RunReport, chart: Option<&str>) -> String {
         report.preparation.events,
         report.preparation.elapsed.as_secs_f64()
     );
-    let _ = writeln!(out, "| {} |", HEADERS.join(" | "));
-    let _ = writeln!(out, "|{}", "---|".repeat(HEADERS.len()));
-    for r in rows(report) {
-        let _ = writeln!(out, "| {} |", r.join(" | "));
+    let rows = rows(report);
+    if !rows.is_empty() {
+        let _ = writeln!(out, "| {} |", HEADERS.join(" | "));
+        let _ = writeln!(out, "|{}", "---|".repeat(HEADERS.len()));
+        for r in rows {
+            let _ = writeln!(out, "| {} |", r.join(" | "));
+        }
+        let _ = writeln!(out);
     }
-    let _ = writeln!(out);
+    let abuse = abuse_rows(report);
+    if !abuse.is_empty() {
+        let _ = writeln!(out, "| {} |", ABUSE_HEADERS.join(" | "));
+        let _ = writeln!(out, "|{}", "---|".repeat(ABUSE_HEADERS.len()));
+        for r in abuse {
+            let _ = writeln!(out, "| {} |", r.join(" | "));
+        }
+        let _ = writeln!(out);
+    }
     for d in details(report) {
         let _ = writeln!(out, "- {d}");
     }

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 use nostrwire_event::{Keys, Tag, Timestamp};
 
+use crate::abuse::{AbuseParams, Attack};
 use crate::client::{Conn, Target};
 use crate::host::{self, Host};
 use crate::scenario::{self, Outcome, Params, Run, Scenario};
@@ -63,6 +64,8 @@ pub struct Settings {
     pub threads: Option<usize>,
     /// Draw a progress bar on standard error (when it is a terminal).
     pub progress: bool,
+    /// Sizes of the abuse scenarios.
+    pub abuse: AbuseParams,
 }
 
 impl Settings {
@@ -91,6 +94,7 @@ impl Settings {
             newest: None,
             threads: None,
             progress: true,
+            abuse: AbuseParams::default(),
         }
     }
 
@@ -128,6 +132,13 @@ impl Settings {
         if !(self.rate.is_finite() && self.rate > 0.0) {
             return Err(Error::Usage("--rate must be a positive number".into()));
         }
+        let a = &self.abuse;
+        let positive = |v: f64| v.is_finite() && v > 0.0;
+        if !positive(a.seconds) || !positive(a.probe_rate) {
+            return Err(Error::Usage(
+                "--attack-seconds and --probe-rate must be positive".into(),
+            ));
+        }
         if self.scenarios.is_empty() {
             return Err(Error::Usage("no scenario given".into()));
         }
@@ -145,6 +156,7 @@ impl Settings {
             idle_connections: self.idle_connections,
             queries: self.count,
             seed: self.seed,
+            abuse: self.abuse.clone(),
         }
     }
 }
@@ -209,6 +221,17 @@ impl ScenarioResult {
         }
         if let scenario::Status::Unsupported(r) = &other.outcome.status {
             self.outcome.status = scenario::Status::Unsupported(r.clone());
+        }
+        // The worst verdict of the rounds stands.
+        if let Some(v) = &other.outcome.verdict {
+            let worse = self
+                .outcome
+                .verdict
+                .as_ref()
+                .is_none_or(|mine| !mine.starts_with("fail") && v.starts_with("fail"));
+            if worse {
+                self.outcome.verdict = Some(v.clone());
+            }
         }
         self.bytes_in += other.bytes_in;
         self.bytes_out += other.bytes_out;
@@ -285,6 +308,14 @@ fn planned(s: &Settings, sc: Scenario) -> usize {
             .max(1),
         Scenario::Large => s.large_events.min(s.count),
         Scenario::Connections => 0,
+        Scenario::Abuse(a) => {
+            let seeds = if a.needs_seed() {
+                s.seed_events.min(s.count)
+            } else {
+                0
+            };
+            s.abuse.probe_events() + seeds
+        }
     }
 }
 
@@ -317,6 +348,33 @@ impl Sources {
             newest: Timestamp::new(last).unwrap_or(Timestamp::MAX),
             extra_tag,
         }
+    }
+
+    /// Kind-1 events with a `t` tag unique to the run, attack and round
+    /// (the abuse probe's events).
+    fn marked(
+        &mut self,
+        s: &Settings,
+        stream: u64,
+        count: usize,
+        attack: Attack,
+        round: usize,
+    ) -> Vec<Prepared> {
+        let marker = Tag::from_strs(&[
+            "t",
+            &format!(
+                "nostrwire-{}-{}-{}-{round}",
+                attack.name(),
+                s.seed,
+                self.newest
+            ),
+        ]);
+        let spec = self.spec(s, stream, count, Some(marker));
+        let shapes = &self.shapes;
+        workload::generate(&spec, &self.keys, |rng| {
+            let sh = shapes.sample(1, rng);
+            (1, sh.tags.clone(), sh.content.clone())
+        })
     }
 
     /// Next `count` events: replayed (each used once per run) or generated.
@@ -381,6 +439,17 @@ impl Sources {
                 let own = self.publishable(s, stream + 500_001, seeds / scenario::SYNC_DIFF_EVERY);
                 (own, relay)
             }
+            Scenario::Abuse(a) => {
+                let seeds = if a.needs_seed() {
+                    self.publishable(s, stream + 500_001, s.seed_events.min(s.count))
+                } else {
+                    Vec::new()
+                };
+                (
+                    self.marked(s, stream, s.abuse.probe_events(), a, round),
+                    seeds,
+                )
+            }
             Scenario::Search => {
                 let spec = self.spec(s, stream, n, None);
                 let shapes = &self.shapes;
@@ -403,7 +472,7 @@ fn expected_ops(s: &Settings, sc: Scenario, events: usize) -> u64 {
         Scenario::Sync => s.count as u64,
         Scenario::Connections => s.idle_connections as u64,
         Scenario::Fanout => (events * (s.subscribers + 1)) as u64,
-        Scenario::Concurrent => 0,
+        Scenario::Concurrent | Scenario::Abuse(_) => 0,
         _ => events as u64,
     }
 }
@@ -602,6 +671,7 @@ pub fn main_op(r: &ScenarioResult) -> Option<String> {
         Scenario::Large => "publish",
         Scenario::Search => "search",
         Scenario::Sync => "sync:negentropy",
+        Scenario::Abuse(_) => "probe:ok",
         _ => "publish",
     };
     if r.outcome.ops.contains_key(preferred) {

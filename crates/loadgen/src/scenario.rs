@@ -15,6 +15,7 @@ use nostrwire_event::{
 use tokio::sync::{watch, Semaphore};
 use tokio::time::timeout_at;
 
+use crate::abuse::{AbuseParams, Attack};
 use crate::client::{Anomalies, Conn, Query, QueryOutcome, Target};
 use crate::stats::{message_prefix, Failure, OpStats};
 use crate::workload::Prepared;
@@ -51,6 +52,9 @@ pub enum Scenario {
     /// (`{"limit":1000}`): the large-answer case that transport encodings
     /// and compression are about.
     Dump,
+    /// One attack by hostile clients while a probe keeps publishing and
+    /// querying (`abuse-…`; `abuse` runs them all).
+    Abuse(Attack),
 }
 
 impl Scenario {
@@ -100,12 +104,34 @@ impl Scenario {
             Scenario::Search => "search",
             Scenario::Sync => "sync",
             Scenario::Dump => "dump",
+            Scenario::Abuse(a) => a.name(),
         }
     }
 
-    /// Position in [`Scenario::ALL`] (stable; used to derive event streams).
+    /// Every abuse scenario, in the order `abuse` runs them.
+    pub fn abuse() -> impl Iterator<Item = Scenario> {
+        Attack::ALL.into_iter().map(Scenario::Abuse)
+    }
+
+    /// The scenarios a command-line name stands for: `all` (every load
+    /// scenario), `abuse` (every attack) or one scenario.
+    pub fn expand(name: &str) -> Result<Vec<Scenario>, Error> {
+        match name {
+            "all" => Ok(Scenario::ALL.to_vec()),
+            "abuse" => Ok(Scenario::abuse().collect()),
+            _ => Ok(vec![name.parse()?]),
+        }
+    }
+
+    /// Position in [`Scenario::ALL`], then the attacks (stable; used to
+    /// derive event streams).
     pub fn index(self) -> u64 {
-        Scenario::ALL.iter().position(|s| *s == self).unwrap_or(0) as u64
+        match self {
+            Scenario::Abuse(a) => {
+                (Scenario::ALL.len() + Attack::ALL.iter().position(|x| *x == a).unwrap_or(0)) as u64
+            }
+            _ => Scenario::ALL.iter().position(|s| *s == self).unwrap_or(0) as u64,
+        }
     }
 }
 
@@ -121,11 +147,17 @@ impl FromStr for Scenario {
         Scenario::ALL
             .iter()
             .copied()
+            .chain(Scenario::abuse())
             .find(|sc| sc.name() == s)
             .ok_or_else(|| {
-                let names: Vec<_> = Scenario::ALL.iter().map(|s| s.name()).collect();
+                let names: Vec<_> = Scenario::ALL
+                    .iter()
+                    .copied()
+                    .chain(Scenario::abuse())
+                    .map(|s| s.name())
+                    .collect();
                 Error::Usage(format!(
-                    "unknown scenario `{s}` (one of: {}, all)",
+                    "unknown scenario `{s}` (one of: {}, all, abuse)",
                     names.join(", ")
                 ))
             })
@@ -162,6 +194,8 @@ pub struct Params {
     pub queries: usize,
     /// Seed for connection-level randomness.
     pub seed: u64,
+    /// Sizes of the abuse scenarios.
+    pub abuse: AbuseParams,
 }
 
 /// Everything a scenario produced.
@@ -179,10 +213,12 @@ pub struct Outcome {
     pub metrics: BTreeMap<String, f64>,
     /// Remarks for the report.
     pub notes: Vec<String>,
+    /// The verdict of an abuse scenario: `pass`, `fail: …` or `n/a: …`.
+    pub verdict: Option<String>,
 }
 
 impl Outcome {
-    fn new() -> Outcome {
+    pub(crate) fn new() -> Outcome {
         Outcome {
             status: Status::Completed,
             elapsed: Duration::ZERO,
@@ -190,6 +226,7 @@ impl Outcome {
             anomalies: Anomalies::default(),
             metrics: BTreeMap::new(),
             notes: Vec::new(),
+            verdict: None,
         }
     }
 
@@ -237,7 +274,7 @@ pub struct Run {
 }
 
 impl Run {
-    fn tick(&self) {
+    pub(crate) fn tick(&self) {
         self.progress.fetch_add(1, Ordering::Relaxed);
     }
 }
@@ -291,6 +328,7 @@ pub async fn run(scenario: Scenario, run: &Run) -> Outcome {
         Scenario::Connections => connections(run).await,
         Scenario::Search => search(run).await,
         Scenario::Sync => sync(run).await,
+        Scenario::Abuse(a) => crate::abuse::run(a, run).await,
     }
 }
 
@@ -701,6 +739,11 @@ struct Seeded {
 
 /// Kinds a NIP-42 relay may withhold from unauthenticated readers.
 const PRIVATE_KINDS: [u16; 2] = [4, 1059];
+
+/// Stores the run's seed events (closed loop, timed as `seed`).
+pub(crate) async fn seed_events(run: &Run, out: &mut Outcome) {
+    seed(run, out).await;
+}
 
 async fn seed(run: &Run, out: &mut Outcome) -> Seeded {
     let conns = open_conns(run, run.params.connections, out, "seed").await;

@@ -247,6 +247,23 @@ impl WsWriter {
         self.buf.len()
     }
 
+    /// Whether permessage-deflate was negotiated (messages are compressed).
+    pub fn compresses(&self) -> bool {
+        self.frames.compresses()
+    }
+
+    /// Takes the frames queued so far, unwritten, to be sent again with
+    /// [`WsWriter::queue_raw`] (a message compressed without context
+    /// takeover is self-contained, so its frame may be repeated).
+    pub fn take_queued(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.buf)
+    }
+
+    /// Queues frames built earlier, byte for byte.
+    pub fn queue_raw(&mut self, frames: &[u8]) {
+        self.buf.extend_from_slice(frames);
+    }
+
     /// Writes everything queued.
     pub async fn flush(&mut self) -> Result<(), Error> {
         if self.buf.is_empty() {

@@ -39,6 +39,7 @@ fn params() -> Params {
         idle_connections: 40,
         queries: 60,
         seed: 1,
+        abuse: Default::default(),
     }
 }
 

@@ -33,6 +33,7 @@ fn run(url: &str, own: Vec<Prepared>, seeds: Vec<Prepared>) -> Run {
             idle_connections: 2,
             queries: 4,
             seed: 1,
+            abuse: Default::default(),
         },
         events: Arc::new(own),
         seed_events: Arc::new(seeds),

@@ -40,6 +40,7 @@ async fn run(
             idle_connections: 2,
             queries: 12,
             seed: 1,
+            abuse: Default::default(),
         },
         events: Arc::new(own),
         seed_events: Arc::new(seeds),

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use nostrwire_event::Timestamp;
+use nostrwire_loadgen::abuse::AbuseParams;
 use nostrwire_loadgen::{report, Error, Scenario, Settings};
 
 /// Arguments of `nostrwire load`.
@@ -20,7 +21,11 @@ pub struct Args {
     pub relay: String,
     /// Scenario, repeatable or comma-separated: publish, publish-open, burst,
     /// query, dump, mixed, concurrent, fanout, large, connections, search, sync,
-    /// or all.
+    /// or all. Abuse scenarios (hostile clients while a probe publishes and
+    /// queries; docs/bench-methodology.md, "Abuse scenarios"): abuse-slow-readers,
+    /// abuse-idle-flood, abuse-oversized-subs, abuse-deflate-bomb,
+    /// abuse-quadratic-json, abuse-hostile-search, abuse-deletion-undo,
+    /// abuse-auth-relayed, or abuse for all of them (not part of all).
     #[arg(long, default_value = "publish", value_delimiter = ',')]
     pub scenario: Vec<String>,
     /// Events (or queries) per scenario and round.
@@ -90,6 +95,57 @@ pub struct Args {
     /// Events stored before `query` and `search` run.
     #[arg(long, default_value_t = 1_000)]
     pub seed_events: usize,
+    /// Abuse: how long each attack lasts, in seconds (the probe runs meanwhile).
+    #[arg(long, default_value_t = 15.0, help_heading = "Abuse scenarios")]
+    pub attack_seconds: f64,
+    /// Abuse: probe events published, and queries made, per second during an attack.
+    #[arg(long, default_value_t = 10.0, help_heading = "Abuse scenarios")]
+    pub probe_rate: f64,
+    /// abuse-slow-readers: connections that subscribe to everything and never read.
+    #[arg(long, default_value_t = 20, help_heading = "Abuse scenarios")]
+    pub slow_readers: usize,
+    /// abuse-slow-readers: subscriptions (`{"limit":5000}`) per slow reader.
+    #[arg(long, default_value_t = 50, help_heading = "Abuse scenarios")]
+    pub slow_reader_reqs: usize,
+    /// abuse-idle-flood: idle WebSocket connections opened from this address.
+    #[arg(long, default_value_t = 1_000, help_heading = "Abuse scenarios")]
+    pub idle_flood: usize,
+    /// abuse-idle-flood: TCP connections left in the middle of their upgrade request.
+    #[arg(long, default_value_t = 200, help_heading = "Abuse scenarios")]
+    pub half_open: usize,
+    /// abuse-oversized-subs: oversized live REQs (authors lists, short `#t`
+    /// lists and one-filter `#t` lists in turn).
+    #[arg(long, default_value_t = 100, help_heading = "Abuse scenarios")]
+    pub oversized_reqs: usize,
+    /// abuse-oversized-subs: filters per oversized REQ.
+    #[arg(long, default_value_t = 32, help_heading = "Abuse scenarios")]
+    pub oversized_filters: usize,
+    /// abuse-oversized-subs: values per filter (fewer authors when they
+    /// would not fit --attack-message-bytes).
+    #[arg(long, default_value_t = 5_000, help_heading = "Abuse scenarios")]
+    pub oversized_values: usize,
+    /// abuse-oversized-subs: AUTH events (fresh keys) on one connection, then
+    /// as many small REQs; skipped when the relay sends no challenge.
+    #[arg(long, default_value_t = 200, help_heading = "Abuse scenarios")]
+    pub auths: usize,
+    /// Abuse: bytes of one hostile message (tag lists, inflated messages,
+    /// unknown-key events); keep it under the relay's message limit.
+    #[arg(long, default_value_t = 1_000_000, help_heading = "Abuse scenarios")]
+    pub attack_message_bytes: usize,
+    /// abuse-deflate-bomb: compressed messages, each inflating to
+    /// --attack-message-bytes, sent behind one slow message.
+    #[arg(long, default_value_t = 2_000, help_heading = "Abuse scenarios")]
+    pub deflate_messages: usize,
+    /// abuse-quadratic-json: EVENT messages with unknown keys sent at once
+    /// (half `\u`-escaped keys, half plain), each on its own connection.
+    #[arg(long, default_value_t = 8, help_heading = "Abuse scenarios")]
+    pub quadratic_messages: usize,
+    /// abuse-hostile-search: terms in one search string.
+    #[arg(long, default_value_t = 40_000, help_heading = "Abuse scenarios")]
+    pub search_terms: usize,
+    /// abuse-hostile-search: live search subscriptions.
+    #[arg(long, default_value_t = 20, help_heading = "Abuse scenarios")]
+    pub hostile_searches: usize,
     /// Client worker threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
@@ -111,11 +167,7 @@ fn seconds(name: &str, v: f64) -> Result<Duration, Error> {
 fn settings(args: &Args) -> Result<Settings, Error> {
     let mut scenarios = Vec::new();
     for s in &args.scenario {
-        if s == "all" {
-            scenarios.extend(Scenario::ALL);
-        } else {
-            scenarios.push(s.parse::<Scenario>()?);
-        }
+        scenarios.extend(Scenario::expand(s)?);
     }
     let mut relays = vec![args.relay.clone()];
     relays.extend(args.compare.iter().cloned());
@@ -150,6 +202,23 @@ fn settings(args: &Args) -> Result<Settings, Error> {
         newest,
         threads: args.threads,
         progress: !args.quiet,
+        abuse: AbuseParams {
+            seconds: args.attack_seconds,
+            probe_rate: args.probe_rate,
+            slow_readers: args.slow_readers,
+            slow_reader_reqs: args.slow_reader_reqs,
+            idle_flood: args.idle_flood,
+            half_open: args.half_open,
+            oversized_reqs: args.oversized_reqs,
+            oversized_filters: args.oversized_filters,
+            oversized_values: args.oversized_values,
+            auths: args.auths,
+            message_bytes: args.attack_message_bytes,
+            deflate_messages: args.deflate_messages,
+            quadratic_messages: args.quadratic_messages,
+            search_terms: args.search_terms,
+            hostile_searches: args.hostile_searches,
+        },
     };
     s.validate()?;
     Ok(s)
