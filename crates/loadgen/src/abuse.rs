@@ -212,14 +212,37 @@ impl Found {
 #[derive(Clone)]
 struct Ctx {
     run: Run,
+    /// The relay as the attacker reaches it (from its own address).
+    attacker: Target,
     deadline: Instant,
     stop: watch::Receiver<bool>,
     seed: u64,
 }
 
+/// Where attacks come from when the relay is on loopback: an address of
+/// their own, so the relay's per-address limits tell the attacker from the
+/// probe (127.0.0.1), as they would two clients on the internet.
+pub const ATTACKER_ADDRESS: std::net::Ipv4Addr = std::net::Ipv4Addr::new(127, 0, 0, 2);
+
+/// The target as the attacker reaches it: from [`ATTACKER_ADDRESS`] when
+/// the relay listens on an IPv4 loopback address.
+fn attacker_target(target: &Target) -> Target {
+    let mut attacker = target.clone();
+    let loopback = attacker.url.host == "localhost"
+        || attacker
+            .url
+            .host
+            .parse::<std::net::Ipv4Addr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    if loopback {
+        attacker.url.source = Some(ATTACKER_ADDRESS.into());
+    }
+    attacker
+}
+
 impl Ctx {
     fn target(&self) -> &Target {
-        &self.run.target
+        &self.attacker
     }
 
     fn p(&self) -> &AbuseParams {
@@ -361,6 +384,7 @@ pub async fn run(attack: Attack, run: &Run) -> Outcome {
     let (stop_tx, stop_rx) = watch::channel(false);
     let ctx = Ctx {
         run: run.clone(),
+        attacker: attacker_target(&run.target),
         deadline,
         stop: stop_rx.clone(),
         seed: run.params.seed ^ 0x00ab_05e0 ^ attack as u64,
@@ -1081,7 +1105,7 @@ async fn idle_flood(mut ctx: Ctx) -> Found {
         if ctx.over() {
             break;
         }
-        match tokio::net::TcpStream::connect((url.host.as_str(), url.port)).await {
+        match crate::ws::tcp_connect(&url).await {
             Ok(mut s) => {
                 let head = format!(
                     "GET {} HTTP/1.1\r\nHost: {}:{}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n",

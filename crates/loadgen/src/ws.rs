@@ -74,6 +74,10 @@ pub struct WsUrl {
     /// Offer permessage-deflate (URL written `deflate+ws://…`, or
     /// `deflate-nct+ws://…` for no context takeover in either direction).
     pub deflate: Option<DeflateConfig>,
+    /// Local address to connect from (`None`: the system's choice). The
+    /// abuse scenarios attack from another loopback address than their
+    /// probe's, as another client would.
+    pub source: Option<std::net::IpAddr>,
 }
 
 impl WsUrl {
@@ -140,6 +144,7 @@ impl WsUrl {
             path,
             binary,
             deflate,
+            source: None,
         })
     }
 
@@ -293,6 +298,35 @@ impl WsWriter {
     }
 }
 
+/// A TCP connection to the relay, from `url.source` when set.
+pub async fn tcp_connect(url: &WsUrl) -> std::io::Result<TcpStream> {
+    let Some(source) = url.source else {
+        return TcpStream::connect((url.host.as_str(), url.port)).await;
+    };
+    let mut last = None;
+    for addr in tokio::net::lookup_host((url.host.as_str(), url.port)).await? {
+        if addr.is_ipv4() != source.is_ipv4() {
+            continue;
+        }
+        let socket = if source.is_ipv4() {
+            tokio::net::TcpSocket::new_v4()?
+        } else {
+            tokio::net::TcpSocket::new_v6()?
+        };
+        socket.bind(std::net::SocketAddr::new(source, 0))?;
+        match socket.connect(addr).await {
+            Ok(stream) => return Ok(stream),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::AddrNotAvailable,
+            format!("no address of {} to reach from {source}", url.host),
+        )
+    }))
+}
+
 /// Opens a connection: TCP with `TCP_NODELAY`, then the opening handshake.
 pub async fn connect(
     url: &WsUrl,
@@ -300,7 +334,7 @@ pub async fn connect(
     rng: &mut Rng,
     max_message: usize,
 ) -> Result<(WsReader, WsWriter), Error> {
-    let stream = TcpStream::connect((url.host.as_str(), url.port)).await?;
+    let stream = tcp_connect(url).await?;
     stream.set_nodelay(true)?;
     let (mut rd, mut wr) = stream.into_split();
     let mut key_bytes = [0u8; 16];
