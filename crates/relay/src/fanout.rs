@@ -25,22 +25,35 @@ enum Key {
     All,
 }
 
+/// Most index entries one filter gets. A filter with more values (5,000
+/// authors, say) is indexed under its kinds, or tested against every
+/// event, instead: testing it costs a binary search per event, while
+/// thousands of entries would hold the fan-out thread, and every live
+/// delivery, while they are added and removed.
+const MAX_KEYS_PER_FILTER: usize = 64;
+
 fn keys_of(sub: &Sub, filter_index: usize) -> Vec<Key> {
     let f = &sub.filters[filter_index];
-    if let Some(ids) = &f.ids {
+    let fits = |n: usize| n <= MAX_KEYS_PER_FILTER;
+    if let Some(ids) = f.ids.as_ref().filter(|v| fits(v.len())) {
         return ids.iter().map(|i| Key::Id(*i)).collect();
     }
-    if let Some(authors) = &f.authors {
+    if let Some(authors) = f.authors.as_ref().filter(|v| fits(v.len())) {
         return authors.iter().map(|a| Key::Author(*a)).collect();
     }
-    if let Some(cond) = f.tags.iter().min_by_key(|c| c.values.len()) {
+    if let Some(cond) = f
+        .tags
+        .iter()
+        .filter(|c| fits(c.values.len()))
+        .min_by_key(|c| c.values.len())
+    {
         return cond
             .values
             .iter()
             .map(|v| Key::Tag(cond.letter, v.clone()))
             .collect();
     }
-    if let Some(kinds) = &f.kinds {
+    if let Some(kinds) = f.kinds.as_ref().filter(|v| fits(v.len())) {
         return kinds.iter().map(|k| Key::Kind(*k)).collect();
     }
     vec![Key::All]

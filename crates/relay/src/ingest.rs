@@ -25,6 +25,7 @@ use crate::query::Job;
 use crate::ratelimit::Budget;
 use crate::search::Query;
 use crate::store::Presence;
+use crate::turns::Turns;
 use crate::Shared;
 use nostrwire_wire::transport::{self, ClientFrame};
 use nostrwire_wire::EventView;
@@ -63,12 +64,40 @@ pub fn run(shared: Arc<Shared>, inbox: Receiver<IngestMsg>) {
         }),
         ..Subs::default()
     };
-    while let Ok(msg) = inbox.recv() {
-        match msg {
-            IngestMsg::Frame(conn, bytes, received, admission) => {
+    // Frames wait here, by connection, and are taken in turns: a
+    // connection's megabyte messages never hold up another's small one
+    // for longer than the message being handled.
+    let mut turns: Turns<Work> = Turns::new(TURN_BYTES);
+    let mut stopping = false;
+    loop {
+        // Everything waiting joins the turns (bounded by the admission
+        // room the frames hold); wait only when there is nothing to do.
+        let mut next = if turns.is_empty() && !stopping {
+            match inbox.recv() {
+                Ok(msg) => Some(msg),
+                Err(_) => return,
+            }
+        } else {
+            inbox.try_recv().ok()
+        };
+        while let Some(msg) = next.take() {
+            match msg {
+                IngestMsg::Frame(conn, bytes, received, admission) => {
+                    let cost = bytes.len() as u64 + 64;
+                    turns.push(conn.id, Work::Frame(conn, bytes, received, admission), cost);
+                }
+                // After the connection's last frame.
+                IngestMsg::Closed(conn) => turns.push(conn, Work::Closed(conn), 1),
+                IngestMsg::SyncReady(ready) => subs.sync.ready(&shared, ready),
+                IngestMsg::Shutdown => stopping = true,
+            }
+            next = inbox.try_recv().ok();
+        }
+        match turns.pop() {
+            Some(Work::Frame(conn, bytes, received, admission)) => {
                 handle(&shared, &mut subs, &conn, &bytes, received, admission)
             }
-            IngestMsg::Closed(conn) => {
+            Some(Work::Closed(conn)) => {
                 if let Some(list) = subs.by_conn.remove(&conn) {
                     for sub in list.values() {
                         sub.cancelled.store(true, Ordering::Relaxed);
@@ -77,10 +106,20 @@ pub fn run(shared: Arc<Shared>, inbox: Receiver<IngestMsg>) {
                 subs.sync.close_conn(conn);
                 let _ = shared.fanout_tx.send(FanoutMsg::RemoveConn(conn));
             }
-            IngestMsg::SyncReady(ready) => subs.sync.ready(&shared, ready),
-            IngestMsg::Shutdown => return,
+            None if stopping => return,
+            None => {}
         }
     }
+}
+
+/// What a connection may spend per turn, in bytes of frames: small
+/// messages take one turn, a megabyte one saves up for sixteen.
+const TURN_BYTES: u64 = 64 << 10;
+
+/// A connection's work, in the order it arrived.
+enum Work {
+    Frame(Arc<Conn>, Vec<u8>, Instant, Admission),
+    Closed(ConnId),
 }
 
 /// Best effort for unparseable input: the message type and, for REQ/COUNT

@@ -4,77 +4,60 @@
 //! turn ([`Queue`]): one connection's heavy or numerous queries cannot
 //! starve another's.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use nostrwire_event::message::write;
 
-use crate::msg::{ConnId, Held, Phase, QueryKind, Sub};
+use crate::msg::{Held, Phase, QueryKind, Sub};
 use crate::store::{Found, QueryCursor, ScanStatus, StoreError};
+use crate::turns::Turns;
 use crate::Shared;
 
 /// The query pool's queue: a queue of jobs per connection, and the
 /// connections with work in turn, so each slice goes to the next
 /// connection, not the next job.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Queue {
-    state: Mutex<Turns>,
+    jobs: Mutex<Turns<Job>>,
     ready: Condvar,
 }
 
-#[derive(Debug, Default)]
-struct Turns {
-    jobs: HashMap<ConnId, VecDeque<Job>>,
-    /// Connections with jobs, in the order they get the next slice.
-    turn: VecDeque<ConnId>,
+impl Default for Queue {
+    fn default() -> Self {
+        Queue {
+            jobs: Mutex::new(Turns::new(1)),
+            ready: Condvar::new(),
+        }
+    }
 }
 
 impl Queue {
     /// Adds a job at the back of its connection's queue.
     pub fn push(&self, job: Job) {
         let conn = job.sub.conn;
-        let mut state = self.state.lock().expect("query queue");
-        let jobs = state.jobs.entry(conn).or_default();
-        if jobs.is_empty() {
-            state.turn.push_back(conn);
-        }
-        state
-            .jobs
-            .get_mut(&conn)
-            .expect("just added")
-            .push_back(job);
-        drop(state);
+        self.jobs.lock().expect("query queue").push(conn, job, 1);
         self.ready.notify_one();
     }
 
     /// The next connection's next job, waiting up to `timeout` for one.
     pub fn pop(&self, timeout: Duration) -> Option<Job> {
-        let mut state = self.state.lock().expect("query queue");
+        let mut jobs = self.jobs.lock().expect("query queue");
         let deadline = Instant::now() + timeout;
         loop {
-            if let Some(conn) = state.turn.pop_front() {
-                let jobs = state
-                    .jobs
-                    .get_mut(&conn)
-                    .expect("a connection in turn has jobs");
-                let job = jobs.pop_front().expect("a connection in turn has jobs");
-                if jobs.is_empty() {
-                    state.jobs.remove(&conn);
-                } else {
-                    state.turn.push_back(conn);
-                }
+            if let Some(job) = jobs.pop() {
                 return Some(job);
             }
             let left = deadline.checked_duration_since(Instant::now())?;
-            state = self.ready.wait_timeout(state, left).expect("query queue").0;
+            jobs = self.ready.wait_timeout(jobs, left).expect("query queue").0;
         }
     }
 
     /// True when no job waits.
     pub fn is_empty(&self) -> bool {
-        self.state.lock().expect("query queue").turn.is_empty()
+        self.jobs.lock().expect("query queue").is_empty()
     }
 }
 

@@ -509,3 +509,73 @@ async fn one_connections_queries_do_not_hold_up_anothers() {
         "the probe's REQ waited for {before} of {total} COUNTs of another connection"
     );
 }
+
+/// Ingest takes connections in turns, by bytes: connections with
+/// megabyte messages queued do not hold up another connection's small one
+/// for longer than about one of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_messages_of_other_connections_do_not_hold_up_a_small_one() {
+    use std::sync::{Arc, Mutex};
+    let relay = support::TestRelay::start_with(|c| c.performance.ingest_threads = 1);
+    let big = "z".repeat(900_000);
+    let arrivals = Arc::new(Mutex::new(Vec::new()));
+    let heavy_connections = 6;
+    let per_connection = 6;
+    let mut tasks = Vec::new();
+    for c in 0..heavy_connections {
+        let keys = Keys::derive(48, c);
+        let events: Vec<_> = (0..per_connection)
+            .map(|i| event(&keys, now() - i, 1, &[], &big))
+            .collect();
+        let mut heavy = Client::connect(&relay.url).await;
+        let arrivals = arrivals.clone();
+        tasks.push(tokio::spawn(async move {
+            let (mut tx, mut rx) = (Vec::new(), 0);
+            for e in &events {
+                tx.push(e.id);
+            }
+            let send = async {
+                for e in &events {
+                    heavy.send_event(e).await;
+                }
+            };
+            // Sending waits for the relay to read (backpressure): answers
+            // are read by the same task after.
+            send.await;
+            while rx < events.len() {
+                match heavy
+                    .recv_timeout(std::time::Duration::from_secs(120))
+                    .await
+                {
+                    Some(support::Got::Ok(_, true, _)) => {
+                        arrivals.lock().unwrap().push(std::time::Instant::now());
+                        rx += 1;
+                    }
+                    other => panic!("{other:?}"),
+                }
+            }
+        }));
+    }
+    // Once every heavy connection has its share queued.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let mut probe = Client::connect(&relay.url).await;
+    let sent_at = std::time::Instant::now();
+    let (ok, msg) = probe
+        .publish(&event(&Keys::derive(48, 99), now(), 1, &[], "small"))
+        .await;
+    let answered_at = std::time::Instant::now();
+    assert!(ok, "{msg}");
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let meanwhile = arrivals
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|t| **t > sent_at && **t < answered_at)
+        .count();
+    assert!(
+        meanwhile < heavy_connections as usize,
+        "the small EVENT waited for {meanwhile} large ones of other connections"
+    );
+}

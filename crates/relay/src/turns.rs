@@ -1,0 +1,151 @@
+//! Connections take turns: a queue per connection, served by deficit round
+//! robin, so a connection with much work waiting (many queries, large
+//! messages) never makes another connection's small piece of work wait
+//! for all of it. Used by the ingest workers (work measured in bytes) and
+//! the query pool (in slices).
+
+use std::collections::{HashMap, VecDeque};
+
+use crate::msg::ConnId;
+
+/// Work waiting per connection, taken in turns.
+#[derive(Debug)]
+pub struct Turns<T> {
+    queues: HashMap<ConnId, Waiting<T>>,
+    /// Connections with work, in the order they get their next turn.
+    turn: VecDeque<ConnId>,
+    /// What a connection may spend per turn (it saves up for larger items).
+    quantum: u64,
+    len: usize,
+}
+
+#[derive(Debug)]
+struct Waiting<T> {
+    items: VecDeque<(T, u64)>,
+    /// Cost a connection has saved up and not yet spent.
+    deficit: u64,
+}
+
+impl<T> Turns<T> {
+    /// Empty; each turn lets a connection spend `quantum` (at least 1).
+    pub fn new(quantum: u64) -> Turns<T> {
+        Turns {
+            queues: HashMap::new(),
+            turn: VecDeque::new(),
+            quantum: quantum.max(1),
+            len: 0,
+        }
+    }
+
+    /// Queues `item` of `cost` behind the connection's earlier items.
+    pub fn push(&mut self, conn: ConnId, item: T, cost: u64) {
+        let waiting = self.queues.entry(conn).or_insert_with(|| Waiting {
+            items: VecDeque::new(),
+            deficit: 0,
+        });
+        if waiting.items.is_empty() {
+            self.turn.push_back(conn);
+        }
+        waiting.items.push_back((item, cost));
+        self.len += 1;
+    }
+
+    /// The next item by turns: connections in order, each taking its
+    /// next item once it has saved up its cost.
+    pub fn pop(&mut self) -> Option<T> {
+        loop {
+            let conn = self.turn.pop_front()?;
+            let waiting = self
+                .queues
+                .get_mut(&conn)
+                .expect("a connection in turn has work");
+            let cost = waiting
+                .items
+                .front()
+                .expect("a connection in turn has work")
+                .1;
+            // Saving up many turns at once for an item far larger than the
+            // quantum, when it is alone, costs no loop per quantum.
+            let turns_needed = cost.saturating_sub(waiting.deficit).div_ceil(self.quantum);
+            if turns_needed > 1 && self.turn.is_empty() {
+                waiting.deficit += (turns_needed - 1) * self.quantum;
+            }
+            waiting.deficit += self.quantum;
+            if waiting.deficit < cost {
+                self.turn.push_back(conn);
+                continue;
+            }
+            let (item, cost) = waiting.items.pop_front().expect("checked");
+            waiting.deficit -= cost;
+            if waiting.items.is_empty() {
+                self.queues.remove(&conn);
+            } else {
+                self.turn.push_back(conn);
+            }
+            self.len -= 1;
+            return Some(item);
+        }
+    }
+
+    /// Items waiting.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when nothing waits.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Turns;
+
+    #[test]
+    fn connections_take_turns_whatever_they_queued() {
+        let mut t = Turns::new(1);
+        for i in 0..5 {
+            t.push(1, format!("a{i}"), 1);
+        }
+        t.push(2, "b0".to_string(), 1);
+        t.push(3, "c0".to_string(), 1);
+        let order: Vec<String> = std::iter::from_fn(|| t.pop()).collect();
+        assert_eq!(order, ["a0", "b0", "c0", "a1", "a2", "a3", "a4"]);
+        assert!(t.is_empty());
+    }
+
+    #[test]
+    fn a_small_item_does_not_wait_for_large_ones() {
+        let mut t = Turns::new(64);
+        for i in 0..4 {
+            t.push(1, format!("big{i}"), 1_000);
+        }
+        t.push(2, "small".to_string(), 10);
+        let order: Vec<String> = std::iter::from_fn(|| t.pop()).collect();
+        assert_eq!(order[0], "small");
+        assert_eq!(order.len(), 5);
+        // Alone, a large item is taken at once.
+        t.push(1, "alone".to_string(), 1_000_000);
+        assert_eq!(t.pop().as_deref(), Some("alone"));
+        assert_eq!(t.len(), 0);
+    }
+
+    #[test]
+    fn each_connection_keeps_its_own_order() {
+        let mut t = Turns::new(100);
+        let mut expected = Vec::new();
+        for i in 0..50u64 {
+            let conn = i % 3;
+            t.push(conn, (conn, i), 37 * (i % 5) + 1);
+            expected.push((conn, i));
+        }
+        let got: Vec<(u64, u64)> = std::iter::from_fn(|| t.pop()).collect();
+        assert_eq!(got.len(), 50);
+        for conn in 0..3 {
+            let mine: Vec<_> = got.iter().filter(|(c, _)| *c == conn).collect();
+            let want: Vec<_> = expected.iter().filter(|(c, _)| *c == conn).collect();
+            assert_eq!(mine, want);
+        }
+    }
+}
