@@ -30,6 +30,7 @@ const OFF_ID = 43;
 const OFF_SIG = 75;
 const MAX_TIMESTAMP = 2 ** 53 - 1;
 const ZSTD_MAGIC = [0x28, 0xb5, 0x2f, 0xfd];
+const MAX_WINDOW = 8 << 20;
 
 // ---------------------------------------------------------------- encoding
 
@@ -276,7 +277,11 @@ export function decompressRecord(bytes: Uint8Array, limits: Limits = DEFAULT_LIM
   if (size > limits.maxRecordBytes) throw new NwbError('record_too_large');
   if (dict !== 0) throw new NwbError('unknown_dictionary', `dictionary ${dict}`);
   const payload = bytes.subarray(r.pos);
-  if (zstdWindow(payload) > 2 * limits.maxRecordBytes) throw new NwbError('decompress', 'window too large');
+  // The decoder allocates the window the frame asks for: cap it (zstd's
+  // own default cap is 128 MiB; real encoders ask for at most 8 MiB).
+  if (zstdWindow(payload) > Math.max(MAX_WINDOW, 2 * limits.maxRecordBytes)) {
+    throw new NwbError('decompress', 'window too large');
+  }
   const frame = new Uint8Array(4 + payload.length);
   frame.set(ZSTD_MAGIC);
   frame.set(payload, 4);

@@ -123,28 +123,18 @@ export class Relay {
     this.connecting ??= (async () => {
       if (this.wanted !== 'json') {
         try {
-          this.ws = await this.open([SUBPROTOCOL]);
+          await this.open([SUBPROTOCOL]);
         } catch (e) {
+          // A relay without nostrwire.v1 omits the header, and browsers and
+          // `ws` then fail the handshake: try again with JSON.
           if (this.wanted === 'binary') throw e;
         }
-        // A relay without nostrwire.v1 either omits the header (then
-        // browsers and `ws` fail the handshake, caught above) or answers
-        // without it: both mean JSON.
-        if (this.ws && this.ws.protocol !== SUBPROTOCOL) {
-          if (this.wanted === 'binary') {
-            this.ws.close();
-            throw new Error(`${this.url} does not speak ${SUBPROTOCOL}`);
-          }
-          this.transport = 'json';
-        } else if (this.ws) {
-          this.transport = 'binary';
+        if (this.wanted === 'binary' && this.transport !== 'binary') {
+          this.close();
+          throw new Error(`${this.url} does not speak ${SUBPROTOCOL}`);
         }
       }
-      if (!this.ws) {
-        this.ws = await this.open(undefined);
-        this.transport = 'json';
-      }
-      this.listen(this.ws);
+      if (!this.ws) await this.open(undefined);
     })();
     return this.connecting;
   }
@@ -162,6 +152,10 @@ export class Relay {
       }, this.connectionTimeout);
       ws.onopen = () => {
         clearTimeout(timer);
+        // Listen at once: the relay may send (an AUTH challenge) right away.
+        this.ws = ws;
+        this.transport = ws.protocol === SUBPROTOCOL ? 'binary' : 'json';
+        this.listen(ws);
         resolve(ws);
       };
       ws.onerror = ws.onclose = () => {

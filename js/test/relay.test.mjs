@@ -1,0 +1,138 @@
+// The Relay client against a live `nostrwire relay`, over both transports,
+// and the fallback to JSON when the relay has the binary transport off.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import WebSocket from 'ws';
+import { generateSecretKey, getPublicKey, finalizeEvent } from 'nostr-tools/pure';
+import { Relay as ToolsRelay, useWebSocketImplementation as useToolsWebSocket } from 'nostr-tools/relay';
+import { Relay, useWebSocketImplementation, verifiedSymbol } from '../dist/index.js';
+import { startRelay, haveBinary } from './relay-process.mjs';
+
+useWebSocketImplementation(WebSocket);
+useToolsWebSocket(WebSocket);
+const skip = !haveBinary && 'no nostrwire binary (set NOSTRWIRE_BIN)';
+
+let relay, jsonOnly;
+before(async () => {
+  if (skip) return;
+  relay = await startRelay();
+  jsonOnly = await startRelay({ config: '[websocket]\nbinary = false\n' });
+});
+after(async () => {
+  await relay?.stop();
+  await jsonOnly?.stop();
+});
+
+const now = () => Math.floor(Date.now() / 1000);
+
+function collect(r, filters) {
+  return new Promise((resolve, reject) => {
+    const got = [];
+    const timer = setTimeout(() => reject(new Error('no EOSE')), 5000);
+    const sub = r.subscribe(filters, {
+      onevent: (e) => got.push(e),
+      oneose: () => {
+        clearTimeout(timer);
+        sub.close();
+        resolve(got);
+      },
+    });
+  });
+}
+
+async function waitFor(check, what) {
+  for (let i = 0; i < 100; i++) {
+    if (check()) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+async function exercise(url, transport, expected) {
+  const sk = generateSecretKey();
+  const pk = getPublicKey(sk);
+  const r = await Relay.connect(url, { transport });
+  assert.equal(r.transport, expected);
+  const tag = `js-${transport}-${expected}`;
+
+  const note = finalizeEvent({ kind: 1, created_at: now() - 5, tags: [['t', tag], ['p', pk]], content: `stored ✓ ${transport} \u2028 <&>` }, sk);
+  assert.equal(await r.publish(note), '');
+
+  const stored = await collect(r, [{ authors: [pk], kinds: [1] }]);
+  assert.equal(stored.length, 1);
+  assert.equal(stored[0].id, note.id);
+  assert.equal(stored[0].content, note.content);
+  assert.equal(stored[0][verifiedSymbol], true, 'verified before onevent');
+
+  const live = new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('no live event')), 5000);
+    let eose = false;
+    const sub = r.subscribe([{ '#t': [tag], since: now() - 1 }], {
+      oneose: () => { eose = true; },
+      onevent: (e) => {
+        if (!eose) return;
+        clearTimeout(timer);
+        sub.close();
+        resolve(e);
+      },
+    });
+  });
+  await new Promise((res) => setTimeout(res, 100));
+  const second = finalizeEvent({ kind: 1, created_at: now(), tags: [['t', tag]], content: 'live' }, sk);
+  await r.publish(second);
+  assert.equal((await live).id, second.id);
+
+  assert.equal(await r.count([{ authors: [pk] }]), 2);
+
+  const forged = { ...finalizeEvent({ kind: 1, created_at: now(), tags: [], content: 'x' }, sk), content: 'y' };
+  await assert.rejects(r.publish(forged), /invalid/);
+
+  await waitFor(() => r.authChallenge, 'the AUTH challenge');
+  const answer = await r.auth(async (template) => finalizeEvent(template, sk));
+  assert.equal(typeof answer, 'string');
+
+  // A JSON client (nostr-tools) sees the same event a binary client stored.
+  const tools = await ToolsRelay.connect(url);
+  const seen = await collect(tools, [{ ids: [note.id] }]);
+  tools.close();
+  const fields = ({ id, pubkey, created_at, kind, tags, content, sig }) => ({ id, pubkey, created_at, kind, tags, content, sig });
+  assert.deepEqual(fields(seen[0]), fields(note));
+  r.close();
+  assert.equal(r.connected, false);
+}
+
+test('binary transport: publish, stored and live events, EOSE, count, auth', { skip }, () =>
+  exercise(relay.url, 'binary', 'binary'));
+test('auto picks the binary transport when the relay offers it', { skip }, () =>
+  exercise(relay.url, 'auto', 'binary'));
+test('JSON transport on request', { skip }, () => exercise(relay.url, 'json', 'json'));
+test('auto falls back to JSON when the relay has the binary transport off', { skip }, () =>
+  exercise(jsonOnly.url, 'auto', 'json'));
+test('binary insists: connecting fails against a JSON-only relay', { skip }, async () => {
+  await assert.rejects(Relay.connect(jsonOnly.url, { transport: 'binary' }));
+});
+
+test('events that do not verify never reach onevent', { skip }, async () => {
+  const sk = generateSecretKey();
+  const good = finalizeEvent({ kind: 1, created_at: now(), tags: [], content: 'fine' }, sk);
+  // A relay that forwards whatever it is given: answer the REQ with a forged copy.
+  const { WebSocketServer } = await import('ws');
+  const server = new WebSocketServer({ host: '127.0.0.1', port: 0 });
+  await new Promise((r) => server.once('listening', r));
+  server.on('connection', (ws) => ws.on('message', (data) => {
+    const [, id] = JSON.parse(String(data));
+    ws.send(JSON.stringify(['EVENT', id, { ...good, content: 'forged' }]));
+    ws.send(JSON.stringify(['EVENT', id, good]));
+    ws.send(JSON.stringify(['EOSE', id]));
+  }));
+  const r = await Relay.connect(`ws://127.0.0.1:${server.address().port}`, { transport: 'json' });
+  const invalid = [];
+  const got = await new Promise((resolve) => {
+    const events = [];
+    r.subscribe([{}], { onevent: (e) => events.push(e), oninvalidevent: (e) => invalid.push(e), oneose: () => resolve(events) });
+  });
+  assert.deepEqual(got.map((e) => e.content), ['fine']);
+  assert.deepEqual(invalid.map((e) => e.content), ['forged']);
+  r.close();
+  server.close();
+});
