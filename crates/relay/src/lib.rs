@@ -26,6 +26,7 @@ pub mod search;
 pub mod server;
 pub mod store;
 pub mod sync;
+pub mod web;
 pub mod writer;
 
 use std::net::SocketAddr;

@@ -107,6 +107,7 @@ struct Request {
     /// Every `Sec-WebSocket-Extensions` value, joined with `,`.
     extensions: String,
     accept_nostr: bool,
+    accept_html: bool,
 }
 
 fn parse_head(head: &[u8]) -> Option<Request> {
@@ -134,6 +135,7 @@ fn parse_head(head: &[u8]) -> Option<Request> {
             .collect::<Vec<_>>()
             .join(","),
         accept_nostr: lower("accept").is_some_and(|v| v.contains("application/nostr+json")),
+        accept_html: lower("accept").is_some_and(|v| v.contains("text/html")),
     })
 }
 
@@ -196,6 +198,11 @@ async fn connection(
             let body = crate::nip11::document(&shared.current_config());
             return http_reply(&mut stream, "200 OK", "application/nostr+json", &body).await;
         }
+        if let Some((content_type, body)) =
+            crate::web::respond(&shared, &request.path, request.accept_html)
+        {
+            return http_reply(&mut stream, "200 OK", content_type, &body).await;
+        }
         return http_reply(
             &mut stream,
             "200 OK",
@@ -239,7 +246,7 @@ async fn connection(
         )
         .await;
     };
-    let binary = request.binary;
+    let binary = request.binary && shared.config.websocket.binary;
     let deflate_config = deflate_config(&shared);
     let deflate = if shared.config.websocket.deflate {
         handshake::accept_deflate(&request.extensions, &deflate_config)
