@@ -10,11 +10,35 @@ for (let i = 0; i < 16; i++) {
   UNHEX['0123456789abcdef'.charCodeAt(i)] = i;
 }
 
+// The two ASCII hex digits of every byte, written to a scratch buffer and
+// turned into a string by one TextDecoder call (ASCII has a fast path):
+// much cheaper than concatenating two-character strings.
+const HEX_ASCII = new Uint16Array(256);
+for (let i = 0; i < 256; i++) {
+  // Little-endian pair: the high digit at the lower address.
+  HEX_ASCII[i] = HEX[i]!.charCodeAt(0) | (HEX[i]!.charCodeAt(1) << 8);
+}
+const CHUNK = 8192;
+const scratch16 = new Uint16Array(CHUNK);
+const scratch8 = new Uint8Array(scratch16.buffer);
+const ascii = new TextDecoder();
+const littleEndian = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
 /** Lowercase hex of `bytes[start..end]`. */
 export function toHex(bytes: Uint8Array, start = 0, end = bytes.length): string {
-  let s = '';
-  for (let i = start; i < end; i++) s += HEX[bytes[i]!];
-  return s;
+  if (!littleEndian) {
+    let s = '';
+    for (let i = start; i < end; i++) s += HEX[bytes[i]!];
+    return s;
+  }
+  let out = '';
+  for (let at = start; at < end; at += CHUNK) {
+    const stop = Math.min(end, at + CHUNK);
+    let j = 0;
+    for (let i = at; i < stop; i++) scratch16[j++] = HEX_ASCII[bytes[i]!]!;
+    out += ascii.decode(scratch8.subarray(0, 2 * j));
+  }
+  return out;
 }
 
 /**
@@ -56,14 +80,11 @@ export function utf8(s: string): Uint8Array {
 
 /** UTF-8 of `bytes[start..end]`; short ASCII runs skip TextDecoder's call cost. */
 export function readUtf8(bytes: Uint8Array, start: number, end: number): string {
-  if (end - start <= 24) {
-    let s = '';
+  if (end - start <= 64) {
     for (let i = start; i < end; i++) {
-      const b = bytes[i]!;
-      if (b >= 0x80) return decodeSlow(bytes, start, end);
-      s += String.fromCharCode(b);
+      if (bytes[i]! >= 0x80) return decodeSlow(bytes, start, end);
     }
-    return s;
+    return String.fromCharCode.apply(null, bytes.subarray(start, end) as unknown as number[]);
   }
   return decodeSlow(bytes, start, end);
 }
