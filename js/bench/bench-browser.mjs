@@ -33,6 +33,10 @@ const CLIENTS = [
   { key: 'b', client: 'tools-wasm', transport: 'json', label: 'nostr-tools + nostr-wasm verify, JSON' },
   { key: 'c', client: 'ours', transport: 'json', label: 'nostrwire, JSON' },
   { key: 'd', client: 'ours', transport: 'binary', label: 'nostrwire, nostrwire.v1' },
+  // What the transport costs without signature checks (a client that
+  // trusts its relay, or has the events verified already).
+  { key: 'e', client: 'ours-unverified', transport: 'json', label: 'nostrwire, JSON, no verification' },
+  { key: 'f', client: 'ours-unverified', transport: 'binary', label: 'nostrwire, nostrwire.v1, no verification' },
 ];
 
 mkdirSync(out, { recursive: true });
@@ -90,7 +94,7 @@ const packageSizes = {
   b: await bundleSize("export { AbstractRelay } from 'nostr-tools/abstract-relay'; export { setNostrWasm, verifyEvent } from 'nostr-tools/wasm'; export { initNostrWasm } from 'nostr-wasm';"),
   c: JSON.parse(readFileSync(resolve(root, 'js/dist/browser/sizes.json'), 'utf8')).total,
 };
-packageSizes.d = packageSizes.c;
+packageSizes.d = packageSizes.e = packageSizes.f = packageSizes.c;
 
 // ---------------------------------------------------------------- runs
 const pageDir = join(work, 'page');
@@ -186,6 +190,7 @@ md += `relay and browser on the same machine, loopback. Medians of ${rounds} int
 md += `Filter \`${JSON.stringify(FILTER)}\` with \`limit\` ${sizes.join(' and ')}, on the corpus plus ${generated} generated events (seed 7).\n\n`;
 md += `- socket KB: bytes from the relay on the TCP socket (counted by a proxy), WebSocket framing and permessage-deflate included\n`;
 md += `- EOSE: REQ sent → EOSE message dispatched in the page; last verified: REQ sent → last event handed to \`onevent\` after its signature check\n`;
+md += `- (e), (f): the same client with \`verifyEvent: false\`, \"last verified\" is then the last event handed to \`onevent\`\n`;
 md += `- long tasks: main-thread tasks over 50 ms (count / total ms); heap: peak \`usedJSHeapSize\`\n`;
 md += `- package: the client's code, minified + gzip, WebAssembly included\n\n`;
 for (const limit of sizes) {
@@ -199,6 +204,21 @@ for (const limit of sizes) {
   }
   md += '\n';
 }
+// The issue's targets, on the largest REQ, for (d) against (a) and (b) over
+// the same deflate setting, bytes against plain JSON without deflate.
+{
+  const limit = sizes[sizes.length - 1];
+  md += `## Targets (${limit.toLocaleString('en-US')} events)\n\n| target | deflate on | deflate off |\n|---|---|---|\n`;
+  const row = (name, f) => { md += `| ${name} | ${f(true)} | ${f(false)} |\n`; };
+  const d = (on) => find(limit, 'd', on);
+  const mark = (ok) => (ok ? 'met' : 'not met');
+  row('(d) verified ≥ 5× sooner than (a)', (on) => `${(find(limit, 'a', on).lastVerifiedMs / d(on).lastVerifiedMs).toFixed(2)}×: ${mark(find(limit, 'a', on).lastVerifiedMs / d(on).lastVerifiedMs >= 5)}`);
+  row('(d) verified ≥ 1.5× sooner than (b)', (on) => `${(find(limit, 'b', on).lastVerifiedMs / d(on).lastVerifiedMs).toFixed(2)}×: ${mark(find(limit, 'b', on).lastVerifiedMs / d(on).lastVerifiedMs >= 1.5)}`);
+  row('(d) socket bytes ≤ 0.55× plain JSON', (on) => `${(d(on).socketBytesDown / find(limit, 'a', false).socketBytesDown).toFixed(2)}×: ${mark(d(on).socketBytesDown / find(limit, 'a', false).socketBytesDown <= 0.55)}`);
+  row('(d) no main-thread long task', (on) => `${d(on).longTasks} (median): ${mark(d(on).longTasks === 0)}`);
+  row('package ≤ 120 KB min+gzip', () => `${kb(packageSizes.d.gzip)} KB: ${mark(packageSizes.d.gzip <= 120000)}`);
+  md += '\n';
+}
 md += `Events received per run: ${[...new Set(summary.map((s) => `${s.limit}→${s.events}`))].join(', ')}.\n\n`;
 md += `![time until the last event is verified](chart.svg)\n\nRaw runs: \`results.json\`. Reproduce: \`scripts/bench-browser.sh --out DIR\`.\n`;
 writeFileSync(join(out, 'report.md'), md);
@@ -206,8 +226,8 @@ writeFileSync(join(out, 'chart.svg'), chart(summary, sizes));
 log(`wrote ${out}/results.json, report.md, chart.svg`);
 
 function chart(summary, sizes) {
-  const rowH = 18, gap = 26, left = 300, width = 900, barW = width - left - 90;
-  const colors = { a: '#8c8c8c', b: '#4f81bd', c: '#9bbb59', d: '#6b3fd4' };
+  const rowH = 18, gap = 26, left = 360, width = 960, barW = width - left - 90;
+  const colors = { a: '#8c8c8c', b: '#4f81bd', c: '#9bbb59', d: '#6b3fd4', e: '#c8d9a6', f: '#b9a4ea' };
   let y = 40;
   let body = '';
   for (const limit of sizes) {
