@@ -37,7 +37,10 @@ const CLIENTS = [
   // trusts its relay, or has the events verified already).
   { key: 'e', client: 'ours-unverified', transport: 'json', label: 'nostrwire, JSON, no verification' },
   { key: 'f', client: 'ours-unverified', transport: 'binary', label: 'nostrwire, nostrwire.v1, no verification' },
-];
+  // Verification in Web Workers instead of main-thread slices.
+  { key: 'g', client: 'ours-workers-1', transport: 'binary', label: 'nostrwire, nostrwire.v1, 1 verifier worker' },
+  { key: 'h', client: 'ours-workers-2', transport: 'binary', label: 'nostrwire, nostrwire.v1, 2 verifier workers' },
+].filter((c) => !opt('--only') || opt('--only').split(',').includes(c.key));
 
 mkdirSync(out, { recursive: true });
 const work = mkdtempSync(join(tmpdir(), 'nostrwire-bench-browser-'));
@@ -94,11 +97,12 @@ const packageSizes = {
   b: await bundleSize("export { AbstractRelay } from 'nostr-tools/abstract-relay'; export { setNostrWasm, verifyEvent } from 'nostr-tools/wasm'; export { initNostrWasm } from 'nostr-wasm';"),
   c: JSON.parse(readFileSync(resolve(root, 'js/dist/browser/sizes.json'), 'utf8')).total,
 };
-packageSizes.d = packageSizes.e = packageSizes.f = packageSizes.c;
+packageSizes.d = packageSizes.e = packageSizes.f = packageSizes.g = packageSizes.h = packageSizes.c;
 
 // ---------------------------------------------------------------- runs
 const pageDir = join(work, 'page');
 await bundlePage(resolve(root, 'js/bench/page.js'), pageDir, { minify: true });
+cpSync(resolve(root, 'js/dist/browser/verify-worker.js'), join(pageDir, 'verify-worker.js'));
 const site = await serveDir(pageDir);
 const browser = await launch(['--enable-precise-memory-info', '--js-flags=--expose-gc']);
 const chromiumVersion = await browser.version();
@@ -227,7 +231,7 @@ log(`wrote ${out}/results.json, report.md, chart.svg`);
 
 function chart(summary, sizes) {
   const rowH = 18, gap = 26, left = 360, width = 960, barW = width - left - 90;
-  const colors = { a: '#8c8c8c', b: '#4f81bd', c: '#9bbb59', d: '#6b3fd4', e: '#c8d9a6', f: '#b9a4ea' };
+  const colors = { a: '#8c8c8c', b: '#4f81bd', c: '#9bbb59', d: '#6b3fd4', e: '#c8d9a6', f: '#b9a4ea', g: '#d4893f', h: '#a0522d' };
   let y = 40;
   let body = '';
   for (const limit of sizes) {

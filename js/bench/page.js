@@ -3,6 +3,7 @@
 //   tools-wasm  nostr-tools AbstractRelay with nostr-wasm's verifyEvent, JSON
 //   ours        this package's Relay over `transport` (json | binary)
 //   ours-unverified  the same without signature checks
+//   ours-workers-N   the same, verifying in N Web Workers
 import { Relay as ToolsRelay } from 'nostr-tools/relay';
 import { AbstractRelay } from 'nostr-tools/abstract-relay';
 import { setNostrWasm, verifyEvent as toolsWasmVerify } from 'nostr-tools/wasm';
@@ -51,6 +52,7 @@ async function connect(client, url, transport) {
     return AbstractRelay.connect(url, { verifyEvent: toolsWasmVerify });
   }
   if (client === 'ours-unverified') return Relay.connect(url, { transport, verifyEvent: false });
+  if (client.startsWith('ours-workers-')) return Relay.connect(url, { transport, workers: Number(client.slice(13)) });
   await initVerifier();
   return Relay.connect(url, { transport });
 }

@@ -13,7 +13,8 @@ import {
   jsonFrame,
 } from './transport.js';
 import type { Event, EventTemplate, Filter } from './types.js';
-import { SLICE_MS, initVerifier, verifyEvent as defaultVerify, yieldToEventLoop } from './verify.js';
+import { VerifierPool } from './pool.js';
+import { SLICE_MS, initVerifier, verifiedSymbol, verifyEvent as defaultVerify, yieldToEventLoop } from './verify.js';
 
 /** `auto` offers nostrwire.v1 and falls back to JSON; the others insist. */
 export type Transport = 'auto' | 'json' | 'binary';
@@ -46,6 +47,14 @@ export interface RelayOptions {
    * package's `verifyEvent` (WebAssembly libsecp256k1 once loaded).
    */
   verifyEvent?: ((event: Event) => boolean) | false;
+  /**
+   * Web Workers that verify events off the main thread (browsers; ignored
+   * where there is no `Worker`, or with a `verifyEvent` of your own).
+   * Default 0: verification runs on the main thread in slices.
+   */
+  workers?: number;
+  /** Where the bundled `verify-worker.js` is; default: beside this module. */
+  workerUrl?: URL | string;
   /** Decoding limits for binary frames (spec/nwb.md §9). */
   limits?: Limits;
   /** Milliseconds to wait for the WebSocket to open. Default 4400. */
@@ -65,8 +74,11 @@ export interface SubscriptionParams {
 }
 
 type Pending<T> = { resolve: (v: T) => void; reject: (e: Error) => void; timer: ReturnType<typeof setTimeout> };
+const BATCH = 64;
+
+type EventItem = { sub: Subscription; event: Event; verdict?: Promise<boolean> };
 type Item =
-  | { sub: Subscription; event: Event }
+  | EventItem
   | { sub: Subscription; eose: true }
   | { sub: Subscription; closed: string };
 
@@ -93,6 +105,8 @@ export class Relay {
   private head = 0;
   private draining = false;
   private connecting: Promise<void> | null = null;
+  private pool: VerifierPool | null = null;
+  private batch: EventItem[] = [];
 
   constructor(url: string, opts: RelayOptions = {}) {
     this.url = url;
@@ -101,6 +115,10 @@ export class Relay {
     this.limits = opts.limits ?? DEFAULT_LIMITS;
     this.connectionTimeout = opts.connectionTimeout ?? 4400;
     this.Impl = opts.websocketImplementation as WebSocketConstructor | undefined;
+    const workers = opts.workers ?? 0;
+    if (workers > 0 && this.verify === defaultVerify && typeof Worker !== 'undefined') {
+      this.pool = new VerifierPool(workers, opts.workerUrl ?? new URL('./verify-worker.js', import.meta.url));
+    }
   }
 
   static async connect(url: string, opts: RelayOptions = {}): Promise<Relay> {
@@ -251,7 +269,22 @@ export class Relay {
   // run in slices and EOSE and CLOSED still come after the events before them.
   private enqueue(item: Item): void {
     this.queue.push(item);
+    if (this.pool && 'event' in item) {
+      this.batch.push(item);
+      if (this.batch.length >= BATCH) this.flush();
+    }
     if (!this.draining) void this.drain();
+  }
+
+  // Sends the events waiting for a worker as one batch.
+  private flush(): void {
+    const items = this.batch;
+    if (items.length === 0 || !this.pool) return;
+    this.batch = [];
+    const verdicts = this.pool.verify(items.map((i) => i.event));
+    items.forEach((item, k) => {
+      item.verdict = verdicts.then((v) => v[k] === true);
+    });
   }
 
   private async drain(): Promise<void> {
@@ -261,7 +294,13 @@ export class Relay {
       let sliceStart = performance.now();
       while (this.head < this.queue.length) {
         const item = this.queue[this.head++]!;
-        this.deliver(item);
+        let ok: boolean | undefined;
+        if (this.pool && 'event' in item) {
+          if (!item.verdict) this.flush();
+          ok = await item.verdict!.catch(() => false);
+          (item.event as Event & { [verifiedSymbol]?: boolean })[verifiedSymbol] = ok;
+        }
+        this.deliver(item, ok);
         if (performance.now() - sliceStart > SLICE_MS) {
           await yieldToEventLoop();
           sliceStart = performance.now();
@@ -274,13 +313,14 @@ export class Relay {
     }
   }
 
-  private deliver(item: Item): void {
+  // `verdict` is the worker's, when a pool verified the event.
+  private deliver(item: Item, verdict?: boolean): void {
     const sub = item.sub;
     if ('event' in item) {
       if (sub.closed) return;
       const event = item.event;
       if (sub.alreadyHaveEvent?.(event.id)) return;
-      if (this.verify && !this.verify(event)) {
+      if (verdict === false || (verdict === undefined && this.verify && !this.verify(event))) {
         sub.oninvalidevent?.(event);
         return;
       }
@@ -373,6 +413,8 @@ export class Relay {
     const ws = this.ws;
     this.closed();
     ws?.close();
+    this.pool?.close();
+    this.pool = null;
   }
 
   private closed(): void {
