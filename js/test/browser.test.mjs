@@ -2,7 +2,7 @@
 // against live relays, over both transports and with the JSON fallback.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
+import { copyFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startRelay, haveBinary } from './relay-process.mjs';
@@ -17,6 +17,8 @@ before(async () => {
   jsonOnly = await startRelay({ config: '[websocket]\nbinary = false\n' });
   const dir = mkdtempSync(join(tmpdir(), 'nostrwire-js-page-'));
   await bundlePage(new URL('./browser/page.js', import.meta.url).pathname, dir);
+  // The page's bundle starts workers from beside itself, as the package's does.
+  copyFileSync(new URL('../dist/browser/verify-worker.js', import.meta.url).pathname, join(dir, 'verify-worker.js'));
   site = await serveDir(dir);
   browser = await launch();
   page = await openPage(browser, site.url);
@@ -46,6 +48,11 @@ for (const transport of ['binary', 'json', 'auto']) {
     assert.deepEqual(page.errors, []);
   });
 }
+
+test('Chromium, binary transport with events verified in two Web Workers', { skip }, async () => {
+  const result = await page.evaluate((url) => window.scenario(url, 'binary', { workers: 2 }), relay.url);
+  check(result, 'binary');
+});
 
 test('Chromium falls back to JSON against a relay with the binary transport off', { skip }, async () => {
   const result = await page.evaluate((url) => window.scenario(url, 'auto'), jsonOnly.url);

@@ -19,11 +19,11 @@ function collect(r, filters) {
   });
 }
 
-async function scenario(url, transport) {
+async function scenario(url, transport, options = {}) {
   const out = {};
   const sk = generateSecretKey();
   const pk = getPublicKey(sk);
-  const r = await Relay.connect(url, { transport });
+  const r = await Relay.connect(url, { transport, ...options });
   out.transport = r.transport;
   const tag = `browser-${transport}-${Math.random().toString(36).slice(2)}`;
   const note = finalizeEvent({ kind: 1, created_at: now() - 5, tags: [['t', tag]], content: `from Chromium ✓ ${transport}` }, sk);
