@@ -112,7 +112,7 @@ test('binary insists: connecting fails against a JSON-only relay', { skip }, asy
   await assert.rejects(Relay.connect(jsonOnly.url, { transport: 'binary' }));
 });
 
-test('events that do not verify never reach onevent', { skip }, async () => {
+test('events that do not verify never reach onevent', { skip }, async (t) => {
   const sk = generateSecretKey();
   const good = finalizeEvent({ kind: 1, created_at: now(), tags: [], content: 'fine' }, sk);
   // A relay that forwards whatever it is given: answer the REQ with a forged copy.
@@ -125,7 +125,9 @@ test('events that do not verify never reach onevent', { skip }, async () => {
     ws.send(JSON.stringify(['EVENT', id, good]));
     ws.send(JSON.stringify(['EOSE', id]));
   }));
+  t.after(() => server.close());
   const r = await Relay.connect(`ws://127.0.0.1:${server.address().port}`, { transport: 'json' });
+  t.after(() => r.close());
   const invalid = [];
   const got = await new Promise((resolve) => {
     const events = [];
@@ -133,6 +135,44 @@ test('events that do not verify never reach onevent', { skip }, async () => {
   });
   assert.deepEqual(got.map((e) => e.content), ['fine']);
   assert.deepEqual(invalid.map((e) => e.content), ['forged']);
-  r.close();
-  server.close();
+});
+
+test('hostile binary frames are dropped with a notice; the connection stays', async (t) => {
+  const sk = generateSecretKey();
+  const good = finalizeEvent({ kind: 1, created_at: now(), tags: [], content: 'fine' }, sk);
+  const { WebSocketServer } = await import('ws');
+  const { eventFrame } = await import('../dist/index.js');
+  const server = new WebSocketServer({ host: '127.0.0.1', port: 0, handleProtocols: (p) => (p.has('nostrwire.v1') ? 'nostrwire.v1' : false) });
+  await new Promise((r) => server.once('listening', r));
+  server.on('connection', (ws) => ws.on('message', (data) => {
+    const [, id] = JSON.parse(String(data).slice(1));
+    const sid = Buffer.from(id);
+    const record = eventFrame(good).subarray(1);
+    const frame = (type, ...parts) => Buffer.concat([Buffer.from([type]), ...parts.map((p) => Buffer.from(p))]);
+    ws.send(Buffer.alloc(0));                                            // empty frame
+    ws.send(frame(0x09));                                                // unknown type
+    ws.send(frame(0x03, [sid.length], sid, record.subarray(0, 100)));    // truncated record
+    ws.send(frame(0x03, [0]));                                           // empty subscription id
+    ws.send(frame(0x04, new Uint8Array(32), [2]));                       // OK flag 2
+    ws.send(frame(0x03, [sid.length], sid, record));                     // a good event
+    ws.send(frame(0x05, sid));                                           // EOSE
+  }));
+  t.after(() => server.close());
+  const r = await Relay.connect(`ws://127.0.0.1:${server.address().port}`, { transport: 'binary' });
+  t.after(() => r.close());
+  const notices = [];
+  r.onnotice = (m) => notices.push(m);
+  const got = await new Promise((resolve) => {
+    const events = [];
+    r.subscribe([{}], { onevent: (e) => events.push(e), oneose: () => resolve(events) });
+  });
+  assert.deepEqual(got.map((e) => e.id), [good.id]);
+  assert.deepEqual(notices, [
+    'invalid: unknown_message',
+    'invalid: unknown_message',
+    'invalid: truncated',
+    'invalid: bad_subscription_id',
+    'invalid: non_canonical_flag',
+  ]);
+  assert.equal(r.connected, true);
 });
