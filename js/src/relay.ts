@@ -300,7 +300,15 @@ export class Relay {
           ok = await item.verdict!.catch(() => false);
           (item.event as Event & { [verifiedSymbol]?: boolean })[verifiedSymbol] = ok;
         }
-        this.deliver(item, ok);
+        try {
+          this.deliver(item, ok);
+        } catch (e) {
+          // A throwing callback must not stop the queue: report it the way
+          // an event handler's error is reported, and go on.
+          setTimeout(() => {
+            throw e;
+          });
+        }
         if (performance.now() - sliceStart > SLICE_MS) {
           await yieldToEventLoop();
           sliceStart = performance.now();
@@ -339,6 +347,12 @@ export class Relay {
 
   /** Sends one NIP-01 message (a JSON string), as nostr-tools' `send`. */
   async send(message: string): Promise<void> {
+    this.sendMessage(message);
+  }
+
+  // Throws at once on a closed connection, so no caller leaves a promise
+  // behind that rejects later.
+  private sendMessage(message: string): void {
     const ws = this.ws;
     if (!ws || !this.transport) throw new Error('sending on a closed connection');
     if (this.transport === 'binary') ws.send(jsonFrame(JSON.parse(message)));
@@ -364,9 +378,8 @@ export class Relay {
 
   /** Publishes an event; resolves with the OK message, rejects with the refusal. */
   async publish(event: Event): Promise<string> {
-    const ok = this.waitOk(event.id);
     this.sendEvent(event, FRAME_EVENT);
-    return ok;
+    return this.waitOk(event.id);
   }
 
   /** NIP-42: signs the relay's challenge with `signAuthEvent` and sends it. */
@@ -382,14 +395,18 @@ export class Relay {
       ],
       content: '',
     });
-    const ok = this.waitOk(event.id);
     this.sendEvent(event, FRAME_AUTH);
-    return ok;
+    return this.waitOk(event.id);
   }
 
   /** NIP-45 COUNT. */
   count(filters: Filter[], params: { id?: string | null } = {}): Promise<number> {
     const id = params.id ?? `count:${++this.serial}`;
+    try {
+      this.sendMessage(JSON.stringify(['COUNT', id, ...filters]));
+    } catch (e) {
+      return Promise.reject(e);
+    }
     const result = new Promise<number>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.counts.delete(id);
@@ -397,15 +414,14 @@ export class Relay {
       }, this.publishTimeout);
       this.counts.set(id, { resolve, reject, timer });
     });
-    void this.send(JSON.stringify(['COUNT', id, ...filters]));
     return result;
   }
 
   subscribe(filters: Filter[], params: SubscriptionParams = {}): Subscription {
     const id = params.id ?? `sub:${++this.serial}`;
     const sub = new Subscription(this, id, filters, params);
+    this.sendMessage(JSON.stringify(['REQ', id, ...filters]));
     this.openSubs.set(id, sub);
-    void this.send(JSON.stringify(['REQ', id, ...filters]));
     return sub;
   }
 
@@ -444,7 +460,7 @@ export class Relay {
   /** @internal */
   closeSubscription(sub: Subscription, reason: string): void {
     if (!this.openSubs.delete(sub.id)) return;
-    if (this.ws) void this.send(JSON.stringify(['CLOSE', sub.id]));
+    if (this.ws) this.sendMessage(JSON.stringify(['CLOSE', sub.id]));
     sub.onclose?.(reason);
   }
 }

@@ -175,4 +175,10 @@ test('hostile binary frames are dropped with a notice; the connection stays', as
     'invalid: non_canonical_flag',
   ]);
   assert.equal(r.connected, true);
+
+  // Once closed, every call fails at once, without stray rejections later.
+  r.close();
+  await assert.rejects(r.publish(good), /closed/);
+  await assert.rejects(r.count([{}]), /closed/);
+  assert.throws(() => r.subscribe([{}], {}), /closed/);
 });
