@@ -15,6 +15,8 @@ export {
   decompressRecord,
   encodeEvent,
   encodeEvents,
+  useZstd,
+  type ZstdDecoder,
 } from './record.js';
 export {
   getEventHash,

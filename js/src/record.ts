@@ -1,7 +1,6 @@
 // nwb event records (spec/nwb.md §3, §5–§8), stream framing (§10) and
 // compressed records (§11).
 
-import { Decompress } from 'fzstd';
 import {
   Reader,
   Writer,
@@ -263,10 +262,25 @@ function readElement(r: Reader, end: number, limits: Limits): string {
 // ---------------------------------------------------------------- compressed
 
 /**
- * The event record inside a compressed record (§11). Only records without a
- * dictionary (`D = 0`) can be read here: dictionary ids are answered with
- * `unknown_dictionary`, since zstd dictionaries are not supported in
- * JavaScript by this package.
+ * A zstd decoder: decompresses one complete frame (with its magic number),
+ * handing over the output in chunks. `zstdDecoder` from `nostrwire/zstd` is
+ * one (fzstd); the core does not carry it, since no transport frame holds a
+ * compressed record.
+ */
+export type ZstdDecoder = (frame: Uint8Array, onChunk: (chunk: Uint8Array) => void) => void;
+
+let zstd: ZstdDecoder | null = null;
+
+/** Lets `decodeEvent` read compressed records (§11); `null` turns it off. */
+export function useZstd(decoder: ZstdDecoder | null): void {
+  zstd = decoder;
+}
+
+/**
+ * The event record inside a compressed record (§11), once a zstd decoder is
+ * set with `useZstd`. Only records without a dictionary (`D = 0`) can be
+ * read: dictionary ids are answered with `unknown_dictionary`, since zstd
+ * dictionaries are not supported in JavaScript by this package.
  */
 export function decompressRecord(bytes: Uint8Array, limits: Limits = DEFAULT_LIMITS): Uint8Array {
   if (bytes.length === 0) throw new NwbError('truncated');
@@ -276,6 +290,8 @@ export function decompressRecord(bytes: Uint8Array, limits: Limits = DEFAULT_LIM
   const size = r.varint();
   if (size > limits.maxRecordBytes) throw new NwbError('record_too_large');
   if (dict !== 0) throw new NwbError('unknown_dictionary', `dictionary ${dict}`);
+  if (!zstd) throw new NwbError('decompress', 'no zstd decoder: useZstd(zstdDecoder) from nostrwire/zstd');
+  const decode = zstd;
   const payload = bytes.subarray(r.pos);
   // The decoder allocates the window the frame asks for: cap it (zstd's
   // own default cap is 128 MiB; real encoders ask for at most 8 MiB).
@@ -290,12 +306,11 @@ export function decompressRecord(bytes: Uint8Array, limits: Limits = DEFAULT_LIM
   const out = new Uint8Array(size);
   let written = 0;
   try {
-    const d = new Decompress((chunk) => {
+    decode(frame, (chunk) => {
       if (written + chunk.length > size) throw new NwbError('decompress', 'more than R bytes');
       out.set(chunk, written);
       written += chunk.length;
     });
-    d.push(frame, true);
   } catch {
     throw new NwbError('decompress');
   }

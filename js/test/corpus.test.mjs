@@ -7,7 +7,8 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { NwbError, decodeEvent, decodeEvents, encodeEvent, encodeEvents, verifyEvents } from '../dist/index.js';
+import { NwbError, decodeEvent, decodeEvents, encodeEvent, encodeEvents, useZstd, verifyEvents } from '../dist/index.js';
+import { zstdDecoder } from '../dist/zstd.js';
 import { bin, haveBinary } from './relay-process.mjs';
 
 const corpus = new URL('../../testdata/real-events.jsonl', import.meta.url).pathname;
@@ -63,6 +64,10 @@ test('compressed records without a dictionary decode (zstd, magicless frame)', {
   const record = encodeEvent(event);
   const frame = execFileSync('zstd', ['-q', '-c', '--no-check', '-19'], { input: record });
   const envelope = new Uint8Array([0x81, 0x00, ...varint(record.length), ...frame.subarray(4)]);
+  // The core carries no zstd decoder until one is set.
+  useZstd(null);
+  assert.throws(() => decodeEvent(envelope), (e) => e instanceof NwbError && e.kind === 'decompress');
+  useZstd(zstdDecoder);
   assert.deepEqual(decodeEvent(envelope), event);
 
   const wrongSize = new Uint8Array([0x81, 0x00, ...varint(record.length - 1), ...frame.subarray(4)]);
