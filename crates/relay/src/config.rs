@@ -203,7 +203,9 @@ settings! {
     count_cap: usize = 1_000_000; reloadable = false;
         "Largest exact COUNT; above it the answer is the cap with `approximate: true`."
 
-    [websocket: WebSocketSettings] "WebSocket compression (permessage-deflate, RFC 7692), negotiated per connection when the client offers it."
+    [websocket: WebSocketSettings] "WebSocket compression (permessage-deflate, RFC 7692), negotiated per connection when the client offers it, and the binary transport."
+    binary: bool = true; reloadable = false;
+        "Answer clients that offer the `nostrwire.v1` subprotocol with it (spec/transport.md). Off: every connection speaks NIP-01 JSON."
     deflate: bool = true; reloadable = false;
         "Accept permessage-deflate offers. Off: every connection is uncompressed."
     deflate_level: u32 = 1; reloadable = false;

@@ -27,6 +27,7 @@ pub mod server;
 pub mod store;
 pub mod sync;
 pub mod turns;
+pub mod web;
 pub mod writer;
 
 use std::net::SocketAddr;

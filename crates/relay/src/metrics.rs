@@ -71,6 +71,8 @@ pub struct Metrics {
     messages: Mutex<Vec<(String, u64)>>,
     /// Events stored.
     pub events_stored: AtomicU64,
+    /// Canonical JSON bytes of the events stored.
+    pub json_bytes_stored: AtomicU64,
     /// Events rejected, by reason prefix and kind of error.
     rejected: Mutex<Vec<(String, u64)>>,
     /// Queries (REQ, COUNT, NEG-OPEN) ended with `CLOSED` or `NEG-ERR`
@@ -102,6 +104,7 @@ impl Default for Metrics {
             limits_hit: Mutex::new(Vec::new()),
             messages: Mutex::new(Vec::new()),
             events_stored: AtomicU64::new(0),
+            json_bytes_stored: AtomicU64::new(0),
             rejected: Mutex::new(Vec::new()),
             queries_failed: Mutex::new(Vec::new()),
             query_seconds: Histogram::new(LATENCY_BOUNDS),
@@ -186,6 +189,13 @@ impl Metrics {
             "Events stored.",
             "counter",
             self.events_stored.load(Ordering::Relaxed),
+        );
+        gauge(
+            &mut out,
+            "nostrwire_event_json_bytes_stored_total",
+            "Canonical JSON bytes of the events stored.",
+            "counter",
+            self.json_bytes_stored.load(Ordering::Relaxed),
         );
         let _ = writeln!(out, "# HELP nostrwire_queries_failed_total Queries ended before their results, by reason (search_behind: the search index was being built).\n# TYPE nostrwire_queries_failed_total counter");
         for (reason, n) in self.queries_failed.lock().expect("metrics lock").iter() {

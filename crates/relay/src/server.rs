@@ -159,6 +159,7 @@ struct Request {
     /// Every `Sec-WebSocket-Extensions` value, joined with `,`.
     extensions: String,
     accept_nostr: bool,
+    accept_html: bool,
 }
 
 fn parse_head(head: &[u8], real_ip_header: &str) -> Option<Request> {
@@ -201,6 +202,7 @@ fn parse_head(head: &[u8], real_ip_header: &str) -> Option<Request> {
             .collect::<Vec<_>>()
             .join(","),
         accept_nostr: lower("accept").is_some_and(|v| v.contains("application/nostr+json")),
+        accept_html: lower("accept").is_some_and(|v| v.contains("text/html")),
     })
 }
 
@@ -342,6 +344,11 @@ async fn connection(
             let body = crate::nip11::document(&shared.current_config());
             return http_reply(&mut stream, "200 OK", "application/nostr+json", &body).await;
         }
+        if let Some((content_type, body)) =
+            crate::web::respond(shared, &request.path, request.accept_html)
+        {
+            return http_reply(&mut stream, "200 OK", content_type, &body).await;
+        }
         return http_reply(
             &mut stream,
             "200 OK",
@@ -385,7 +392,7 @@ async fn connection(
             }
         },
     };
-    let binary = request.binary;
+    let binary = request.binary && shared.config.websocket.binary;
     let deflate_config = deflate_config(shared);
     let deflate = if shared.config.websocket.deflate {
         handshake::accept_deflate(&request.extensions, &deflate_config)

@@ -190,6 +190,11 @@ fn commit(shared: &Shared, batch: &mut Vec<Accepted>) {
         match verdict {
             Verdict::Stored(serial) => {
                 shared.metrics.events_stored.fetch_add(1, Ordering::Relaxed);
+                let json_bytes = a.json.len() as u64;
+                shared
+                    .metrics
+                    .json_bytes_stored
+                    .fetch_add(json_bytes, Ordering::Relaxed);
                 ok(&a.reply, &a.id, true, "");
                 live.push(Arc::new(LiveEvent {
                     serial,

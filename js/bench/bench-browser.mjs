@@ -1,0 +1,252 @@
+// The browser benchmark (scripts/bench-browser.sh): a REQ returning 1,000
+// and 10,000 events, timed in headless Chromium, interleaved over rounds:
+//   (a) nostr-tools Relay + its verifyEvent over JSON
+//   (b) nostr-tools with nostr-wasm verification, over JSON
+//   (c) this package over JSON
+//   (d) this package over nostrwire.v1
+// each against a relay with permessage-deflate on and one with it off.
+// Writes results.json, report.md and chart.svg to --out.
+import { execFileSync } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, writeFileSync, readFileSync, createWriteStream } from 'node:fs';
+import { createServer, connect } from 'node:net';
+import { tmpdir, cpus, totalmem } from 'node:os';
+import { join, resolve } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { build } from 'esbuild';
+import { bin, startRelay } from '../test/relay-process.mjs';
+import { bundlePage, serveDir, launch, openPage } from '../test/browser/harness.mjs';
+
+const args = process.argv.slice(2);
+const opt = (name, fallback) => {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : fallback;
+};
+const root = resolve(new URL('../..', import.meta.url).pathname);
+const out = resolve(opt('--out', join(root, 'bench-runs', `${new Date().toISOString().slice(0, 10)}-browser`)));
+const rounds = Number(opt('--rounds', '5'));
+const sizes = opt('--sizes', '1000,10000').split(',').map(Number);
+const generated = Number(opt('--generate', '24000'));
+const FILTER = { kinds: [1, 6, 7] };
+
+const CLIENTS = [
+  { key: 'a', client: 'tools', transport: 'json', label: 'nostr-tools + noble verify, JSON' },
+  { key: 'b', client: 'tools-wasm', transport: 'json', label: 'nostr-tools + nostr-wasm verify, JSON' },
+  { key: 'c', client: 'ours', transport: 'json', label: 'nostrwire, JSON' },
+  { key: 'd', client: 'ours', transport: 'binary', label: 'nostrwire, nostrwire.v1' },
+  // What the transport costs without signature checks (a client that
+  // trusts its relay, or has the events verified already).
+  { key: 'e', client: 'ours-unverified', transport: 'json', label: 'nostrwire, JSON, no verification' },
+  { key: 'f', client: 'ours-unverified', transport: 'binary', label: 'nostrwire, nostrwire.v1, no verification' },
+  // Verification in Web Workers instead of main-thread slices.
+  { key: 'g', client: 'ours-workers-1', transport: 'binary', label: 'nostrwire, nostrwire.v1, 1 verifier worker' },
+  { key: 'h', client: 'ours-workers-2', transport: 'binary', label: 'nostrwire, nostrwire.v1, 2 verifier workers' },
+].filter((c) => !opt('--only') || opt('--only').split(',').includes(c.key));
+
+mkdirSync(out, { recursive: true });
+const work = mkdtempSync(join(tmpdir(), 'nostrwire-bench-browser-'));
+const log = (...m) => console.error(`[${new Date().toISOString().slice(11, 19)}]`, ...m);
+
+// ---------------------------------------------------------------- data
+log(`filling a relay: the corpus plus ${generated} generated events`);
+const gen = join(work, 'generated.jsonl');
+execFileSync(bin, ['generate', '--count', String(generated), '--seed', '7', '--out', gen], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+const all = join(work, 'all.jsonl');
+writeFileSync(all, readFileSync(join(root, 'testdata/real-events.jsonl')));
+writeFileSync(all, readFileSync(gen), { flag: 'a' });
+const dataOn = join(work, 'data-deflate');
+execFileSync(bin, ['import', '--data', dataOn, all], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+const dataOff = join(work, 'data-plain');
+cpSync(dataOn, dataOff, { recursive: true });
+
+const base = '[limits]\nmax_limit = 10000\n';
+const relays = {
+  on: await startRelay({ data: dataOn, config: base }),
+  off: await startRelay({ data: dataOff, config: `${base}[websocket]\ndeflate = false\n` }),
+};
+
+// A TCP proxy in front of each relay counts the bytes on the socket.
+async function proxy(target) {
+  const port = Number(new URL(target).port);
+  const counter = { down: 0, up: 0 };
+  const server = createServer((client) => {
+    const upstream = connect(port, '127.0.0.1');
+    client.on('data', (d) => { counter.up += d.length; upstream.write(d); });
+    upstream.on('data', (d) => { counter.down += d.length; client.write(d); });
+    const end = () => { client.destroy(); upstream.destroy(); };
+    client.on('close', end);
+    upstream.on('close', end);
+    client.on('error', end);
+    upstream.on('error', end);
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `ws://127.0.0.1:${server.address().port}`, counter, close: () => server.close() };
+}
+const proxies = { on: await proxy(relays.on.url), off: await proxy(relays.off.url) };
+
+// ---------------------------------------------------------------- sizes
+async function bundleSize(contents) {
+  const r = await build({
+    stdin: { contents, resolveDir: resolve(root, 'js'), loader: 'ts' },
+    bundle: true, minify: true, format: 'esm', platform: 'browser', target: 'es2022', write: false, logLevel: 'silent',
+  });
+  const bytes = Buffer.concat(r.outputFiles.map((f) => Buffer.from(f.contents)));
+  return { min: bytes.length, gzip: gzipSync(bytes, { level: 9 }).length };
+}
+const packageSizes = {
+  a: await bundleSize("export { Relay } from 'nostr-tools/relay'; export { verifyEvent } from 'nostr-tools/pure';"),
+  b: await bundleSize("export { AbstractRelay } from 'nostr-tools/abstract-relay'; export { setNostrWasm, verifyEvent } from 'nostr-tools/wasm'; export { initNostrWasm } from 'nostr-wasm';"),
+  c: JSON.parse(readFileSync(resolve(root, 'js/dist/browser/sizes.json'), 'utf8')).total,
+};
+packageSizes.d = packageSizes.e = packageSizes.f = packageSizes.g = packageSizes.h = packageSizes.c;
+
+// ---------------------------------------------------------------- runs
+const pageDir = join(work, 'page');
+await bundlePage(resolve(root, 'js/bench/page.js'), pageDir, { minify: true });
+cpSync(resolve(root, 'js/dist/browser/verify-worker.js'), join(pageDir, 'verify-worker.js'));
+const site = await serveDir(pageDir);
+const browser = await launch(['--enable-precise-memory-info', '--js-flags=--expose-gc']);
+const chromiumVersion = await browser.version();
+
+async function once(config, deflate, limit) {
+  const page = await openPage(browser, site.url);
+  const p = proxies[deflate ? 'on' : 'off'];
+  p.counter.down = p.counter.up = 0;
+  try {
+    const r = await page.evaluate((o) => window.run(o), {
+      client: config.client, transport: config.transport, url: p.url, limit, filter: FILTER,
+    });
+    await new Promise((res) => setTimeout(res, 50));
+    return { ...r, socketBytesDown: p.counter.down, socketBytesUp: p.counter.up };
+  } finally {
+    await page.close();
+  }
+}
+
+const variants = [];
+for (const c of CLIENTS) for (const deflate of [true, false]) variants.push({ ...c, deflate });
+
+log('warm-up');
+for (const v of variants) await once(v, v.deflate, sizes[0]);
+
+const runs = [];
+for (let round = 1; round <= rounds; round++) {
+  // Interleaved: every variant once per round and size, the order rotated.
+  const order = variants.map((_, i) => variants[(i + round) % variants.length]);
+  for (const limit of sizes) {
+    for (const v of order) {
+      const r = await once(v, v.deflate, limit);
+      runs.push({ round, limit, key: v.key, deflate: v.deflate, ...r });
+      log(`round ${round} ${v.key}${v.deflate ? '+deflate' : ''} ${limit}: ${r.events} events, EOSE ${r.eoseMs.toFixed(0)} ms, last verified ${r.lastVerifiedMs.toFixed(0)} ms, ${r.socketBytesDown} B, long tasks ${r.longTasks}`);
+    }
+  }
+}
+await browser.close();
+await site.close();
+proxies.on.close();
+proxies.off.close();
+await relays.on.stop();
+await relays.off.stop();
+
+// ---------------------------------------------------------------- report
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+const summary = [];
+for (const limit of sizes) {
+  for (const v of variants) {
+    const rs = runs.filter((r) => r.limit === limit && r.key === v.key && r.deflate === v.deflate);
+    summary.push({
+      limit, key: v.key, label: v.label, deflate: v.deflate, transport: rs[0].transport, events: median(rs.map((r) => r.events)),
+      socketBytesDown: median(rs.map((r) => r.socketBytesDown)),
+      messageBytes: median(rs.map((r) => r.messageBytes)),
+      eoseMs: median(rs.map((r) => r.eoseMs)),
+      lastVerifiedMs: median(rs.map((r) => r.lastVerifiedMs)),
+      longTasks: median(rs.map((r) => r.longTasks)),
+      longTaskMs: median(rs.map((r) => r.longTaskMs)),
+      peakHeapBytes: median(rs.map((r) => r.peakHeapBytes)),
+      packageGzip: packageSizes[v.key].gzip,
+      packageMin: packageSizes[v.key].min,
+    });
+  }
+}
+const find = (limit, key, deflate) => summary.find((s) => s.limit === limit && s.key === key && s.deflate === deflate);
+const machine = { cpus: cpus().length, cpu: cpus()[0]?.model, memGiB: Math.round(totalmem() / 2 ** 30), chromium: chromiumVersion, node: process.version };
+const results = {
+  schema: 1,
+  date: new Date().toISOString(),
+  machine,
+  rounds,
+  filter: FILTER,
+  data: { corpus: 'testdata/real-events.jsonl', generated, seed: 7 },
+  packageSizes,
+  summary,
+  runs,
+};
+writeFileSync(join(out, 'results.json'), JSON.stringify(results, null, 1) + '\n');
+
+const kb = (n) => (n / 1000).toFixed(n < 10000 ? 1 : 0);
+const ms = (n) => n.toFixed(n < 100 ? 1 : 0);
+let md = `# Browser benchmark: a REQ in headless Chromium\n\n`;
+md += `${new Date().toISOString().slice(0, 10)}, Chromium ${chromiumVersion}, ${machine.cpus} cores (${machine.cpu}), shared with other work; `;
+md += `relay and browser on the same machine, loopback. Medians of ${rounds} interleaved rounds per row. `;
+md += `Filter \`${JSON.stringify(FILTER)}\` with \`limit\` ${sizes.join(' and ')}, on the corpus plus ${generated} generated events (seed 7).\n\n`;
+md += `- socket KB: bytes from the relay on the TCP socket (counted by a proxy), WebSocket framing and permessage-deflate included\n`;
+md += `- EOSE: REQ sent → EOSE message dispatched in the page; last verified: REQ sent → last event handed to \`onevent\` after its signature check\n`;
+md += `- (e), (f): the same client with \`verifyEvent: false\`, \"last verified\" is then the last event handed to \`onevent\`\n`;
+md += `- long tasks: main-thread tasks over 50 ms (count / total ms); heap: peak \`usedJSHeapSize\`\n`;
+md += `- package: the client's code, minified + gzip, WebAssembly included\n\n`;
+for (const limit of sizes) {
+  md += `## ${limit.toLocaleString('en-US')} events\n\n`;
+  md += `| | client | deflate | socket KB | vs (a) without deflate | EOSE ms | last verified ms | speed-up vs (a) | speed-up vs (b) | long tasks | heap MB | package KB gz |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n`;
+  for (const s of summary.filter((s) => s.limit === limit)) {
+    const a = find(limit, 'a', s.deflate);
+    const b = find(limit, 'b', s.deflate);
+    const plainJson = find(limit, 'a', false);
+    md += `| (${s.key}) | ${s.label} | ${s.deflate ? 'on' : 'off'} | ${kb(s.socketBytesDown)} | ${(s.socketBytesDown / plainJson.socketBytesDown).toFixed(2)}× | ${ms(s.eoseMs)} | ${ms(s.lastVerifiedMs)} | ${(a.lastVerifiedMs / s.lastVerifiedMs).toFixed(2)}× | ${(b.lastVerifiedMs / s.lastVerifiedMs).toFixed(2)}× | ${s.longTasks} / ${ms(s.longTaskMs)} | ${(s.peakHeapBytes / 1e6).toFixed(1)} | ${kb(s.packageGzip)} |\n`;
+  }
+  md += '\n';
+}
+// The issue's targets, on the largest REQ, for (d) against (a) and (b) over
+// the same deflate setting, bytes against plain JSON without deflate.
+{
+  const limit = sizes[sizes.length - 1];
+  md += `## Targets (${limit.toLocaleString('en-US')} events)\n\n| target | deflate on | deflate off |\n|---|---|---|\n`;
+  const row = (name, f) => { md += `| ${name} | ${f(true)} | ${f(false)} |\n`; };
+  const d = (on) => find(limit, 'd', on);
+  const mark = (ok) => (ok ? 'met' : 'not met');
+  row('(d) verified ≥ 5× sooner than (a)', (on) => `${(find(limit, 'a', on).lastVerifiedMs / d(on).lastVerifiedMs).toFixed(2)}×: ${mark(find(limit, 'a', on).lastVerifiedMs / d(on).lastVerifiedMs >= 5)}`);
+  row('(d) verified ≥ 1.5× sooner than (b)', (on) => `${(find(limit, 'b', on).lastVerifiedMs / d(on).lastVerifiedMs).toFixed(2)}×: ${mark(find(limit, 'b', on).lastVerifiedMs / d(on).lastVerifiedMs >= 1.5)}`);
+  row('(d) socket bytes ≤ 0.55× plain JSON', (on) => `${(d(on).socketBytesDown / find(limit, 'a', false).socketBytesDown).toFixed(2)}×: ${mark(d(on).socketBytesDown / find(limit, 'a', false).socketBytesDown <= 0.55)}`);
+  row('(d) no main-thread long task', (on) => `${d(on).longTasks} (median): ${mark(d(on).longTasks === 0)}`);
+  row('package ≤ 120 KB min+gzip', () => `${kb(packageSizes.d.gzip)} KB: ${mark(packageSizes.d.gzip <= 120000)}`);
+  md += '\n';
+}
+md += `Events received per run: ${[...new Set(summary.map((s) => `${s.limit}→${s.events}`))].join(', ')}.\n\n`;
+md += `![time until the last event is verified](chart.svg)\n\nRaw runs: \`results.json\`. Reproduce: \`scripts/bench-browser.sh --out DIR\`.\n`;
+writeFileSync(join(out, 'report.md'), md);
+writeFileSync(join(out, 'chart.svg'), chart(summary, sizes));
+log(`wrote ${out}/results.json, report.md, chart.svg`);
+
+function chart(summary, sizes) {
+  const rowH = 18, gap = 26, left = 360, width = 960, barW = width - left - 90;
+  const colors = { a: '#8c8c8c', b: '#4f81bd', c: '#9bbb59', d: '#6b3fd4', e: '#c8d9a6', f: '#b9a4ea', g: '#d4893f', h: '#a0522d' };
+  let y = 40;
+  let body = '';
+  for (const limit of sizes) {
+    const rows = summary.filter((s) => s.limit === limit);
+    const max = Math.max(...rows.map((r) => r.lastVerifiedMs));
+    body += `<text x="10" y="${y}" font-weight="bold">${limit.toLocaleString('en-US')} events: ms until the last event is verified (shorter is better)</text>\n`;
+    y += 10;
+    for (const r of rows) {
+      const w = Math.max(1, (r.lastVerifiedMs / max) * barW);
+      body += `<text x="${left - 8}" y="${y + 13}" text-anchor="end">(${r.key}) ${r.label}${r.deflate ? ', deflate' : ''}</text>`;
+      body += `<rect x="${left}" y="${y}" width="${w.toFixed(1)}" height="${rowH - 4}" fill="${colors[r.key]}" opacity="${r.deflate ? 1 : 0.6}"/>`;
+      body += `<text x="${left + w + 6}" y="${y + 13}">${ms(r.lastVerifiedMs)} ms</text>\n`;
+      y += rowH;
+    }
+    y += gap;
+  }
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${y}" font-family="sans-serif" font-size="12">\n<rect width="100%" height="100%" fill="white"/>\n${body}</svg>\n`;
+}

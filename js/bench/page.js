@@ -1,0 +1,104 @@
+// The browser benchmark page: one REQ per page load, timed in the page.
+//   tools       nostr-tools Relay, its verifyEvent (@noble/curves), JSON
+//   tools-wasm  nostr-tools AbstractRelay with nostr-wasm's verifyEvent, JSON
+//   ours        this package's Relay over `transport` (json | binary)
+//   ours-unverified  the same without signature checks
+//   ours-workers-N   the same, verifying in N Web Workers
+import { Relay as ToolsRelay } from 'nostr-tools/relay';
+import { AbstractRelay } from 'nostr-tools/abstract-relay';
+import { setNostrWasm, verifyEvent as toolsWasmVerify } from 'nostr-tools/wasm';
+import { initNostrWasm } from 'nostr-wasm';
+import { Relay, initVerifier } from '../src/index.ts';
+
+// Every WebSocket the page opens reports when EOSE arrives and how many
+// message bytes it delivered (after permessage-deflate; socket bytes are
+// counted by the proxy in front of the relay).
+const probe = { eoseAt: 0, messageBytes: 0, messages: 0 };
+const Native = WebSocket;
+window.WebSocket = class extends Native {
+  constructor(...args) {
+    super(...args);
+    this.addEventListener('message', (ev) => {
+      probe.messages++;
+      const d = ev.data;
+      if (typeof d === 'string') {
+        probe.messageBytes += d.length;
+        if (d.startsWith('["EOSE"')) probe.eoseAt = performance.now();
+      } else {
+        const b = new Uint8Array(d);
+        probe.messageBytes += b.length;
+        if (b[0] === 0x05 || (b[0] === 0x00 && b[2] === 0x45 && b[3] === 0x4f)) probe.eoseAt = performance.now();
+      }
+    });
+  }
+};
+
+const longTasks = [];
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) longTasks.push(e.duration);
+}).observe({ type: 'longtask', buffered: true });
+
+function heap() {
+  return performance.memory ? performance.memory.usedJSHeapSize : 0;
+}
+
+async function connect(client, url, transport) {
+  if (client === 'tools') {
+    const r = await ToolsRelay.connect(url);
+    return r;
+  }
+  if (client === 'tools-wasm') {
+    setNostrWasm(await initNostrWasm());
+    return AbstractRelay.connect(url, { verifyEvent: toolsWasmVerify });
+  }
+  if (client === 'ours-unverified') return Relay.connect(url, { transport, verifyEvent: false });
+  if (client.startsWith('ours-workers-')) return Relay.connect(url, { transport, workers: Number(client.slice(13)) });
+  await initVerifier();
+  return Relay.connect(url, { transport });
+}
+
+window.run = async ({ client, url, transport, limit, filter }) => {
+  if (window.gc) window.gc();
+  const heapBefore = heap();
+  const relay = await connect(client, url, transport);
+  const negotiated = relay.transport ?? 'json';
+  longTasks.length = 0;
+  let peakHeap = heap();
+  const result = await new Promise((resolve) => {
+    let n = 0;
+    let last = 0;
+    const start = performance.now();
+    const sub = relay.subscribe([{ ...filter, limit }], {
+      eoseTimeout: 600000,
+      onevent() {
+        n++;
+        last = performance.now();
+        if ((n & 127) === 0) peakHeap = Math.max(peakHeap, heap());
+      },
+      oneose() {
+        const done = performance.now();
+        peakHeap = Math.max(peakHeap, heap());
+        sub.close();
+        resolve({
+          events: n,
+          eoseMs: (probe.eoseAt || done) - start,
+          eoseCallbackMs: done - start,
+          lastVerifiedMs: last - start,
+        });
+      },
+    });
+  });
+  // Let the observer deliver the last long task entries.
+  await new Promise((r) => setTimeout(r, 100));
+  relay.close();
+  return {
+    ...result,
+    transport: negotiated,
+    messageBytes: probe.messageBytes,
+    longTasks: longTasks.length,
+    longTaskMs: longTasks.reduce((a, b) => a + b, 0),
+    peakHeapBytes: peakHeap,
+    heapBeforeBytes: heapBefore,
+  };
+};
+window.ready = true;

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The js/ package's CI: installs what it needs (npm ci, Chromium when
+# missing), builds, type-checks and runs every JavaScript test: vectors,
+# the corpus through Rust and back, the Relay client against live relays in
+# Node, and the same in headless Chromium together with the relay's web page.
+#   NOSTRWIRE_BIN=target/release/nostrwire js/ci.sh
+# NOSTRWIRE_BIN (relative to the repository root, or absolute) must be a
+# built `nostrwire`; the default is target/release/nostrwire.
+set -euo pipefail
+cd "$(dirname "$0")"
+export NOSTRWIRE_BIN="${NOSTRWIRE_BIN:-target/release/nostrwire}"
+case "$NOSTRWIRE_BIN" in
+    /*) bin="$NOSTRWIRE_BIN" ;;
+    *) bin="../$NOSTRWIRE_BIN" ;;
+esac
+if [ ! -x "$bin" ]; then
+    echo "js/ci.sh: no nostrwire binary at $NOSTRWIRE_BIN (cargo build --release -p nostrwire)" >&2
+    exit 1
+fi
+command -v npm >/dev/null || { echo "js/ci.sh: npm is required" >&2; exit 1; }
+
+echo "== js: install"
+scripts/install-chromium.sh
+npm ci --no-audit --no-fund --silent
+
+echo "== js: build and type-check"
+node scripts/build.mjs
+npx tsc --noEmit -p .
+
+echo "== js: tests (Node and headless Chromium)"
+node --test --test-concurrency=1 test/*.test.mjs

@@ -1,0 +1,495 @@
+// A Relay client with nostr-tools' names and meanings (`Relay.connect`,
+// `subscribe`, `publish`, `count`, `auth`, `close`), speaking nostrwire.v1
+// when the relay answers with it and NIP-01 JSON otherwise.
+
+import { NwbError } from './errors.js';
+import { DEFAULT_LIMITS, type Limits } from './limits.js';
+import {
+  FRAME_AUTH,
+  FRAME_EVENT,
+  SUBPROTOCOL,
+  decodeRelayFrame,
+  eventFrame,
+  jsonFrame,
+} from './transport.js';
+import type { Event, EventTemplate, Filter } from './types.js';
+import { VerifierPool } from './pool.js';
+import { SLICE_MS, initVerifier, verifiedSymbol, verifyEvent as defaultVerify, yieldToEventLoop } from './verify.js';
+
+/** `auto` offers nostrwire.v1 and falls back to JSON; the others insist. */
+export type Transport = 'auto' | 'json' | 'binary';
+
+type WebSocketLike = {
+  readonly protocol: string;
+  binaryType: string;
+  onopen: ((ev: unknown) => void) | null;
+  onerror: ((ev: unknown) => void) | null;
+  onclose: ((ev: unknown) => void) | null;
+  onmessage: ((ev: { data: unknown }) => void) | null;
+  send(data: string | Uint8Array): void;
+  close(): void;
+};
+type WebSocketConstructor = new (url: string, protocols?: string | string[]) => WebSocketLike;
+
+let WebSocketImpl: WebSocketConstructor | undefined =
+  typeof WebSocket !== 'undefined' ? (WebSocket as unknown as WebSocketConstructor) : undefined;
+
+/** Where there is no global WebSocket (Node 20): pass `ws`'s class here. */
+export function useWebSocketImplementation(impl: unknown): void {
+  WebSocketImpl = impl as WebSocketConstructor;
+}
+
+export interface RelayOptions {
+  /** Default `auto`. */
+  transport?: Transport;
+  /**
+   * Verifies each event before `onevent`; `false` opts out. Default: the
+   * package's `verifyEvent` (WebAssembly libsecp256k1 once loaded).
+   */
+  verifyEvent?: ((event: Event) => boolean) | false;
+  /**
+   * Web Workers that verify events off the main thread (browsers; ignored
+   * where there is no `Worker`, or with a `verifyEvent` of your own).
+   * Default 0: verification runs on the main thread in slices.
+   */
+  workers?: number;
+  /** Where the bundled `verify-worker.js` is; default: beside this module. */
+  workerUrl?: URL | string;
+  /** Decoding limits for binary frames (spec/nwb.md §9). */
+  limits?: Limits;
+  /** Milliseconds to wait for the WebSocket to open. Default 4400. */
+  connectionTimeout?: number;
+  websocketImplementation?: unknown;
+}
+
+export interface SubscriptionParams {
+  onevent?: (event: Event) => void;
+  /** Called with events whose id or signature does not verify. */
+  oninvalidevent?: (event: Event) => void;
+  oneose?: () => void;
+  onclose?: (reason: string) => void;
+  /** Events for which this returns true are dropped before verification. */
+  alreadyHaveEvent?: (id: string) => boolean;
+  id?: string;
+}
+
+type Pending<T> = { resolve: (v: T) => void; reject: (e: Error) => void; timer: ReturnType<typeof setTimeout> };
+const BATCH = 64;
+
+type EventItem = { sub: Subscription; event: Event; verdict?: Promise<boolean> };
+type Item =
+  | EventItem
+  | { sub: Subscription; eose: true }
+  | { sub: Subscription; closed: string };
+
+export class Relay {
+  readonly url: string;
+  /** The transport in use once connected. */
+  transport: 'json' | 'binary' | null = null;
+  onclose: (() => void) | null = null;
+  onnotice: (message: string) => void = () => {};
+  publishTimeout = 4400;
+  connectionTimeout: number;
+  readonly openSubs = new Map<string, Subscription>();
+
+  private ws: WebSocketLike | null = null;
+  private readonly wanted: Transport;
+  private readonly verify: ((event: Event) => boolean) | false;
+  private readonly limits: Limits;
+  private readonly Impl: WebSocketConstructor | undefined;
+  private challenge: string | undefined;
+  private serial = 0;
+  private readonly publishes = new Map<string, Pending<string>>();
+  private readonly counts = new Map<string, Pending<number>>();
+  private queue: Item[] = [];
+  private head = 0;
+  private draining = false;
+  private connecting: Promise<void> | null = null;
+  private pool: VerifierPool | null = null;
+  private batch: EventItem[] = [];
+
+  constructor(url: string, opts: RelayOptions = {}) {
+    this.url = url;
+    this.wanted = opts.transport ?? 'auto';
+    this.verify = opts.verifyEvent === undefined ? defaultVerify : opts.verifyEvent;
+    this.limits = opts.limits ?? DEFAULT_LIMITS;
+    this.connectionTimeout = opts.connectionTimeout ?? 4400;
+    this.Impl = opts.websocketImplementation as WebSocketConstructor | undefined;
+    const workers = opts.workers ?? 0;
+    if (workers > 0 && this.verify === defaultVerify && typeof Worker !== 'undefined') {
+      this.pool = new VerifierPool(workers, opts.workerUrl ?? new URL('./verify-worker.js', import.meta.url));
+    }
+  }
+
+  static async connect(url: string, opts: RelayOptions = {}): Promise<Relay> {
+    const relay = new Relay(url, opts);
+    await relay.connect();
+    return relay;
+  }
+
+  get connected(): boolean {
+    return this.ws !== null && this.transport !== null;
+  }
+
+  /** The AUTH challenge the relay sent last (NIP-42). */
+  get authChallenge(): string | undefined {
+    return this.challenge;
+  }
+
+  connect(): Promise<void> {
+    if (this.verify === defaultVerify) void initVerifier();
+    this.connecting ??= (async () => {
+      if (this.wanted !== 'json') {
+        try {
+          await this.open([SUBPROTOCOL]);
+        } catch (e) {
+          // A relay without nostrwire.v1 omits the header, and browsers and
+          // `ws` then fail the handshake: try again with JSON.
+          if (this.wanted === 'binary') throw e;
+        }
+        if (this.wanted === 'binary' && this.transport !== 'binary') {
+          this.close();
+          throw new Error(`${this.url} does not speak ${SUBPROTOCOL}`);
+        }
+      }
+      if (!this.ws) await this.open(undefined);
+    })();
+    return this.connecting;
+  }
+
+  private open(protocols: string[] | undefined): Promise<WebSocketLike> {
+    const Impl = this.Impl ?? WebSocketImpl;
+    if (!Impl) throw new Error('no WebSocket implementation: call useWebSocketImplementation()');
+    return new Promise((resolve, reject) => {
+      const ws = protocols ? new Impl(this.url, protocols) : new Impl(this.url);
+      ws.binaryType = 'arraybuffer';
+      const timer = setTimeout(() => {
+        ws.onopen = ws.onerror = ws.onclose = null;
+        ws.close();
+        reject(new Error('connection timed out'));
+      }, this.connectionTimeout);
+      ws.onopen = () => {
+        clearTimeout(timer);
+        // Listen at once: the relay may send (an AUTH challenge) right away.
+        this.ws = ws;
+        this.transport = ws.protocol === SUBPROTOCOL ? 'binary' : 'json';
+        this.listen(ws);
+        resolve(ws);
+      };
+      ws.onerror = ws.onclose = () => {
+        clearTimeout(timer);
+        ws.onopen = ws.onerror = ws.onclose = null;
+        reject(new Error(`connection to ${this.url} failed`));
+      };
+    });
+  }
+
+  private listen(ws: WebSocketLike): void {
+    ws.onerror = null;
+    ws.onclose = () => this.closed();
+    ws.onmessage = (ev) => {
+      try {
+        if (typeof ev.data === 'string') this.onJson(ev.data);
+        else this.onBinary(new Uint8Array(ev.data as ArrayBuffer));
+      } catch (e) {
+        // Hostile or broken input: drop the message, keep the connection.
+        this.onnotice(`invalid: ${e instanceof NwbError ? e.kind : 'bad message'}`);
+      }
+    };
+  }
+
+  private onBinary(bytes: Uint8Array): void {
+    const frame = decodeRelayFrame(bytes, this.limits);
+    switch (frame.type) {
+      case 'json':
+        return this.onJson(frame.text);
+      case 'event': {
+        const sub = this.openSubs.get(frame.subId);
+        if (sub) this.enqueue({ sub, event: frame.event });
+        return;
+      }
+      case 'eose': {
+        const sub = this.openSubs.get(frame.subId);
+        if (sub) this.enqueue({ sub, eose: true });
+        return;
+      }
+      case 'ok':
+        return this.onOk(frame.id, frame.accepted, frame.message);
+    }
+  }
+
+  private onJson(text: string): void {
+    const msg: unknown = JSON.parse(text);
+    if (!Array.isArray(msg) || typeof msg[0] !== 'string') return;
+    switch (msg[0]) {
+      case 'EVENT': {
+        const sub = this.openSubs.get(msg[1]);
+        if (sub && typeof msg[2] === 'object' && msg[2] !== null) this.enqueue({ sub, event: msg[2] as Event });
+        return;
+      }
+      case 'EOSE': {
+        const sub = this.openSubs.get(msg[1]);
+        if (sub) this.enqueue({ sub, eose: true });
+        return;
+      }
+      case 'CLOSED': {
+        const sub = this.openSubs.get(msg[1]);
+        if (sub) this.enqueue({ sub, closed: String(msg[2] ?? '') });
+        return;
+      }
+      case 'OK':
+        return this.onOk(String(msg[1]), msg[2] === true, String(msg[3] ?? ''));
+      case 'COUNT': {
+        const pending = this.counts.get(msg[1]);
+        if (pending) {
+          this.counts.delete(msg[1]);
+          clearTimeout(pending.timer);
+          pending.resolve(Number(msg[2]?.count ?? 0));
+        }
+        return;
+      }
+      case 'NOTICE':
+        return this.onnotice(String(msg[1]));
+      case 'AUTH':
+        if (typeof msg[1] === 'string') this.challenge = msg[1];
+        return;
+    }
+  }
+
+  private onOk(id: string, accepted: boolean, message: string): void {
+    const pending = this.publishes.get(id);
+    if (!pending) return;
+    this.publishes.delete(id);
+    clearTimeout(pending.timer);
+    if (accepted) pending.resolve(message);
+    else pending.reject(new Error(message));
+  }
+
+  // Subscription messages go through one queue, so that verification can
+  // run in slices and EOSE and CLOSED still come after the events before them.
+  private enqueue(item: Item): void {
+    this.queue.push(item);
+    if (this.pool && 'event' in item) {
+      this.batch.push(item);
+      if (this.batch.length >= BATCH) this.flush();
+    }
+    if (!this.draining) void this.drain();
+  }
+
+  // Sends the events waiting for a worker as one batch.
+  private flush(): void {
+    const items = this.batch;
+    if (items.length === 0 || !this.pool) return;
+    this.batch = [];
+    const verdicts = this.pool.verify(items.map((i) => i.event));
+    items.forEach((item, k) => {
+      item.verdict = verdicts.then((v) => v[k] === true);
+    });
+  }
+
+  private async drain(): Promise<void> {
+    this.draining = true;
+    try {
+      if (this.verify === defaultVerify) await initVerifier();
+      let sliceStart = performance.now();
+      while (this.head < this.queue.length) {
+        const item = this.queue[this.head++]!;
+        let ok: boolean | undefined;
+        if (this.pool && 'event' in item) {
+          if (!item.verdict) this.flush();
+          ok = await item.verdict!.catch(() => false);
+          (item.event as Event & { [verifiedSymbol]?: boolean })[verifiedSymbol] = ok;
+        }
+        try {
+          this.deliver(item, ok);
+        } catch (e) {
+          // A throwing callback must not stop the queue: report it the way
+          // an event handler's error is reported, and go on.
+          setTimeout(() => {
+            throw e;
+          });
+        }
+        if (performance.now() - sliceStart > SLICE_MS) {
+          await yieldToEventLoop();
+          sliceStart = performance.now();
+        }
+      }
+      this.queue = [];
+      this.head = 0;
+    } finally {
+      this.draining = false;
+    }
+  }
+
+  // `verdict` is the worker's, when a pool verified the event.
+  private deliver(item: Item, verdict?: boolean): void {
+    const sub = item.sub;
+    if ('event' in item) {
+      if (sub.closed) return;
+      const event = item.event;
+      if (sub.alreadyHaveEvent?.(event.id)) return;
+      if (verdict === false || (verdict === undefined && this.verify && !this.verify(event))) {
+        sub.oninvalidevent?.(event);
+        return;
+      }
+      sub.onevent(event);
+    } else if ('eose' in item) {
+      if (sub.eosed || sub.closed) return;
+      sub.eosed = true;
+      sub.oneose?.();
+    } else {
+      if (sub.closed) return;
+      sub.closed = true;
+      this.openSubs.delete(sub.id);
+      sub.onclose?.(item.closed);
+    }
+  }
+
+  /** Sends one NIP-01 message (a JSON string), as nostr-tools' `send`. */
+  async send(message: string): Promise<void> {
+    this.sendMessage(message);
+  }
+
+  // Throws at once on a closed connection, so no caller leaves a promise
+  // behind that rejects later.
+  private sendMessage(message: string): void {
+    const ws = this.ws;
+    if (!ws || !this.transport) throw new Error('sending on a closed connection');
+    if (this.transport === 'binary') ws.send(jsonFrame(JSON.parse(message)));
+    else ws.send(message);
+  }
+
+  private sendEvent(event: Event, type: typeof FRAME_EVENT | typeof FRAME_AUTH): void {
+    const ws = this.ws;
+    if (!ws || !this.transport) throw new Error('sending on a closed connection');
+    if (this.transport === 'binary') ws.send(eventFrame(event, type));
+    else ws.send(JSON.stringify([type === FRAME_AUTH ? 'AUTH' : 'EVENT', event]));
+  }
+
+  private waitOk(id: string): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.publishes.delete(id);
+        reject(new Error('publish timed out'));
+      }, this.publishTimeout);
+      this.publishes.set(id, { resolve, reject, timer });
+    });
+  }
+
+  /** Publishes an event; resolves with the OK message, rejects with the refusal. */
+  async publish(event: Event): Promise<string> {
+    this.sendEvent(event, FRAME_EVENT);
+    return this.waitOk(event.id);
+  }
+
+  /** NIP-42: signs the relay's challenge with `signAuthEvent` and sends it. */
+  async auth(signAuthEvent: (template: EventTemplate) => Promise<Event>): Promise<string> {
+    const challenge = this.challenge;
+    if (!challenge) throw new Error("can't perform auth, no challenge was received");
+    const event = await signAuthEvent({
+      created_at: Math.floor(Date.now() / 1000),
+      kind: 22242,
+      tags: [
+        ['relay', this.url],
+        ['challenge', challenge],
+      ],
+      content: '',
+    });
+    this.sendEvent(event, FRAME_AUTH);
+    return this.waitOk(event.id);
+  }
+
+  /** NIP-45 COUNT. */
+  count(filters: Filter[], params: { id?: string | null } = {}): Promise<number> {
+    const id = params.id ?? `count:${++this.serial}`;
+    try {
+      this.sendMessage(JSON.stringify(['COUNT', id, ...filters]));
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    const result = new Promise<number>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.counts.delete(id);
+        reject(new Error('count timed out'));
+      }, this.publishTimeout);
+      this.counts.set(id, { resolve, reject, timer });
+    });
+    return result;
+  }
+
+  subscribe(filters: Filter[], params: SubscriptionParams = {}): Subscription {
+    const id = params.id ?? `sub:${++this.serial}`;
+    const sub = new Subscription(this, id, filters, params);
+    this.sendMessage(JSON.stringify(['REQ', id, ...filters]));
+    this.openSubs.set(id, sub);
+    return sub;
+  }
+
+  close(): void {
+    const ws = this.ws;
+    this.closed();
+    ws?.close();
+    this.pool?.close();
+    this.pool = null;
+  }
+
+  private closed(): void {
+    if (!this.ws) return;
+    this.ws.onmessage = this.ws.onclose = null;
+    this.ws = null;
+    this.transport = null;
+    this.connecting = null;
+    for (const sub of this.openSubs.values()) {
+      sub.closed = true;
+      sub.onclose?.('relay connection closed');
+    }
+    this.openSubs.clear();
+    for (const p of this.publishes.values()) {
+      clearTimeout(p.timer);
+      p.reject(new Error('relay connection closed'));
+    }
+    this.publishes.clear();
+    for (const p of this.counts.values()) {
+      clearTimeout(p.timer);
+      p.reject(new Error('relay connection closed'));
+    }
+    this.counts.clear();
+    this.onclose?.();
+  }
+
+  /** @internal */
+  closeSubscription(sub: Subscription, reason: string): void {
+    if (!this.openSubs.delete(sub.id)) return;
+    if (this.ws) this.sendMessage(JSON.stringify(['CLOSE', sub.id]));
+    sub.onclose?.(reason);
+  }
+}
+
+export class Subscription {
+  closed = false;
+  eosed = false;
+  onevent: (event: Event) => void;
+  oninvalidevent: ((event: Event) => void) | undefined;
+  oneose: (() => void) | undefined;
+  onclose: ((reason: string) => void) | undefined;
+  alreadyHaveEvent: ((id: string) => boolean) | undefined;
+
+  constructor(
+    readonly relay: Relay,
+    readonly id: string,
+    readonly filters: Filter[],
+    params: SubscriptionParams,
+  ) {
+    this.onevent = params.onevent ?? (() => {});
+    this.oninvalidevent = params.oninvalidevent;
+    this.oneose = params.oneose;
+    this.onclose = params.onclose;
+    this.alreadyHaveEvent = params.alreadyHaveEvent;
+  }
+
+  close(reason = 'closed by caller'): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.relay.closeSubscription(this, reason);
+  }
+}

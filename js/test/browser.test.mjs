@@ -1,0 +1,97 @@
+// Headless Chromium: the package's Relay client in a page on loopback,
+// against live relays, over both transports and with the JSON fallback.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { copyFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startRelay, haveBinary } from './relay-process.mjs';
+import { bundlePage, serveDir, launch, openPage, haveChromium } from './browser/harness.mjs';
+
+const skip = (!haveBinary && 'no nostrwire binary (set NOSTRWIRE_BIN)') || (!haveChromium && 'no chromium (js/scripts/install-chromium.sh)');
+
+let relay, jsonOnly, site, browser, page;
+before(async () => {
+  if (skip) return;
+  relay = await startRelay();
+  jsonOnly = await startRelay({ config: '[websocket]\nbinary = false\n' });
+  const dir = mkdtempSync(join(tmpdir(), 'nostrwire-js-page-'));
+  await bundlePage(new URL('./browser/page.js', import.meta.url).pathname, dir);
+  // The page's bundle starts workers from beside itself, as the package's does.
+  copyFileSync(new URL('../dist/browser/verify-worker.js', import.meta.url).pathname, join(dir, 'verify-worker.js'));
+  site = await serveDir(dir);
+  browser = await launch();
+  page = await openPage(browser, site.url);
+});
+after(async () => {
+  await browser?.close();
+  await site?.close();
+  await relay?.stop();
+  await jsonOnly?.stop();
+});
+
+function check(result, transport) {
+  assert.equal(result.transport, transport);
+  assert.equal(result.published, '');
+  assert.deepEqual(result.stored, [true]);
+  assert.equal(result.live, true);
+  assert.equal(result.count, 2);
+  assert.equal(result.forgedRefused, true);
+  assert.match(result.auth, /^ok/);
+  assert.equal(result.verifier, 'wasm');
+}
+
+for (const transport of ['binary', 'json', 'auto']) {
+  test(`Chromium, transport ${transport}: publish, stored, EOSE, live, count, auth`, { skip }, async () => {
+    const result = await page.evaluate((url, t) => window.scenario(url, t), relay.url, transport);
+    check(result, transport === 'json' ? 'json' : 'binary');
+    assert.deepEqual(page.errors, []);
+  });
+}
+
+test('Chromium, binary transport with events verified in two Web Workers', { skip }, async () => {
+  const result = await page.evaluate((url) => window.scenario(url, 'binary', { workers: 2 }), relay.url);
+  check(result, 'binary');
+});
+
+test('Chromium falls back to JSON against a relay with the binary transport off', { skip }, async () => {
+  const result = await page.evaluate((url) => window.scenario(url, 'auto'), jsonOnly.url);
+  check(result, 'json');
+  assert.equal(await page.evaluate((url) => window.binaryRefused(url), jsonOnly.url), true);
+});
+
+test("the relay's web page: NIP-11 facts and counters that change after a publish", { skip }, async () => {
+  const { default: WebSocket } = await import('ws');
+  const { generateSecretKey, finalizeEvent } = await import('nostr-tools/pure');
+  const { Relay, useWebSocketImplementation } = await import('../dist/index.js');
+  const { mkdirSync } = await import('node:fs');
+  useWebSocketImplementation(WebSocket);
+
+  const tab = await browser.newPage();
+  const response = await tab.goto(relay.http + '/');
+  assert.match(response.headers()['content-type'], /^text\/html/);
+  await tab.waitForFunction(() => Number(document.body.dataset.refreshed) >= 1, { timeout: 10000 });
+  const read = () => tab.evaluate(() => ({
+    name: document.getElementById('name').textContent,
+    since: document.getElementById('since').textContent,
+    dbEvents: document.getElementById('db_events').textContent,
+    facts: document.getElementById('facts').rows.length,
+  }));
+  const before = await read();
+  assert.ok(before.facts > 3, 'NIP-11 facts shown');
+
+  const r = await Relay.connect(relay.url);
+  const sk = generateSecretKey();
+  await r.publish(finalizeEvent({ kind: 1, created_at: Math.floor(Date.now() / 1000), tags: [], content: 'counted' }, sk));
+  await tab.waitForFunction((s) => document.getElementById('since').textContent !== s, { timeout: 10000 }, before.since);
+  const after = await read();
+  assert.equal(Number(after.since.replace(/,/g, '')), Number(before.since.replace(/,/g, '')) + 1);
+  assert.notEqual(after.dbEvents, before.dbEvents);
+  r.close();
+
+  const dir = new URL('../test-output/', import.meta.url).pathname;
+  mkdirSync(dir, { recursive: true });
+  await tab.setViewport({ width: 1000, height: 900 });
+  await tab.screenshot({ path: dir + 'relay-page.png', fullPage: true });
+  await tab.close();
+});

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Browser benchmark: a REQ returning 1,000 and 10,000 events, timed in
+# headless Chromium for nostr-tools (noble, nostr-wasm) and the js/ package
+# (JSON, nostrwire.v1), with and without permessage-deflate.
+#   scripts/bench-browser.sh [--out DIR] [--rounds N]
+# Builds the release binary and the js/ package, installs Chromium if it is
+# missing, and writes results.json, report.md and chart.svg to DIR
+# (default bench-runs/<date>-browser).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export NOSTRWIRE_BIN="${NOSTRWIRE_BIN:-target/release/nostrwire}"
+if [ "$NOSTRWIRE_BIN" = target/release/nostrwire ]; then
+    nice -n 10 cargo build --release --locked -p nostrwire
+fi
+js/scripts/install-chromium.sh
+(cd js && npm ci --no-audit --no-fund --silent && node scripts/build.mjs)
+exec node js/bench/bench-browser.mjs "$@"
