@@ -76,6 +76,9 @@ pub struct Job {
     pub started: Instant,
     /// Results being sent (after the scan finished).
     delivery: Option<Delivery>,
+    /// Room held in the connection's budget for the results the scan
+    /// renders (REQ), given back when the scan ends.
+    scan_room: Option<Held>,
 }
 
 /// Stored results on their way out, paced by the connection's queue.
@@ -101,8 +104,17 @@ impl Job {
     pub fn req(shared: &Shared, sub: Arc<Sub>) -> Job {
         let limits = &shared.config.limits;
         // Results rendered while scanning take at most a quarter of the
-        // connection's budget; later ones are rendered as they are sent.
-        let render_bytes = sub.outbox.budget().cap() / 4 / sub.filters.len().max(1);
+        // connection's budget, and only what it has left: that room is held
+        // until the scan ends, so the connection's queries together never
+        // render more than its budget. Later results are rendered as they
+        // are sent.
+        let budget = sub.outbox.budget();
+        let room = (budget.cap() / 4).min(budget.cap().saturating_sub(budget.used()));
+        let (scan_room, room) = match budget.hold(room) {
+            Some(held) => (Some(held), room),
+            None => (None, 0),
+        };
+        let render_bytes = room / sub.filters.len().max(1);
         let cursors = sub
             .filters
             .iter()
@@ -126,6 +138,7 @@ impl Job {
             current: 0,
             started: Instant::now(),
             delivery: None,
+            scan_room,
         }
     }
 
@@ -154,6 +167,7 @@ impl Job {
             current: 0,
             started: Instant::now(),
             delivery: None,
+            scan_room: None,
         }
     }
 
@@ -172,6 +186,7 @@ impl Job {
             current: 0,
             started: Instant::now(),
             delivery: None,
+            scan_room: None,
         }
     }
 }
@@ -259,6 +274,8 @@ fn step(
         if !ranked {
             results.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(a.id.cmp(&b.id)));
         }
+        // The scan's room goes back; the results it found take theirs.
+        job.scan_room = None;
         // Results wait here until the connection takes them, so they count
         // against its budget. Rendered ones that do not fit are dropped to
         // their serial, and rendered again when their turn comes; only when
