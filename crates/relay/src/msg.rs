@@ -173,6 +173,9 @@ pub struct Outbox {
     dead: Arc<AtomicBool>,
     cut: Arc<AtomicBool>,
     budget: Arc<Budget>,
+    /// Room for results its queries render while they scan: a quarter of
+    /// the budget besides it, so scans never crowd out the queue.
+    scan_budget: Arc<Budget>,
     binary: bool,
 }
 
@@ -185,9 +188,16 @@ impl Outbox {
             queued: Arc::new(AtomicUsize::new(0)),
             dead: Arc::new(AtomicBool::new(false)),
             cut: Arc::new(AtomicBool::new(false)),
+            scan_budget: Budget::new(budget.cap() / 4),
             budget,
             binary,
         }
+    }
+
+    /// Room for the results the connection's queries render while they
+    /// scan (a quarter of its budget, besides it).
+    pub fn scan_budget(&self) -> &Arc<Budget> {
+        &self.scan_budget
     }
 
     /// The connection's memory budget.

@@ -103,13 +103,12 @@ impl Job {
     /// A REQ job: limits clamped to the configured maximum.
     pub fn req(shared: &Shared, sub: Arc<Sub>) -> Job {
         let limits = &shared.config.limits;
-        // Results rendered while scanning take at most a quarter of the
-        // connection's budget, and only what it has left: that room is held
-        // until the scan ends, so the connection's queries together never
-        // render more than its budget. Later results are rendered as they
-        // are sent.
-        let budget = sub.outbox.budget();
-        let room = (budget.cap() / 4).min(budget.cap().saturating_sub(budget.used()));
+        // Results rendered while scanning take room in the connection's
+        // scan budget (a quarter of its budget), held until the scan ends,
+        // so its queries together never render more than that; later
+        // results are kept by serial and rendered as they are sent.
+        let budget = sub.outbox.scan_budget();
+        let room = budget.cap().saturating_sub(budget.used());
         let (scan_room, room) = match budget.hold(room) {
             Some(held) => (Some(held), room),
             None => (None, 0),
