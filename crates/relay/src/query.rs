@@ -21,14 +21,30 @@ use crate::Shared;
 /// connection, not the next job.
 #[derive(Debug)]
 pub struct Queue {
-    jobs: Mutex<Turns<Job>>,
+    state: Mutex<Waiting>,
     ready: Condvar,
 }
+
+#[derive(Debug)]
+struct Waiting {
+    jobs: Turns<Job>,
+    /// Jobs waiting for their connection to read (stored results paced by
+    /// its queue), each until the time it is tried again: parked rather
+    /// than turned over and over.
+    parked: Vec<(Instant, Job)>,
+}
+
+/// How long a job whose connection's queue is full waits before it is
+/// tried again.
+const PARK: Duration = Duration::from_millis(5);
 
 impl Default for Queue {
     fn default() -> Self {
         Queue {
-            jobs: Mutex::new(Turns::new(1)),
+            state: Mutex::new(Waiting {
+                jobs: Turns::new(1),
+                parked: Vec::new(),
+            }),
             ready: Condvar::new(),
         }
     }
@@ -38,26 +54,56 @@ impl Queue {
     /// Adds a job at the back of its connection's queue.
     pub fn push(&self, job: Job) {
         let conn = job.sub.conn;
-        self.jobs.lock().expect("query queue").push(conn, job, 1);
+        self.state
+            .lock()
+            .expect("query queue")
+            .jobs
+            .push(conn, job, 1);
         self.ready.notify_one();
+    }
+
+    /// Sets aside a job that waits for its connection to read, for a few
+    /// milliseconds.
+    pub fn park(&self, job: Job) {
+        let mut state = self.state.lock().expect("query queue");
+        state.parked.push((Instant::now() + PARK, job));
     }
 
     /// The next connection's next job, waiting up to `timeout` for one.
     pub fn pop(&self, timeout: Duration) -> Option<Job> {
-        let mut jobs = self.jobs.lock().expect("query queue");
+        let mut state = self.state.lock().expect("query queue");
         let deadline = Instant::now() + timeout;
         loop {
-            if let Some(job) = jobs.pop() {
+            let now = Instant::now();
+            if state.parked.iter().any(|(at, _)| *at <= now) {
+                let parked = std::mem::take(&mut state.parked);
+                for (at, job) in parked {
+                    if at <= now {
+                        let conn = job.sub.conn;
+                        state.jobs.push(conn, job, 1);
+                    } else {
+                        state.parked.push((at, job));
+                    }
+                }
+            }
+            if let Some(job) = state.jobs.pop() {
                 return Some(job);
             }
-            let left = deadline.checked_duration_since(Instant::now())?;
-            jobs = self.ready.wait_timeout(jobs, left).expect("query queue").0;
+            let wake = state
+                .parked
+                .iter()
+                .map(|(at, _)| *at)
+                .min()
+                .map_or(deadline, |at| at.min(deadline));
+            let left = wake.checked_duration_since(now)?;
+            if left.is_zero() && wake == deadline {
+                return None;
+            }
+            state = self.ready.wait_timeout(state, left).expect("query queue").0;
+            if Instant::now() >= deadline && state.jobs.is_empty() && state.parked.is_empty() {
+                return None;
+            }
         }
-    }
-
-    /// True when no job waits.
-    pub fn is_empty(&self) -> bool {
-        self.jobs.lock().expect("query queue").is_empty()
     }
 }
 
@@ -206,12 +252,7 @@ pub fn run(shared: Arc<Shared>) {
         }
         match step(&shared, &mut job, budget) {
             Ok(Progress::More) => queue.push(job),
-            Ok(Progress::Blocked) => {
-                if queue.is_empty() {
-                    std::thread::sleep(Duration::from_millis(2));
-                }
-                queue.push(job);
-            }
+            Ok(Progress::Blocked) => queue.park(job),
             Ok(Progress::Done) => {}
             Err(e) => {
                 let reason = match e {
@@ -385,6 +426,9 @@ fn finish_sync(shared: &Shared, job: &mut Job, failure: Option<String>) {
         .send(crate::msg::IngestMsg::SyncReady(ready));
 }
 
+/// Bytes of stored results one turn of a query sends.
+const DELIVERY_TURN_BYTES: usize = 256 << 10;
+
 /// What a stored result holds in memory.
 fn found_bytes(f: &Found) -> usize {
     std::mem::size_of::<Found>() + f.json.len() + f.record.len()
@@ -395,7 +439,13 @@ fn deliver(shared: &Shared, job: &mut Job) -> Progress {
     let sub = job.sub.clone();
     let d = job.delivery.as_mut().expect("delivery");
     let high_water = sub.outbox.high_water();
+    let mut sent = 0;
     while d.next < d.results.len() {
+        // One turn sends a bounded amount, so another connection's query
+        // waits for at most that much of this one's.
+        if sent >= DELIVERY_TURN_BYTES {
+            return Progress::More;
+        }
         let queued = sub.outbox.queued();
         if queued > high_water {
             if queued < d.low_water {
@@ -430,6 +480,7 @@ fn deliver(shared: &Shared, job: &mut Job) -> Progress {
         } else {
             f
         };
+        sent += f.json.len() + f.record.len();
         if !sub.outbox.send_event(&sub.id, &f.json, &f.record) {
             return Progress::Done;
         }
