@@ -193,7 +193,7 @@ settings! {
     max_connections: usize = 20_000; reloadable = false;
         "Most simultaneous connections."
     max_connection_bytes: usize = 16 << 20; reloadable = false;
-        "Memory one connection may hold: its subscriptions (filters, searches, read gates, fan-out entries), stored results waiting to be sent and its outgoing queue. A REQ, COUNT or NEG-OPEN that would go over it gets CLOSED (or NEG-ERR) `rate-limited:`; stored results wait while the queue holds more than a quarter of it; live events that would go over it cut the connection off."
+        "Memory one connection may hold: its subscriptions (filters, searches, read gates, fan-out entries), stored results waiting to be sent and its outgoing queue. A REQ, COUNT or NEG-OPEN that would go over it gets CLOSED (or NEG-ERR) `rate-limited:`; stored results wait while the queue holds more than a quarter of it, and the results its queries render while they scan take at most a quarter of it more (beyond that they are rendered when sent); live events that would go over it cut the connection off."
     ingest_queue_bytes: usize = 128 << 20; reloadable = false;
         "Bytes of client messages read but not yet handled, relay-wide (an event's until its OK); each connection may hold at most twice `max_message_bytes` of it. A connection whose share is full is not read until its messages are handled (TCP backpressure), so a fast or hostile sender cannot grow the relay's memory."
     slow_reader_seconds: u64 = 10; reloadable = false;
