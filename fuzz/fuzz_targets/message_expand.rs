@@ -3,6 +3,8 @@
 //! Parsing is linear in the input, so the target is run with a short
 //! timeout, and a slow input is a finding:
 //! `cargo +nightly fuzz run message_expand -- -timeout=1`
+//! (an input takes milliseconds; the timeout is wall-clock, so on a busy
+//! machine raise it, and replay a timeout input alone to confirm it).
 //!
 //! Input: a template byte, a 16-bit repeat count, then the unit to repeat;
 //! each `$` in the unit becomes the repeat's index (distinct keys, values).
