@@ -255,6 +255,9 @@ impl DictSet {
     }
 }
 
+/// Highest level a dictionary set file may name.
+pub const MAX_SET_LEVEL: i32 = 19;
+
 /// A dictionary set file's level and entries.
 #[allow(clippy::type_complexity)]
 fn parse_set(bytes: &[u8]) -> Result<(i32, Vec<(u32, Option<Kind>, Vec<u8>)>)> {
@@ -263,6 +266,11 @@ fn parse_set(bytes: &[u8]) -> Result<(i32, Vec<(u32, Option<Kind>, Vec<u8>)>)> {
         return Err(Error::BadDictionarySet);
     }
     let level = bytes[5] as i8 as i32;
+    // zstd's ultra levels (20-22) and past them prepare dictionaries of
+    // hundreds of megabytes each: a set file never names them.
+    if !(1..=MAX_SET_LEVEL).contains(&level) {
+        return Err(Error::BadDictionarySet);
+    }
     let mut pos = 6;
     let count = varint::read(bytes, &mut pos).map_err(bad)?;
     // Each entry takes at least three bytes.

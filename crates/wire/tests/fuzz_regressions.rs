@@ -34,3 +34,22 @@ fn roundtrip_regressions_hold() {
         roundtrip::check(&data);
     }
 }
+
+#[test]
+fn decode_no_panic_regressions_hold() {
+    use nostrwire_wire::compress::DictSet;
+    use nostrwire_wire::{EventView, Limits};
+    let inputs = inputs("decode_no_panic");
+    assert!(!inputs.is_empty());
+    for (name, data) in inputs {
+        eprintln!("decode_no_panic/{name}");
+        let _ = EventView::decode_with(&data, &Limits::DEFAULT);
+        // A set file naming a level past MAX_SET_LEVEL (here 24) once
+        // prepared dictionaries of hundreds of megabytes each.
+        if name.starts_with("dict-set-") {
+            assert!(DictSet::from_bytes(&data).is_err(), "{name}");
+        } else {
+            let _ = DictSet::from_bytes(&data);
+        }
+    }
+}

@@ -45,9 +45,10 @@ pub struct TrainArgs {
     /// Fewest events a kind needs for its own dictionary.
     #[arg(long, default_value_t = TrainOptions::default().min_kind_samples)]
     pub min_kind_samples: usize,
-    /// zstd level recorded in the set, used by `convert`; the relay
-    /// compresses at its own `storage.compression_level`.
-    #[arg(long, default_value_t = TrainOptions::default().level)]
+    /// zstd level recorded in the set (1 to 19), used by `convert`; the
+    /// relay compresses at its own `storage.compression_level`.
+    #[arg(long, default_value_t = TrainOptions::default().level,
+          value_parser = clap::value_parser!(i32).range(1..=nostrwire_wire::compress::MAX_SET_LEVEL as i64))]
     pub level: i32,
 }
 
