@@ -75,16 +75,14 @@ impl Queue {
         let deadline = Instant::now() + timeout;
         loop {
             let now = Instant::now();
-            if state.parked.iter().any(|(at, _)| *at <= now) {
-                let parked = std::mem::take(&mut state.parked);
-                for (at, job) in parked {
-                    if at <= now {
-                        let conn = job.sub.conn;
-                        state.jobs.push(conn, job, 1);
-                    } else {
-                        state.parked.push((at, job));
-                    }
-                }
+            // Parked jobs whose time has come take their turns again.
+            let (due, later) = std::mem::take(&mut state.parked)
+                .into_iter()
+                .partition::<Vec<_>, _>(|(at, _)| *at <= now);
+            state.parked = later;
+            for (_, job) in due {
+                let conn = job.sub.conn;
+                state.jobs.push(conn, job, 1);
             }
             if let Some(job) = state.jobs.pop() {
                 return Some(job);
@@ -93,16 +91,9 @@ impl Queue {
                 .parked
                 .iter()
                 .map(|(at, _)| *at)
-                .min()
-                .map_or(deadline, |at| at.min(deadline));
-            let left = wake.checked_duration_since(now)?;
-            if left.is_zero() && wake == deadline {
-                return None;
-            }
+                .fold(deadline, Instant::min);
+            let left = wake.checked_duration_since(now).filter(|d| !d.is_zero())?;
             state = self.ready.wait_timeout(state, left).expect("query queue").0;
-            if Instant::now() >= deadline && state.jobs.is_empty() && state.parked.is_empty() {
-                return None;
-            }
         }
     }
 }

@@ -318,6 +318,23 @@ async fn a_client_that_answers_no_ping_is_disconnected() {
     assert!(seen.windows(2).any(|w| w == [0x89, 0x00]), "no ping sent");
 }
 
+/// `nostrwire_sockets_open` as a client at `source` reads it.
+async fn sockets_open_seen_from(relay: std::net::SocketAddr, source: &str) -> usize {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(format!("{source}:0").parse().unwrap()).unwrap();
+    let mut s = socket.connect(relay).await.unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out).await;
+    out.lines()
+        .find_map(|l| l.strip_prefix("nostrwire_sockets_open "))
+        .and_then(|v| v.parse().ok())
+        .expect("sockets gauge")
+}
+
 /// `rate.connections_per_ip` counts sockets from the moment they are
 /// accepted, upgraded or not; other addresses are not affected.
 #[tokio::test]
@@ -334,7 +351,18 @@ async fn connections_per_address_are_limited_by_default() {
     for _ in 0..max - max / 2 {
         raw.push(tokio::net::TcpStream::connect(relay.addr()).await.unwrap());
     }
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    // Once the relay holds every one of them (asked from another address,
+    // which the limit does not touch), one more is refused.
+    let mut open = 0;
+    for _ in 0..100 {
+        open = sockets_open_seen_from(relay.addr(), "127.0.0.3").await;
+        // The metrics request is a socket too.
+        if open > max {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(open > max, "the relay accepted {open} sockets of {max}");
     let refused = tokio_tungstenite::connect_async(relay.url.as_str()).await;
     assert!(
         refused.is_err(),
@@ -556,7 +584,8 @@ async fn large_messages_of_other_connections_do_not_hold_up_a_small_one() {
             }
         }));
     }
-    // Once every heavy connection has its share queued.
+    // Give the heavy connections time to fill their shares. Too short a
+    // wait can only make the check easier to pass, never fail it.
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     let mut probe = Client::connect(&relay.url).await;
     let sent_at = std::time::Instant::now();
