@@ -13,7 +13,7 @@ use nostrwire_event::{EventId, Kind, PreimageFields, PublicKey, SignedFields};
 use nostrwire_wire::EventView;
 
 use crate::msg::{ConnId, FanoutMsg, LiveEvent, Phase, Sub};
-use crate::policy::ReadGate;
+use crate::policy::KindGate;
 use crate::search::EventTerms;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -157,7 +157,7 @@ impl Index {
                 let filter = &sub.filters[i];
                 if done.contains(&ptr)
                     || !filter.matches(&view)
-                    || !ReadGate::admits(sub.gate.as_deref(), &view)
+                    || !KindGate::admits(sub.gate.as_deref(), &view)
                 {
                     continue;
                 }

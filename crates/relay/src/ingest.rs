@@ -20,7 +20,7 @@ use crate::msg::{
     Accepted, Admission, Conn, ConnId, FanoutMsg, IngestMsg, LiveEvent, Phase, Sub, WriterMsg,
 };
 use crate::plugin::{Decision, Plugin};
-use crate::policy::{check_auth, first_tag_value, ReadGate, WritePolicy, AUTH_KIND};
+use crate::policy::{check_auth, first_tag_value, KindGate, WritePolicy, AUTH_KIND};
 use crate::query::Job;
 use crate::ratelimit::Budget;
 use crate::search::Query;
@@ -406,7 +406,7 @@ fn open_sub(
             .flatten()
             .map(Query::footprint)
             .sum::<usize>()
-        + gate.as_deref().map_or(0, ReadGate::footprint);
+        + gate.as_deref().map_or(0, KindGate::footprint);
     let Some(held) = conn.outbox.budget().hold(bytes) else {
         shared.metrics.limit_hit("max_connection_bytes");
         let budget = conn.outbox.budget();
@@ -503,11 +503,11 @@ fn read_gate(
     shared: &Shared,
     conn: &Conn,
     filters: &[nostrwire_event::Filter],
-) -> Result<Option<Arc<ReadGate>>, String> {
+) -> Result<Option<Arc<KindGate>>, String> {
     let config = &shared.config;
     let viewers = conn.authed();
     if viewers.is_empty() {
-        let named = ReadGate::named_kinds(config, filters);
+        let named = KindGate::named_kinds(config, filters);
         if !named.is_empty() {
             let kinds = named
                 .iter()
@@ -522,7 +522,7 @@ fn read_gate(
             });
         }
     }
-    Ok(ReadGate::for_filters(config, filters, &viewers))
+    Ok(KindGate::for_filters(config, filters, &viewers))
 }
 
 /// NIP-42: checks the AUTH event against this connection's challenge, then

@@ -22,9 +22,7 @@ pub mod plugin;
 pub mod policy;
 pub mod query;
 pub mod ratelimit;
-pub mod search;
 pub mod server;
-pub mod store;
 pub mod sync;
 pub mod turns;
 pub mod web;
@@ -42,8 +40,10 @@ use crossbeam_channel::{bounded, unbounded, Sender};
 pub use config::Config;
 use metrics::Metrics;
 use msg::{FanoutMsg, IngestMsg, WriterMsg};
-use store::lmdb::{LmdbStore, OpenOptions};
+pub use nostrwire_store as store;
+pub use nostrwire_store::search;
 use store::EventStore;
+use store::{LmdbStore, OpenOptions};
 
 /// Seconds since the Unix epoch.
 pub fn now() -> u64 {
@@ -96,12 +96,6 @@ pub struct Shared {
     /// The size of `ingest_room`.
     pub ingest_room_bytes: usize,
     ingest_tx: Vec<Sender<IngestMsg>>,
-}
-
-impl std::fmt::Debug for dyn EventStore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("EventStore")
-    }
 }
 
 impl Shared {

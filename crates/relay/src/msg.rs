@@ -11,7 +11,7 @@ use nostrwire_wire::transport;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::OwnedSemaphorePermit;
 
-use crate::policy::ReadGate;
+use crate::policy::KindGate;
 use crate::search::Query;
 
 /// Connection number, unique for the life of the process.
@@ -505,7 +505,7 @@ pub struct Sub {
     pub cancelled: AtomicBool,
     /// Who may see restricted kinds through it (`None`: its filters cannot
     /// match one).
-    pub gate: Option<Arc<ReadGate>>,
+    pub gate: Option<Arc<KindGate>>,
     /// Pending or live.
     pub phase: Mutex<Phase>,
     /// What it holds of the connection's budget, given back when the last

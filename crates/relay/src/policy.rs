@@ -1,6 +1,6 @@
 //! Stage 5: policy. Who may publish what (kind and author lists, NIP-70,
 //! `write_requires_auth`), NIP-42 authentication, and who may read the
-//! restricted kinds ([`ReadGate`]).
+//! restricted kinds ([`KindGate`]).
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -9,6 +9,7 @@ use nostrwire_event::{EventId, Filter, Kind, PreimageFields, PublicKey, SignedFi
 use nostrwire_wire::EventView;
 
 use crate::config::Config;
+use crate::store::ReadGate;
 
 /// The AUTH event kind (NIP-42).
 pub const AUTH_KIND: u16 = 22242;
@@ -180,27 +181,27 @@ pub fn relay_name(url: &str) -> String {
 /// they `p`-tag, when authenticated as one of them. A subscription carries
 /// one when its filters can match a restricted kind.
 #[derive(Debug)]
-pub struct ReadGate {
+pub struct KindGate {
     kinds: Vec<u16>,
     /// Authenticated pubkeys of the connection, as hex (how `p` tags read).
     viewers: Vec<String>,
 }
 
-impl ReadGate {
+impl KindGate {
     /// The gate for `filters` seen by `viewers`; `None` when no filter can
     /// match a restricted kind.
     pub fn for_filters(
         config: &Config,
         filters: &[Filter],
         viewers: &[PublicKey],
-    ) -> Option<Arc<ReadGate>> {
+    ) -> Option<Arc<KindGate>> {
         let kinds = &config.auth.restricted_kinds;
         let reachable = filters.iter().any(|f| match &f.kinds {
             None => true,
             Some(ks) => ks.iter().any(|k| kinds.contains(&k.as_u16())),
         });
         (!kinds.is_empty() && reachable).then(|| {
-            Arc::new(ReadGate {
+            Arc::new(KindGate {
                 kinds: kinds.clone(),
                 viewers: viewers.iter().map(PublicKey::to_hex).collect(),
             })
@@ -209,7 +210,7 @@ impl ReadGate {
 
     /// Heap bytes it holds (for connection budgets).
     pub fn footprint(&self) -> usize {
-        std::mem::size_of::<ReadGate>()
+        std::mem::size_of::<KindGate>()
             + self.kinds.len() * 2
             + self.viewers.len() * (std::mem::size_of::<String>() + 64)
     }
@@ -229,21 +230,23 @@ impl ReadGate {
         named
     }
 
+    /// May a subscription with `gate` (or none) see `event`?
+    pub fn admits(gate: Option<&KindGate>, event: &EventView<'_>) -> bool {
+        gate.is_none_or(|g| g.allows(event))
+    }
+}
+
+impl ReadGate for KindGate {
     /// Does the gate hold back any kind the search index holds? (By default
     /// it restricts kinds 4 and 1059, which are never indexed.)
-    pub fn restricts_searchable(&self) -> bool {
+    fn restricts_searchable(&self) -> bool {
         self.kinds
             .iter()
             .any(|&k| crate::search::indexed_kind(nostrwire_event::Kind(k)))
     }
 
-    /// May a subscription with `gate` (or none) see `event`?
-    pub fn admits(gate: Option<&ReadGate>, event: &EventView<'_>) -> bool {
-        gate.is_none_or(|g| g.allows(event))
-    }
-
     /// May this connection see `event`?
-    pub fn allows(&self, event: &EventView<'_>) -> bool {
+    fn allows(&self, event: &EventView<'_>) -> bool {
         if !self.kinds.contains(&event.kind().as_u16()) {
             return true;
         }

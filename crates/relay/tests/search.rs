@@ -6,7 +6,7 @@
 mod support;
 
 use nostrwire_event::{Event, Keys};
-use nostrwire_relay::search::{tokenize, Query};
+use nostrwire_store::search::{tokenize, Query};
 use support::{event, filter, now, Client, Got, TestRelay};
 
 fn ids(events: &[Event]) -> Vec<String> {
@@ -244,8 +244,8 @@ async fn encrypted_contents_are_not_indexed_but_their_text_tags_are() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn searches_wait_for_an_index_being_built_and_the_rest_is_served() {
-    use nostrwire_relay::store::lmdb::{LmdbStore, OpenOptions};
-    use nostrwire_relay::store::{Durability, EventStore, Incoming};
+    use nostrwire_store::{Durability, EventStore, Incoming};
+    use nostrwire_store::{LmdbStore, OpenOptions};
     // 20,000 notes stored with search off, straight into the store: the
     // relay below starts with an index to build, which takes it far longer
     // than a first query.

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::Context;
-use nostrwire_relay::store::EventStore;
+use nostrwire_store::EventStore;
 
 use crate::status::Status;
 

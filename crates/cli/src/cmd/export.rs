@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use nostrwire_event::Filter;
-use nostrwire_relay::store::EventStore;
+use nostrwire_store::EventStore;
 
 /// Arguments of `nostrwire export`.
 #[derive(Debug, clap::Args)]

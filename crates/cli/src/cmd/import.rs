@@ -14,8 +14,8 @@ use std::time::Instant;
 
 use anyhow::Context;
 use nostrwire_event::{parse_event_line, Limits, PreimageFields, SignedFields};
-use nostrwire_relay::store::lmdb::LmdbStore;
-use nostrwire_relay::store::{EventStore, Incoming, Verdict};
+use nostrwire_store::LmdbStore;
+use nostrwire_store::{EventStore, Incoming, Verdict};
 
 use crate::input::{self, Line, Lines};
 use crate::status::Status;
@@ -55,7 +55,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let created = !config.relay.data.join("data.mdb").exists();
     if created {
         // Synced once, at the end (`store.sync()` below).
-        config.storage.durability = nostrwire_relay::store::Durability::None;
+        config.storage.durability = nostrwire_store::Durability::None;
     }
     let store = nostrwire_relay::open_store(&config, true)?;
     let scratch = scratch_dir(&config.relay.data);

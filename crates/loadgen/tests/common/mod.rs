@@ -390,7 +390,7 @@ pub fn start_relay() -> (nostrwire_relay::Relay, tempfile::TempDir) {
     let mut config = nostrwire_relay::Config::default();
     config.relay.listen = "127.0.0.1:0".into();
     config.relay.data = dir.path().to_path_buf();
-    config.storage.durability = nostrwire_relay::store::Durability::None;
+    config.storage.durability = nostrwire_store::Durability::None;
     config.storage.map_size_gib = 1;
     (nostrwire_relay::start(config).unwrap(), dir)
 }

@@ -33,7 +33,7 @@ impl TestRelay {
         let mut config = Config::default();
         config.relay.listen = "127.0.0.1:0".into();
         config.relay.data = dir.path().to_path_buf();
-        config.storage.durability = nostrwire_relay::store::Durability::None;
+        config.storage.durability = nostrwire_store::Durability::None;
         config.storage.map_size_gib = 1;
         config.performance.ingest_threads = 2;
         config.performance.query_threads = 2;

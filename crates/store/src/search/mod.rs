@@ -3,6 +3,10 @@
 //! (`docs/design-store.md`, "Search index"); fan-out uses [`EventTerms`] to
 //! test live events against a search filter with exactly the same rules.
 
+pub(crate) mod build;
+pub(crate) mod index;
+pub(crate) mod scan;
+
 use std::collections::HashMap;
 
 use nostrwire_event::{Kind, PreimageFields};

@@ -1,14 +1,51 @@
-//! Stage 6a: storage. A small trait ([`EventStore`]) so another backend can
-//! be added, and the LMDB backend ([`lmdb::LmdbStore`]).
+//! The nostrwire event store: each event kept once as an nwb record in
+//! LMDB, with indexes for ids, time, kinds, authors, tags, replaceable
+//! addresses, deletions and expiration, and a NIP-50 search index in an
+//! environment of its own. One writer applies batches of admitted events
+//! in one transaction each (group commit); readers scan snapshots.
+//! Layout and invariants: `docs/design-store.md`.
+//!
+//! | file | concern |
+//! |---|---|
+//! | `lmdb.rs` | environments, tables, opening, the schema check |
+//! | `write.rs` | the write path: insert, replace, delete, vanish, expire |
+//! | `trailing.rs` | index entries written after their event's commit |
+//! | `read.rs`, `plan.rs` | query planning, index scans, rendering |
+//! | `search/` | tokenizer and queries, the search index, its builder and its scans |
+//! | `value.rs` | stored values: header, page fitting, compression |
+//! | `dictionaries.rs` | the database's dictionaries and their training |
+//! | `compact.rs` | packed copies |
+//! | `schema.rs` | key and value layouts of every table |
 
-pub mod lmdb;
+mod compact;
+mod dictionaries;
+mod lmdb;
 mod plan;
+mod read;
 pub mod schema;
-mod search_index;
+pub mod search;
+#[cfg(test)]
+mod tests;
+mod trailing;
+mod value;
+mod write;
 
 use nostrwire_event::{EventId, Filter};
+use nostrwire_wire::EventView;
 
+pub use lmdb::{LmdbStore, OpenOptions, INDEX_TXN_WRITES};
 pub use plan::{QueryCursor, ScanStatus};
+
+/// Who may see an event a query found: the relay's read policy (NIP-42
+/// restricted kinds), consulted for every candidate of a scan.
+pub trait ReadGate: Send + Sync + std::fmt::Debug {
+    /// May this reader see `event`?
+    fn allows(&self, event: &EventView<'_>) -> bool;
+
+    /// Does the gate hold back any kind the search index holds? Searches
+    /// then test each ranked event before it counts toward the limit.
+    fn restricts_searchable(&self) -> bool;
+}
 
 /// Is an event already known?
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -245,5 +282,11 @@ pub trait EventStore: Send + Sync + 'static {
     /// a set was installed.
     fn train_dictionaries(&self) -> StoreResult<bool> {
         Ok(false)
+    }
+}
+
+impl std::fmt::Debug for dyn EventStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EventStore")
     }
 }

@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use nostrwire_event::{EventId, Filter};
 
-use super::schema::{self, table};
-use super::Found;
-use crate::policy::ReadGate;
+use crate::schema::{self, table};
+use crate::Found;
+use crate::ReadGate;
 
 /// Largest authors × kinds product walked on the pubkey+kind index; above it
 /// the author index alone is used.
@@ -112,7 +112,7 @@ pub struct QueryCursor {
     /// Matches counted (count mode).
     pub counted: u64,
     /// Hides restricted kinds from those not entitled to them (NIP-42).
-    pub gate: Option<Arc<ReadGate>>,
+    pub gate: Option<Arc<dyn ReadGate>>,
     /// Keep each match's nwb record instead of rendering JSON.
     pub records: bool,
     /// Render matches (JSON or record) only while the rendered ones hold
@@ -182,8 +182,8 @@ impl QueryCursor {
     }
 
     /// The same cursor, showing restricted kinds only as `gate` allows.
-    pub fn gated(mut self, gate: Option<Arc<ReadGate>>) -> QueryCursor {
-        self.gate = gate;
+    pub fn gated<G: ReadGate + 'static>(mut self, gate: Option<Arc<G>>) -> QueryCursor {
+        self.gate = gate.map(|g| g as Arc<dyn ReadGate>);
         self
     }
 

@@ -9,11 +9,11 @@ use nostrwire_event::{
     Event, EventId, Filter, Keys, Kind, PreimageFields, PublicKey, SignedFields, Tag, Timestamp,
     UnsignedEvent,
 };
-use nostrwire_relay::search::EventTerms;
-use nostrwire_relay::store::lmdb::{LmdbStore, OpenOptions};
-use nostrwire_relay::store::{
+use nostrwire_store::search::EventTerms;
+use nostrwire_store::{
     schema, Durability, EventStore, Incoming, QueryCursor, ScanStatus, StoreError, Verdict,
 };
+use nostrwire_store::{LmdbStore, OpenOptions};
 
 struct Rng(u64);
 
@@ -536,260 +536,39 @@ fn a_database_keeps_its_dictionary_set() {
 }
 
 #[test]
-fn an_older_database_is_upgraded_on_open() {
-    for version in [1u32, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12] {
-        upgrade_from(version);
-    }
-}
-
-fn upgrade_from(version: u32) {
+fn a_database_of_another_schema_is_refused_and_left_as_it_is() {
     let dir = tempfile::tempdir().unwrap();
-    let keys = Keys::derive(8, 1);
-    let note = |content: &str| {
-        let unsigned = UnsignedEvent::new(
-            &keys,
-            Timestamp::new(1000).unwrap(),
-            Kind(1),
-            vec![
-                Tag::new(vec!["t".into(), content.split(' ').next().unwrap().into()]).unwrap(),
-                Tag::new(vec!["p".into(), keys.public_key().to_hex()]).unwrap(),
-            ],
-            content,
-        );
-        nostrwire_wire::encode_event(&unsigned_event(unsigned))
-    };
-    let search = |q: &str| {
-        let mut f = Filter::new();
-        f.search = Some(q.to_string());
-        f
-    };
     let store = LmdbStore::open(dir.path(), &options(0)).unwrap();
-    store
-        .write_batch(
-            &[
-                note("lighthouse keeper").into(),
-                note("keeper of bees").into(),
-            ],
-            0,
-        )
-        .unwrap();
-    // With no lag, both notes' entries are written.
-    assert!(store.index_past_lag().unwrap());
-    assert_eq!(query_store(&store, &search("keeper"), 100).len(), 2);
+    let keys = Keys::derive(8, 1);
+    let event = unsigned_event(UnsignedEvent::new(
+        &keys,
+        Timestamp::new(1000).unwrap(),
+        Kind(1),
+        vec![],
+        "kept",
+    ));
+    let incoming = Incoming::from(nostrwire_wire::encode_event(&event));
+    store.write_batch(&[incoming], 0).unwrap();
     drop(store);
-    // Turn it into what schema 1 or 2 left: other tag keys (an entry the
-    // upgrade must drop), no search index (1) or frequencies in their own
-    // table (2); or what schema 3 and 4 left: one entry per posting (an
-    // entry the rebuild must drop), and (3) no mark of how far it goes; or
-    // what schema 5 left: every index entry written; or what schema 6 left:
-    // tag entries waiting in `pending_tags` (here all of them). Up to
-    // schema 10 the search index lived in the main environment: its table
-    // there holds a posting the upgrade must drop, and `meta` its totals
-    // and (from schema 4) its mark; the search environment is gone.
-    {
-        if version <= 10 {
-            std::fs::remove_dir_all(dir.path().join("search")).unwrap();
-        }
+    let set_version = |version: u32| {
         let env = raw_env(dir.path());
         let mut wtxn = env.write_txn().unwrap();
         let meta: Db = env.open_database(&wtxn, Some("meta")).unwrap().unwrap();
-        // Up to schema 12, `ids` was keyed by whole ids, with the serial as
-        // its value.
-        {
-            let ids: Db = env.open_database(&wtxn, Some("ids")).unwrap().unwrap();
-            let events: Db = env.open_database(&wtxn, Some("events")).unwrap().unwrap();
-            let mut whole = Vec::new();
-            for item in ids.iter(&wtxn).unwrap() {
-                let (k, _) = item.unwrap();
-                let serial = &k[schema::ID_PREFIX..];
-                let value = events.get(&wtxn, serial).unwrap().unwrap();
-                let view = nostrwire_wire::EventView::decode(record_of(value)).unwrap();
-                whole.push((*view.id().as_bytes(), serial.to_vec()));
-            }
-            assert_eq!(whole.len(), 2);
-            ids.clear(&mut wtxn).unwrap();
-            for (id, serial) in whole {
-                ids.put(&mut wtxn, &id, &serial).unwrap();
-            }
-        }
-        if version <= 10 {
-            let search: Db = env.create_database(&mut wtxn, Some("search")).unwrap();
-            let mut old_posting = b"\x06keeper".to_vec();
-            old_posting.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 99]); // serial 99, BE
-            search.put(&mut wtxn, &old_posting, &[1, 0, 5, 0]).unwrap();
-        }
-        if (2..=10).contains(&version) {
-            meta.put(&mut wtxn, b"search", &[0; 16]).unwrap();
-        }
-        if (4..=10).contains(&version) {
-            meta.put(&mut wtxn, b"search_indexed", &[0; 8]).unwrap();
-        }
-        // Up to schema 8, a time-ordered index held one entry per key (a
-        // valid block of one). Schema 9 kept blocks, and rows in `pending`
-        // without the id (the `ids` entry was written with the event): the
-        // second note's entries wait in such a row here.
-        // Schema 10 kept them as they are now.
-        for name in schema::table::TIME_ORDERED
-            .into_iter()
-            .filter(|_| version < 10)
-        {
-            let db: Db = env.open_database(&wtxn, Some(name)).unwrap().unwrap();
-            let entries = index_entries(&env, &wtxn, name, schema::BLOCK_BYTES);
-            db.clear(&mut wtxn).unwrap();
-            for (prefix, entry) in entries {
-                if version == 9 && entry.1 == 2 {
-                    continue;
-                }
-                let k = [&prefix[..], &schema::entry_suffix(entry)].concat();
-                db.put(&mut wtxn, &k, &[]).unwrap();
-            }
-        }
-        if version == 9 {
-            let pending: Db = env.open_database(&wtxn, Some("pending")).unwrap().unwrap();
-            let mut tag_keys = [
-                schema::tag_prefix(b't', "keeper"),
-                schema::tag_prefix(b'p', &keys.public_key().to_hex()),
-            ];
-            tag_keys.sort();
-            let row = schema::pending_value(
-                Timestamp::new(1000).unwrap(),
-                Kind(1),
-                &keys.public_key(),
-                None,
-                &tag_keys,
-            );
-            pending
-                .put(&mut wtxn, &schema::serial_bytes(2), &row)
-                .unwrap();
-        }
-        if version < 3 {
-            let tag: Db = env.open_database(&wtxn, Some("tag")).unwrap().unwrap();
-            tag.put(&mut wtxn, &[b't', 0, 2, b'x', b'y', 0, 0, 0], &[])
-                .unwrap();
-        }
-        if version == 6 {
-            let tag: Db = env.open_database(&wtxn, Some("tag")).unwrap().unwrap();
-            let mut rows: std::collections::BTreeMap<Vec<u8>, Vec<u8>> = Default::default();
-            for item in tag.iter(&wtxn).unwrap() {
-                let (k, _) = item.unwrap();
-                // tag key (9) ‖ created_at (8) ‖ serial (8) → serial: created_at ‖ tag keys
-                let row = rows
-                    .entry(k[17..].to_vec())
-                    .or_insert_with(|| k[9..17].to_vec());
-                row.extend_from_slice(&k[..9]);
-            }
-            tag.clear(&mut wtxn).unwrap();
-            let legacy: Db = env
-                .create_database(&mut wtxn, Some("pending_tags"))
-                .unwrap();
-            for (serial, row) in rows {
-                legacy.put(&mut wtxn, &serial, &row).unwrap();
-            }
-        }
-        if version == 2 {
-            let terms: Db = env
-                .create_database(&mut wtxn, Some("search_terms"))
-                .unwrap();
-            terms
-                .put(&mut wtxn, b"\x06keeper", &[2, 0, 0, 0, 0, 0, 0, 0])
-                .unwrap();
-        }
         meta.put(&mut wtxn, b"schema", &version.to_le_bytes())
             .unwrap();
         wtxn.commit().unwrap();
-    }
-    let store = LmdbStore::open(dir.path(), &options(0)).unwrap();
-    assert_eq!(query_store(&store, &search("keeper"), 100).len(), 2);
-    assert_eq!(query_store(&store, &search("bees keeper"), 1).len(), 1);
-    let by_tag = |letter: u8, value: &str| Filter::new().with_tag(letter, vec![value.into()]);
-    assert_eq!(query_store(&store, &by_tag(b't', "keeper"), 100).len(), 1);
-    assert_eq!(
-        query_store(&store, &by_tag(b'p', &keys.public_key().to_hex()), 100).len(),
-        2
-    );
-    assert_eq!(store.stats().unwrap().events, 2);
-    assert_eq!(
-        store
-            .write_batch(&[note("keeper of bees").into()], 0)
-            .unwrap(),
-        vec![Verdict::Duplicate]
-    );
-    drop(store);
-    {
-        let env = raw_env(dir.path());
-        let rtxn = env.read_txn().unwrap();
-        // The old tag key is gone, and the entries are in full blocks again:
-        // both notes' `p` entries (one author) and both `created` entries
-        // share one.
-        let tag: Db = env.open_database(&rtxn, Some("tag")).unwrap().unwrap();
-        assert_eq!(
-            index_entries(&env, &rtxn, "tag", schema::BLOCK_BYTES).len(),
-            4
-        );
-        assert_eq!(tag.len(&rtxn).unwrap(), 3);
-        let created: Db = env.open_database(&rtxn, Some("created")).unwrap().unwrap();
-        assert_eq!(created.len(&rtxn).unwrap(), 1);
-        if let Some(legacy) = env
-            .open_database::<heed::types::Bytes, heed::types::Bytes>(&rtxn, Some("pending_tags"))
-            .unwrap()
-        {
-            assert!(legacy.is_empty(&rtxn).unwrap());
-        }
-        if let Some(terms) = env
-            .open_database::<heed::types::Bytes, heed::types::Bytes>(&rtxn, Some("search_terms"))
-            .unwrap()
-        {
-            assert!(terms.is_empty(&rtxn).unwrap());
-        }
-        if let Some(legacy) = env
-            .open_database::<heed::types::Bytes, heed::types::Bytes>(&rtxn, Some("search"))
-            .unwrap()
-        {
-            assert!(legacy.is_empty(&rtxn).unwrap());
-        }
-        // `ids` holds id-prefix keys, one per event.
-        let ids: Db = env.open_database(&rtxn, Some("ids")).unwrap().unwrap();
-        let keys: Vec<usize> = ids
-            .iter(&rtxn)
-            .unwrap()
-            .map(|i| i.unwrap().0.len())
-            .collect();
-        assert_eq!(keys, [schema::ID_PREFIX + 8; 2]);
-        let meta: Db = env.open_database(&rtxn, Some("meta")).unwrap().unwrap();
-        for key in [&b"search"[..], b"search_indexed"] {
-            assert_eq!(meta.get(&rtxn, key).unwrap(), None);
-        }
-        assert_eq!(
-            meta.get(&rtxn, b"schema").unwrap(),
-            Some(&schema::SCHEMA_VERSION.to_le_bytes()[..])
-        );
-    }
-    let store = LmdbStore::open(dir.path(), &options(0)).unwrap();
-    drop(store);
-    // Search off drops the index; a later open with it on rebuilds it.
-    let off = OpenOptions {
-        search: false,
-        ..options(0)
     };
-    let store = LmdbStore::open(dir.path(), &off).unwrap();
-    assert!(query_store(&store, &search("keeper"), 100).is_empty());
-    store
-        .write_batch(&[note("keeper three").into()], 0)
-        .unwrap();
-    drop(store);
+    for version in [0, schema::SCHEMA_VERSION + 1, 16, u32::MAX] {
+        set_version(version);
+        match LmdbStore::open(dir.path(), &options(0)) {
+            Err(StoreError::Schema(v)) => assert_eq!(v, version),
+            other => panic!("schema {version} opened: {other:?}"),
+        }
+    }
+    // Refusing wrote nothing: with its own version back, it opens as it was.
+    set_version(schema::SCHEMA_VERSION);
     let store = LmdbStore::open(dir.path(), &options(0)).unwrap();
-    assert_eq!(query_store(&store, &search("keeper"), 100).len(), 3);
-    drop(store);
-    // The read cap bounds a search, and a count says it was cut short.
-    let capped = OpenOptions {
-        search_max_reads: 2,
-        ..options(0)
-    };
-    let store = LmdbStore::open(dir.path(), &capped).unwrap();
-    while store.index_search(1000, 0).unwrap() {}
-    let mut cursor = QueryCursor::counting(1000);
-    while store.scan(&search("keeper"), &mut cursor, 1, 0).unwrap() == ScanStatus::More {}
-    assert_eq!((cursor.count(), cursor.is_capped()), (2, true));
+    assert_eq!(query_store(&store, &Filter::new(), 10), [event.id]);
 }
 
 #[test]
@@ -1008,7 +787,7 @@ fn a_search_index_far_behind_is_built_after_opening_and_searches_wait_for_it() {
 }
 
 #[test]
-fn replaceable_events_have_their_own_table_and_older_databases_keep_theirs_in_events() {
+fn replaceable_events_have_their_own_table() {
     let dir = tempfile::tempdir().unwrap();
     let keys = Keys::derive(8, 3);
     let event = |kind: u16, at: u64, tags: Vec<Tag>, content: &str| {
@@ -1053,30 +832,6 @@ fn replaceable_events_have_their_own_table_and_older_databases_keep_theirs_in_ev
             .collect()
     };
     assert_eq!(table_lens(&["events", "replaceable", "tails"]), [1, 3, 1]);
-    // What schema 13 left: every stored value in `events`.
-    {
-        let env = raw_env(dir.path());
-        let mut wtxn = env.write_txn().unwrap();
-        let events: Db = env.open_database(&wtxn, Some("events")).unwrap().unwrap();
-        let replaceable: Db = env
-            .open_database(&wtxn, Some("replaceable"))
-            .unwrap()
-            .unwrap();
-        let moved: Vec<(Vec<u8>, Vec<u8>)> = replaceable
-            .iter(&wtxn)
-            .unwrap()
-            .map(|i| i.map(|(k, v)| (k.to_vec(), v.to_vec())).unwrap())
-            .collect();
-        replaceable.clear(&mut wtxn).unwrap();
-        for (k, v) in moved {
-            events.put(&mut wtxn, &k, &v).unwrap();
-        }
-        let meta: Db = env.open_database(&wtxn, Some("meta")).unwrap().unwrap();
-        meta.put(&mut wtxn, b"schema", &13u32.to_le_bytes())
-            .unwrap();
-        wtxn.commit().unwrap();
-    }
-    assert_eq!(table_lens(&["events", "replaceable"]), [4, 0]);
     let store = LmdbStore::open(dir.path(), &options(0)).unwrap();
     assert_eq!(store.stats().unwrap().events, 4);
     let kinds = |k: &[u16]| {
@@ -1092,7 +847,7 @@ fn replaceable_events_have_their_own_table_and_older_databases_keep_theirs_in_ev
         store.write_batch(&[incoming(&profile)], 0).unwrap(),
         vec![Verdict::Duplicate]
     );
-    // Newer versions replace the old ones, wherever these are kept.
+    // Newer versions replace the old ones in `replaceable`.
     let contacts2 = event(3, 2000, follows[..60].to_vec(), "");
     let profile2 = event(0, 2001, vec![], "keeper of the light");
     let verdicts = store
@@ -1114,9 +869,9 @@ fn replaceable_events_have_their_own_table_and_older_databases_keep_theirs_in_ev
         sorted(vec![profile2.id, article.id, note.id])
     );
     drop(store);
-    // The old versions left `events` (and the cut one its tail); the new
-    // ones went to `replaceable`.
-    assert_eq!(table_lens(&["events", "replaceable", "tails"]), [2, 2, 0]);
+    // The old versions left `replaceable` (and the cut one its tail); the
+    // new ones took their places there.
+    assert_eq!(table_lens(&["events", "replaceable", "tails"]), [1, 3, 0]);
 }
 
 /// The entries of a time-ordered index as (prefix, entry), checked on the
@@ -1149,7 +904,7 @@ fn index_entries(
     out
 }
 
-fn agrees_with_model(options: &OpenOptions) -> nostrwire_relay::store::Stats {
+fn agrees_with_model(options: &OpenOptions) -> nostrwire_store::Stats {
     agrees_with_model_with_search_lag(options, 0)
 }
 
@@ -1159,7 +914,7 @@ fn agrees_with_model(options: &OpenOptions) -> nostrwire_relay::store::Stats {
 fn agrees_with_model_with_search_lag(
     options: &OpenOptions,
     search_lag: u64,
-) -> nostrwire_relay::store::Stats {
+) -> nostrwire_store::Stats {
     let dir = tempfile::tempdir().unwrap();
     let mut store = LmdbStore::open(dir.path(), options).unwrap();
     let mut rng = Rng(0x0123_4567_89ab_cdef);
@@ -1445,82 +1200,4 @@ fn agrees_with_model_with_search_lag(
         assert_eq!(copied, rows(&search_env, &stxn), "search/{name}");
     }
     stats
-}
-
-#[test]
-fn values_stored_before_they_carried_their_kind_are_searched_by_kind() {
-    let dir = tempfile::tempdir().unwrap();
-    let keys = Keys::derive(8, 4);
-    let batch: Vec<Incoming> = (0..30u64)
-        .map(|i| {
-            let kind = [1, 1111, 30023][i as usize % 3];
-            // Addressable: one `d` each, so none replaces another.
-            let tags = match kind {
-                30023 => vec![Tag::from_strs(&["d", &i.to_string()])],
-                _ => vec![],
-            };
-            let content = format!("keeper of bees {}", "and hives ".repeat(i as usize % 4));
-            let unsigned = UnsignedEvent::new(
-                &keys,
-                Timestamp::new(1000 + i).unwrap(),
-                Kind(kind),
-                tags,
-                &content,
-            );
-            Incoming::from(nostrwire_wire::encode_event(&unsigned_event(unsigned)))
-        })
-        .collect();
-    let search = |kinds: &[u16], loaded: bool| {
-        let mut f = Filter::new();
-        f.search = Some("keeper bees".into());
-        f.kinds = Some(kinds.iter().map(|&k| Kind(k)).collect());
-        f.limit = Some(4);
-        if loaded {
-            f.since = Some(Timestamp::new(0).unwrap());
-        }
-        f
-    };
-    let store = LmdbStore::open(dir.path(), &options(3)).unwrap();
-    store.write_batch(&batch, 0).unwrap();
-    while store.index_pending(1000).unwrap() || store.index_search(1000, 0).unwrap() {}
-    let before: Vec<_> = [&[1][..], &[1111, 30023][..]]
-        .iter()
-        .map(|kinds| query_store(&store, &search(kinds, false), 1000))
-        .collect();
-    drop(store);
-    // What schema 14 wrote: no kind in the header.
-    {
-        let env = raw_env(dir.path());
-        let mut wtxn = env.write_txn().unwrap();
-        for name in ["events", "replaceable"] {
-            let table: Db = env.open_database(&wtxn, Some(name)).unwrap().unwrap();
-            let old: Vec<(Vec<u8>, Vec<u8>)> = table
-                .iter(&wtxn)
-                .unwrap()
-                .map(|item| {
-                    let (k, v) = item.unwrap();
-                    assert_eq!(v[0] & 4, 4, "schema 15 writes the kind");
-                    let at = 1 + if v[0] & 1 != 0 { 8 } else { 0 };
-                    let mut value = vec![v[0] & !4];
-                    value.extend_from_slice(&v[1..at]);
-                    value.extend_from_slice(&v[at + 2..]);
-                    (k.to_vec(), value)
-                })
-                .collect();
-            for (k, v) in old {
-                table.put(&mut wtxn, &k, &v).unwrap();
-            }
-        }
-        let meta: Db = env.open_database(&wtxn, Some("meta")).unwrap().unwrap();
-        meta.put(&mut wtxn, b"schema", &14u32.to_le_bytes())
-            .unwrap();
-        wtxn.commit().unwrap();
-    }
-    let store = LmdbStore::open(dir.path(), &options(3)).unwrap();
-    for (kinds, expected) in [&[1][..], &[1111, 30023][..]].iter().zip(&before) {
-        let got = query_store(&store, &search(kinds, false), 1000);
-        assert_eq!(&got, expected);
-        assert_eq!(got, query_store(&store, &search(kinds, true), 1000));
-        assert_eq!(got.len(), 4);
-    }
 }

@@ -11,8 +11,8 @@ use std::path::Path;
 use heed::types::Bytes;
 use heed::{Database, Env, RoTxn, RwTxn, WithTls};
 
-use super::schema::{self, table, Posting};
-use super::{Durability, StoreError, StoreResult};
+use crate::schema::{self, table, Posting};
+use crate::{Durability, StoreError, StoreResult};
 
 type Db = Database<Bytes, Bytes>;
 
@@ -29,24 +29,24 @@ const PARTIAL: &[u8] = b"partial";
 const FORMAT: &[u8] = b"format";
 
 /// The serial a key of the search index ends with.
-pub(super) fn block_serial(key: &[u8]) -> StoreResult<u64> {
+pub(crate) fn block_serial(key: &[u8]) -> StoreResult<u64> {
     schema::serial_from(&key[key.len().saturating_sub(8)..])
         .ok_or_else(|| StoreError::Corrupt("bad search key".into()))
 }
 
 /// The postings of one block of the search index, from its key and value.
-pub(super) fn postings(key: &[u8], block: &[u8]) -> StoreResult<Vec<Posting>> {
+pub(crate) fn postings(key: &[u8], block: &[u8]) -> StoreResult<Vec<Posting>> {
     schema::decode_postings(block_serial(key)?, block).map_err(StoreError::Corrupt)
 }
 
 /// A read snapshot of the search index.
-pub(super) struct SearchSnapshot<'a> {
-    pub(super) index: &'a SearchIndex,
-    pub(super) txn: RoTxn<'a, WithTls>,
+pub(crate) struct SearchSnapshot<'a> {
+    pub(crate) index: &'a SearchIndex,
+    pub(crate) txn: RoTxn<'a, WithTls>,
 }
 
 impl<'a> SearchSnapshot<'a> {
-    pub(super) fn of(index: &'a SearchIndex) -> StoreResult<SearchSnapshot<'a>> {
+    pub(crate) fn of(index: &'a SearchIndex) -> StoreResult<SearchSnapshot<'a>> {
         Ok(SearchSnapshot {
             index,
             txn: index.env.read_txn()?,
@@ -60,7 +60,7 @@ impl<'a> SearchSnapshot<'a> {
 const UNSYNCED: &str = "unsynced-boot";
 
 /// This boot's id, or `None` where the system has none to read.
-fn boot_id() -> Option<String> {
+pub(crate) fn boot_id() -> Option<String> {
     let id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
     let id = id.trim();
     (!id.is_empty()).then(|| id.to_owned())
@@ -71,7 +71,7 @@ fn boot_id() -> Option<String> {
 /// power) before they reached the disk, and LMDB promises nothing then.
 /// Within one boot the page cache holds every commit, whatever killed the
 /// process.
-pub(super) fn lost_unsynced_commits(dir: &Path) -> bool {
+pub(crate) fn lost_unsynced_commits(dir: &Path) -> bool {
     match std::fs::read_to_string(dir.join(UNSYNCED)) {
         Ok(recorded) => boot_id().as_deref() != Some(recorded.trim()),
         Err(_) => false,
@@ -81,14 +81,14 @@ pub(super) fn lost_unsynced_commits(dir: &Path) -> bool {
 /// The search environment: postings and term counts in `search`, the
 /// totals and the mark in `meta`.
 #[derive(Debug)]
-pub(super) struct SearchIndex {
-    pub(super) env: Env,
+pub(crate) struct SearchIndex {
+    pub(crate) env: Env,
     /// The [`UNSYNCED`] file, when this index commits without syncing: a
     /// clean close syncs and removes it.
     unsynced: Option<std::path::PathBuf>,
     /// term key ‖ serial → block of postings; term key ‖ FF×8 → the term's
     /// counts ([`schema::TermCounts`]).
-    pub(super) postings: Db,
+    pub(crate) postings: Db,
     meta: Db,
     /// Size a block of postings grows to before a new one starts.
     block_bytes: usize,
@@ -103,7 +103,7 @@ impl SearchIndex {
     /// an index found with another boot's id is rebuilt by
     /// [`lost_unsynced_commits`]'s caller. Without a boot id the index
     /// syncs like the events. Readers (`writer` false) never commit.
-    pub(super) fn open(
+    pub(crate) fn open(
         dir: &Path,
         map_size: usize,
         durability: Durability,
@@ -123,7 +123,7 @@ impl SearchIndex {
             unsynced = Some(path);
             durability = Durability::None;
         }
-        let env = super::lmdb::open_env(dir, map_size, 4, durability)?;
+        let env = crate::lmdb::open_env(dir, map_size, 4, durability)?;
         let mut wtxn = env.write_txn()?;
         let postings = env.create_database(&mut wtxn, Some(table::SEARCH))?;
         let meta = env.create_database(&mut wtxn, Some(table::META))?;
@@ -138,7 +138,7 @@ impl SearchIndex {
     }
 
     /// Empties the index and marks it as trailing every stored event.
-    pub(super) fn reset(&self) -> StoreResult<()> {
+    pub(crate) fn reset(&self) -> StoreResult<()> {
         let mut wtxn = self.env.write_txn()?;
         self.postings.clear(&mut wtxn)?;
         self.meta.clear(&mut wtxn)?;
@@ -151,7 +151,7 @@ impl SearchIndex {
     }
 
     /// The posting layout the index was written in.
-    pub(super) fn format(&self, txn: &RoTxn<'_>) -> StoreResult<u32> {
+    pub(crate) fn format(&self, txn: &RoTxn<'_>) -> StoreResult<u32> {
         match self.meta.get(txn, FORMAT)? {
             None => Ok(1),
             Some(v) => v
@@ -163,7 +163,7 @@ impl SearchIndex {
 
     /// Events indexed (those holding at least one term) and the sum of
     /// their lengths.
-    pub(super) fn totals(&self, txn: &RoTxn<'_>) -> StoreResult<(u64, u64)> {
+    pub(crate) fn totals(&self, txn: &RoTxn<'_>) -> StoreResult<(u64, u64)> {
         let value = self.meta.get(txn, TOTALS)?.unwrap_or(&[0; 16]);
         let half = |range: std::ops::Range<usize>| {
             value
@@ -175,7 +175,7 @@ impl SearchIndex {
         Ok((half(0..8)?, half(8..16)?))
     }
 
-    pub(super) fn put_totals(
+    pub(crate) fn put_totals(
         &self,
         wtxn: &mut RwTxn<'_>,
         docs: u64,
@@ -190,7 +190,7 @@ impl SearchIndex {
 
     /// The serial up to which every stored event is indexed; `None` when
     /// the index has never been built.
-    pub(super) fn indexed(&self, txn: &RoTxn<'_>) -> StoreResult<Option<u64>> {
+    pub(crate) fn indexed(&self, txn: &RoTxn<'_>) -> StoreResult<Option<u64>> {
         self.meta
             .get(txn, INDEXED)?
             .map(|v| {
@@ -199,7 +199,7 @@ impl SearchIndex {
             .transpose()
     }
 
-    pub(super) fn set_indexed(&self, wtxn: &mut RwTxn<'_>, serial: u64) -> StoreResult<()> {
+    pub(crate) fn set_indexed(&self, wtxn: &mut RwTxn<'_>, serial: u64) -> StoreResult<()> {
         self.meta
             .put(wtxn, INDEXED, &schema::serial_bytes(serial))?;
         Ok(())
@@ -207,7 +207,7 @@ impl SearchIndex {
 
     /// The serial up to which a batch cut short may have written postings
     /// above the mark.
-    pub(super) fn partial(&self, txn: &RoTxn<'_>) -> StoreResult<Option<u64>> {
+    pub(crate) fn partial(&self, txn: &RoTxn<'_>) -> StoreResult<Option<u64>> {
         self.meta
             .get(txn, PARTIAL)?
             .map(|v| {
@@ -217,7 +217,7 @@ impl SearchIndex {
             .transpose()
     }
 
-    pub(super) fn set_partial(&self, wtxn: &mut RwTxn<'_>, serial: Option<u64>) -> StoreResult<()> {
+    pub(crate) fn set_partial(&self, wtxn: &mut RwTxn<'_>, serial: Option<u64>) -> StoreResult<()> {
         match serial {
             Some(serial) => self
                 .meta
@@ -230,7 +230,7 @@ impl SearchIndex {
     /// Postings of the term with this key prefix above serial `mark`: those
     /// a batch that has not finished wrote. Searches leave them out, and
     /// take them out of the term's document frequency.
-    pub(super) fn postings_above(
+    pub(crate) fn postings_above(
         &self,
         txn: &RoTxn<'_>,
         prefix: &[u8],
@@ -251,7 +251,7 @@ impl SearchIndex {
     }
 
     /// Events holding the term with this key prefix.
-    pub(super) fn document_frequency(&self, txn: &RoTxn<'_>, prefix: &[u8]) -> StoreResult<u64> {
+    pub(crate) fn document_frequency(&self, txn: &RoTxn<'_>, prefix: &[u8]) -> StoreResult<u64> {
         Ok(self
             .postings
             .get(txn, &schema::df_key(prefix))?
@@ -262,7 +262,7 @@ impl SearchIndex {
     }
 
     /// Writes a term's counts; a document frequency of 0 drops them.
-    fn put_term_counts(
+    pub(crate) fn put_term_counts(
         &self,
         wtxn: &mut RwTxn<'_>,
         prefix: &[u8],
@@ -283,7 +283,7 @@ impl SearchIndex {
     /// fill, and raises the term's document frequency by their number.
     /// Postings at or below the term's last one are in already (a batch
     /// cut short, applied again) and are skipped. Returns the puts made.
-    pub(super) fn append_postings(
+    pub(crate) fn append_postings(
         &self,
         wtxn: &mut RwTxn<'_>,
         prefix: &[u8],
@@ -356,7 +356,7 @@ impl SearchIndex {
 
     /// The block of a term's postings that would hold `serial` (the last one
     /// keyed at or below it), with its key, decoded.
-    pub(super) fn block_holding(
+    pub(crate) fn block_holding(
         &self,
         txn: &RoTxn<'_>,
         prefix: &[u8],
@@ -375,7 +375,7 @@ impl SearchIndex {
     /// the document frequency of each term that held one (a term no event
     /// holds any more is dropped). Returns whether any posting was found:
     /// removing the same event twice changes nothing the second time.
-    pub(super) fn remove_postings<'a>(
+    pub(crate) fn remove_postings<'a>(
         &self,
         wtxn: &mut RwTxn<'_>,
         serial: u64,
@@ -413,7 +413,7 @@ impl SearchIndex {
     /// Syncs the commits taken unsynced and removes the [`UNSYNCED`] file;
     /// if syncing fails the file stays, and an open in another boot
     /// rebuilds the index.
-    fn settle(&mut self) {
+    pub(crate) fn settle(&mut self) {
         if let Some(path) = self.unsynced.take() {
             match self.env.force_sync() {
                 Ok(()) => {
@@ -427,7 +427,7 @@ impl SearchIndex {
     }
 
     /// Closes the environment (settled first) and waits until it is closed.
-    pub(super) fn close(mut self) {
+    pub(crate) fn close(mut self) {
         self.settle();
         let env = self.env.clone();
         drop(self);
@@ -443,7 +443,7 @@ impl Drop for SearchIndex {
 
 /// Writes `bytes` to `path` and syncs the file and its directory, so the
 /// file is on disk before anything that relies on it.
-fn write_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     let mut file = std::fs::File::create(path)?;
     file.write_all(bytes)?;

@@ -10,35 +10,24 @@
 use nostrwire_event::{EventId, Kind, PublicKey, Timestamp};
 use sha2::{Digest, Sha256};
 
-/// On-disk schema version, stored in `meta`. Older databases are upgraded on
-/// open: 1 and 2 rebuild the tag and search indexes from `events`, 3 and 4
-/// the search index. Each version refuses older binaries: 3 changed the tag
-/// keys; 4 let the search index trail the stored events, up to
-/// `meta/search_indexed`; 5 stores postings in blocks; 6 let tag entries
-/// wait in `pending_tags`; 7 lets the entries of every time-ordered index
-/// wait in `pending`; 8 deletes those of a removed event later, from
-/// `removed`; 9 stores those indexes in blocks of entries; 10 lets the
-/// `ids` entry wait in `pending` too; 11 moves the search index into an
-/// environment of its own; 12 cuts large stored values to fit whole
-/// pages, their ends in `tails`; 13 keys `ids` by id prefix and serial;
-/// 14 stores replaceable and addressable events in `replaceable`; 15 puts
-/// the kind in the stored value's header.
-pub const SCHEMA_VERSION: u32 = 16;
+/// On-disk schema version, stored in `meta`. A database of another version
+/// is refused on open (`StoreError::Schema`); a later release that changes
+/// the layout raises it and upgrades older databases when it opens them.
+pub const SCHEMA_VERSION: u32 = 1;
 
 /// Table names.
 pub mod table {
     /// serial → stored record (header byte + nwb record), or its first
     /// part when cut to fill whole pages (the rest in [`TAILS`]).
     pub const EVENTS: &str = "events";
-    /// The same as [`EVENTS`] for replaceable and addressable events
-    /// (schema 14; in `events` before): their versions come and go, and the
-    /// holes they leave stay in the leaves of whatever table holds them.
+    /// The same as [`EVENTS`] for replaceable and addressable events: their
+    /// versions come and go, and the holes they leave would stay in the
+    /// leaves of `events` (LMDB merges a leaf only below a quarter full).
     pub const REPLACEABLE: &str = "replaceable";
     /// serial → the end of a stored value cut to fit whole overflow pages
     /// (its header in `events` has bit 1 set).
     pub const TAILS: &str = "tails";
-    /// id prefix ([`super::ID_PREFIX`] bytes) ‖ serial → () (schema 13;
-    /// id → serial before).
+    /// id prefix ([`super::ID_PREFIX`] bytes) ‖ serial → ().
     pub const IDS: &str = "ids";
     /// created_at ‖ serial → block of later entries (`encode_time_blocks`).
     pub const CREATED: &str = "created";
@@ -57,8 +46,6 @@ pub mod table {
     /// serial → [`super::PendingRow`]: removed events whose entries in the
     /// time-ordered indexes are not deleted yet.
     pub const REMOVED: &str = "removed";
-    /// Schema 6 only (tag entries waiting); emptied by the upgrade.
-    pub const LEGACY_PENDING_TAGS: &str = "pending_tags";
     /// The indexes whose keys end with `created_at ‖ serial`, written in
     /// batches from `pending`.
     pub const TIME_ORDERED: [&str; 5] = [CREATED, KIND, PUBKEY, PUBKEY_KIND, TAG];
@@ -66,8 +53,7 @@ pub mod table {
     pub const REPLACE: &str = "replace";
     /// deleted id ‖ pubkey of a deletion's author → (): a tombstone per
     /// author that asked, so one author's request never replaces
-    /// another's (only the event's own author binds it). Before schema 16
-    /// the key was the id alone and the value the pubkey; readers take both.
+    /// another's (only the event's own author binds it).
     pub const DELETED_IDS: &str = "deleted_ids";
     /// address → created_at of the newest deletion of that address.
     pub const DELETED_ADDRS: &str = "deleted_addrs";
@@ -75,14 +61,11 @@ pub mod table {
     pub const EXPIRATION: &str = "expiration";
     /// term key ‖ serial → a block of postings (`encode_postings`); and
     /// term key ‖ FF×8 → number of events holding the term (8, LE). In the
-    /// search environment since schema 11; the main environment's table of
-    /// that name is left empty.
+    /// search environment.
     pub const SEARCH: &str = "search";
     /// serial → stored value (the record, without the header) of a removed
     /// event whose postings the search environment may still hold.
     pub const SEARCH_REMOVED: &str = "search_removed";
-    /// Schema 2 only (document frequencies); emptied by the upgrade.
-    pub const LEGACY_SEARCH_TERMS: &str = "search_terms";
     /// metadata: schema version, next serial, dictionaries, search totals.
     pub const META: &str = "meta";
 }
@@ -317,7 +300,7 @@ const PENDING_FIXED: usize = 8 + 2 + 32;
 /// The value of a `pending` or `removed` row: `created_at (8, BE) ‖ kind
 /// (2, BE) ‖ pubkey (32) ‖ [id (32)] ‖ tag key (9) × n`, the tag keys
 /// sorted and distinct. The id is there when the event's `ids` entry waits
-/// too (`pending` rows since schema 10); rows of both forms tell apart by
+/// too (`pending` rows); rows of both forms tell apart by
 /// length, since 32 is not a multiple of 9.
 pub fn pending_value(
     created_at: Timestamp,
@@ -676,11 +659,6 @@ pub fn tombstone_key(id: &EventId, author: &PublicKey) -> [u8; 64] {
     key[..32].copy_from_slice(id.as_bytes());
     key[32..].copy_from_slice(author.as_bytes());
     key
-}
-
-/// A `deleted_ids` key written before schema 16 (its value: the pubkey).
-pub fn legacy_tombstone_key(id: &EventId) -> &[u8; 32] {
-    id.as_bytes()
 }
 
 /// Bytes of an event id that an `ids` key holds.

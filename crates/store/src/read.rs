@@ -1,0 +1,367 @@
+//! The read path: id lookups, index scans in time order, and rendering
+//! the events a query returns.
+#![allow(clippy::big_endian_bytes)] // sort order of LMDB keys
+
+use std::collections::BinaryHeap;
+use std::ops::Bound;
+
+use heed::types::Bytes;
+use heed::RoTxn;
+use nostrwire_event::{EventId, Filter, PreimageFields, SignedFields, Timestamp};
+use nostrwire_wire::EventView;
+
+use crate::lmdb::{Db, LmdbStore};
+use crate::plan::{Plan, QueryCursor, ScanStatus};
+use crate::schema::{self};
+use crate::trailing::waiting_row;
+use crate::value::{decode, Loaded};
+use crate::write::key;
+use crate::{Found, StoreError, StoreResult};
+
+/// One prefix of a time-ordered index walked newest → oldest: the entries
+/// below `upper` (exclusive) down to `lower` (inclusive).
+pub(crate) struct TimeWalk<'t> {
+    pub(crate) blocks: heed::RoRevRange<'t, Bytes, Bytes>,
+    /// The current block's entries, oldest first, consumed from the end.
+    pub(crate) buffer: Vec<schema::TimeEntry>,
+    pub(crate) upper: schema::TimeEntry,
+    pub(crate) lower: schema::TimeEntry,
+    pub(crate) done: bool,
+}
+
+impl<'t> TimeWalk<'t> {
+    pub(crate) fn new(
+        txn: &'t RoTxn<'_>,
+        db: Db,
+        prefix: &[u8],
+        lower: schema::TimeEntry,
+        upper: schema::TimeEntry,
+    ) -> StoreResult<TimeWalk<'t>> {
+        // The first block read is the one keyed at or below `upper`: it may
+        // hold entries above it, which are skipped.
+        let top = key(&[prefix, &schema::entry_suffix(upper)]);
+        let blocks = db.rev_range(txn, &(Bound::Included(prefix), Bound::Included(&top[..])))?;
+        Ok(TimeWalk {
+            blocks,
+            buffer: Vec::new(),
+            upper,
+            lower,
+            done: false,
+        })
+    }
+
+    pub(crate) fn next(&mut self) -> StoreResult<Option<schema::TimeEntry>> {
+        loop {
+            if let Some(entry) = self.buffer.pop() {
+                if entry >= self.upper {
+                    continue;
+                }
+                if entry < self.lower {
+                    self.done = true;
+                    self.buffer.clear();
+                    return Ok(None);
+                }
+                return Ok(Some(entry));
+            }
+            if self.done {
+                return Ok(None);
+            }
+            match self.blocks.next().transpose()? {
+                Some((k, v)) => schema::decode_time_block(k, v, &mut self.buffer)
+                    .map_err(StoreError::Corrupt)?,
+                None => self.done = true,
+            }
+        }
+    }
+}
+
+/// How a query returns a match.
+#[derive(Clone, Copy)]
+pub(crate) enum Form {
+    /// Canonical JSON (text connections, export).
+    Json,
+    /// The uncompressed nwb record (binary connections).
+    Record,
+    /// Id and time only (NIP-77).
+    IdOnly,
+}
+
+pub(crate) fn found(serial: u64, view: &EventView<'_>, form: Form) -> Found {
+    Found {
+        serial,
+        id: *view.id(),
+        created_at: view.created_at().as_u64(),
+        json: match form {
+            Form::Json => view.to_json_bytes(),
+            _ => Vec::new(),
+        },
+        record: match form {
+            Form::Record => view.record().to_vec(),
+            _ => Vec::new(),
+        },
+    }
+}
+
+impl LmdbStore {
+    /// The serial of a stored event by id, in `txn`'s snapshot: from
+    /// `ids`, or from the event's `pending` row while its entry waits.
+    pub(crate) fn serial_of(&self, txn: &RoTxn<'_>, id: &EventId) -> StoreResult<Option<u64>> {
+        Ok(self.lookup_id(txn, id)?.map(|(serial, _)| serial))
+    }
+
+    /// Like [`Self::serial_of`], with the stored value when the lookup read
+    /// it to check the id (an `ids` hit), so a query need not read it again.
+    pub(crate) fn lookup_id<'t>(
+        &self,
+        txn: &'t RoTxn<'_>,
+        id: &EventId,
+    ) -> StoreResult<Option<(u64, Option<Loaded<'t>>)>> {
+        // Keys hold a prefix of the id: each stored event under it is
+        // checked (one, nearly always; none for a new event).
+        for item in self
+            .ids
+            .prefix_iter(txn, &id.as_bytes()[..schema::ID_PREFIX])?
+        {
+            let (k, _) = item?;
+            let serial = schema::serial_from(&k[schema::ID_PREFIX..])
+                .ok_or_else(|| StoreError::Corrupt("bad ids key".into()))?;
+            if let Some(loaded) = self.load(txn, serial)? {
+                if decode(&loaded.1)?.id() == id {
+                    return Ok(Some((serial, Some(loaded))));
+                }
+            }
+        }
+        let (hit, dropped_through) = {
+            let waiting = self.waiting_ids.read().unwrap_or_else(|e| e.into_inner());
+            (waiting.by_id.get(id).copied(), waiting.dropped_through)
+        };
+        // The map may name an event this snapshot does not hold (not yet
+        // committed, or its commit failed): only the row counts.
+        if let Some(serial) = hit {
+            if self.waiting_row_id(txn, serial)? == Some(*id.as_bytes()) {
+                return Ok(Some((serial, None)));
+            }
+        }
+        // A snapshot taken before the last batch still holds rows the map
+        // has dropped since: those are read (none, for a newer snapshot).
+        let upper = schema::serial_bytes(dropped_through);
+        for item in self
+            .pending
+            .range(txn, &(Bound::Unbounded, Bound::Included(&upper[..])))?
+        {
+            let (k, v) = item?;
+            let row = waiting_row(v)?;
+            if row.id() == Some(id.as_bytes()) {
+                return Ok(schema::serial_from(k).map(|serial| (serial, None)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// A stored event as a query returns it: canonical JSON, or its
+    /// uncompressed nwb record when `as_record` (binary connections).
+    pub(crate) fn render_record(
+        &self,
+        serial: u64,
+        record: &[u8],
+        as_record: bool,
+    ) -> StoreResult<Found> {
+        let form = if as_record { Form::Record } else { Form::Json };
+        Ok(found(serial, &decode(record)?, form))
+    }
+
+    /// Adds a search result to `cursor`: rendered, or deferred once the
+    /// cursor's `render_bytes` are spent.
+    pub(crate) fn push_result(
+        &self,
+        cursor: &mut QueryCursor,
+        serial: u64,
+        record: &[u8],
+    ) -> StoreResult<()> {
+        let f = if cursor.renders_now() {
+            self.render_record(serial, record, cursor.records)?
+        } else {
+            found(serial, &decode(record)?, Form::IdOnly)
+        };
+        cursor.rendered += f.json.len() + f.record.len();
+        cursor.found.push(f);
+        Ok(())
+    }
+
+    /// Tests one candidate; records it when it matches.
+    pub(crate) fn consider(
+        &self,
+        txn: &RoTxn<'_>,
+        serial: u64,
+        filter: &Filter,
+        cursor: &mut QueryCursor,
+        now: u64,
+    ) -> StoreResult<()> {
+        cursor.examined += 1;
+        if cursor.seen.contains(&serial) {
+            return Ok(());
+        }
+        let Some(loaded) = self.load(txn, serial)? else {
+            return Ok(());
+        };
+        self.consider_loaded(serial, loaded, filter, cursor, now)
+    }
+
+    /// [`Self::consider`] for an event already read (and counted).
+    pub(crate) fn consider_loaded(
+        &self,
+        serial: u64,
+        (expires, record): Loaded<'_>,
+        filter: &Filter,
+        cursor: &mut QueryCursor,
+        now: u64,
+    ) -> StoreResult<()> {
+        if expires.is_some_and(|t| t <= now) {
+            return Ok(());
+        }
+        let view = decode(&record)?;
+        if !filter.matches(&view) || !cursor.gate.as_deref().is_none_or(|g| g.allows(&view)) {
+            return Ok(());
+        }
+        cursor.seen.insert(serial);
+        if cursor.count_only {
+            cursor.counted += 1;
+            return Ok(());
+        }
+        let form = if cursor.ids_only || !cursor.renders_now() {
+            Form::IdOnly
+        } else if cursor.records {
+            Form::Record
+        } else {
+            Form::Json
+        };
+        let f = found(serial, &view, form);
+        cursor.rendered += f.json.len() + f.record.len();
+        cursor.found.push(f);
+        if cursor.found.len() == cursor.limit {
+            cursor.boundary = Some(view.created_at().as_u64());
+        }
+        Ok(())
+    }
+
+    pub(crate) fn scan_index(
+        &self,
+        txn: &RoTxn<'_>,
+        filter: &Filter,
+        table_name: &'static str,
+        cursor: &mut QueryCursor,
+        budget: usize,
+        now: u64,
+    ) -> StoreResult<ScanStatus> {
+        let db = self.table(table_name);
+        let since = filter.since.unwrap_or_default();
+        let until = filter.until.unwrap_or(Timestamp::MAX);
+        let Some(Plan::Index { ranges, tail, .. }) = cursor.plan.take() else {
+            unreachable!("index plan");
+        };
+        let mut ranges = ranges;
+        let mut tail = match tail {
+            Some(tail) => tail,
+            None => self.pending_matches(txn, table_name, since, until, |prefix| {
+                ranges.iter().any(|r| r.prefix == prefix)
+            })?,
+        };
+        // The tail's place in the heap: after the ranges.
+        let from_tail = ranges.len();
+        let result = (|| {
+            // One walk per live range, merged on (created_at, serial).
+            let mut walks = Vec::with_capacity(ranges.len());
+            let mut heap = BinaryHeap::new();
+            for (i, r) in ranges.iter().enumerate() {
+                if r.done {
+                    walks.push(None);
+                    continue;
+                }
+                let upper = r.resume_below.unwrap_or((until.as_u64(), u64::MAX));
+                let mut walk = TimeWalk::new(txn, db, &r.prefix, (since.as_u64(), 0), upper)?;
+                match walk.next()? {
+                    Some((t, s)) => {
+                        heap.push((t, s, i));
+                        walks.push(Some(walk));
+                    }
+                    None => walks.push(None),
+                }
+            }
+            if let Some(&(t, s)) = tail.last() {
+                heap.push((t, s, from_tail));
+            }
+            let mut spent = 0usize;
+            loop {
+                let Some((t, serial, i)) = heap.pop() else {
+                    for r in ranges.iter_mut() {
+                        r.done = true;
+                    }
+                    return Ok(ScanStatus::Done);
+                };
+                if cursor.boundary.is_some_and(|b| t < b) {
+                    return Ok(ScanStatus::Done);
+                }
+                self.consider(txn, serial, filter, cursor, now)?;
+                if cursor.count_only && cursor.counted >= cursor.limit as u64 {
+                    return Ok(ScanStatus::Done);
+                }
+                if i == from_tail {
+                    tail.pop();
+                    if let Some(&(t2, s2)) = tail.last() {
+                        heap.push((t2, s2, from_tail));
+                    }
+                } else {
+                    let r = &mut ranges[i];
+                    r.resume_below = Some((t, serial));
+                    match walks[i].as_mut() {
+                        Some(walk) => match walk.next()? {
+                            Some((t2, s2)) => heap.push((t2, s2, i)),
+                            None => r.done = true,
+                        },
+                        None => r.done = true,
+                    }
+                }
+                spent += 1;
+                if spent >= budget {
+                    return Ok(ScanStatus::More);
+                }
+            }
+        })();
+        cursor.plan = Some(Plan::Index {
+            table: table_name,
+            ranges,
+            tail: Some(tail),
+        });
+        result
+    }
+
+    /// The stored events whose entries still wait in `pending`, created in
+    /// `since..=until` and with a key in `table` under a `wanted` prefix,
+    /// as (created_at, serial), oldest first.
+    pub(crate) fn pending_matches(
+        &self,
+        txn: &RoTxn<'_>,
+        table_name: &str,
+        since: Timestamp,
+        until: Timestamp,
+        wanted: impl Fn(&[u8]) -> bool,
+    ) -> StoreResult<Vec<(u64, u64)>> {
+        let mut matches = Vec::new();
+        for item in self.pending.iter(txn)? {
+            let (k, v) = item?;
+            let serial = schema::serial_from(k)
+                .ok_or_else(|| StoreError::Corrupt("bad pending key".into()))?;
+            let row = waiting_row(v)?;
+            if !(since.as_u64()..=until.as_u64()).contains(&row.created_at) {
+                continue;
+            }
+            let mut hit = false;
+            row.for_each_prefix(table_name, |prefix| hit |= wanted(prefix));
+            if hit {
+                matches.push((row.created_at, serial));
+            }
+        }
+        matches.sort_unstable();
+        Ok(matches)
+    }
+}

@@ -1,0 +1,408 @@
+//! Unit tests of the LMDB store's internals.
+
+use crate::lmdb::{open_env, Db, LmdbStore, OpenOptions};
+use crate::trailing::WorkPosition;
+use crate::value::PageFit;
+use std::ops::Bound;
+use std::path::Path;
+
+use heed::RwTxn;
+use nostrwire_event::{EventId, Filter, Keys, Kind, SignedFields, Timestamp, UnsignedEvent};
+
+use crate::schema;
+use crate::{
+    Durability, EventStore, Incoming, Presence, QueryCursor, ScanStatus, StoreError, Verdict,
+};
+
+fn note(keys: &Keys, content: &str) -> (EventId, Vec<u8>) {
+    let event = UnsignedEvent::new(
+        keys,
+        Timestamp::new(1000).unwrap(),
+        Kind(1),
+        Vec::new(),
+        content,
+    )
+    .sign(keys);
+    (event.id, nostrwire_wire::encode_event(&event))
+}
+
+fn open(dir: &Path) -> LmdbStore {
+    let options = OpenOptions {
+        map_size: 1 << 30,
+        durability: Durability::None,
+        index_lag: 1_000,
+        ..OpenOptions::default()
+    };
+    LmdbStore::open(dir, &options).unwrap()
+}
+
+#[test]
+fn a_waiting_id_is_found_before_and_after_its_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let keys = Keys::derive(3, 1);
+    let (id, record) = note(&keys, "waiting");
+    store.write_batch(&[record.clone().into()], 0).unwrap();
+    // Waiting: not in `ids`, found through its row.
+    assert_eq!(store.presence(&id).unwrap(), Presence::Stored);
+    let before = store.env.read_txn().unwrap();
+    let entry = schema::id_entry(id.as_bytes(), 1);
+    assert!(store.ids.get(&before, &entry).unwrap().is_none());
+    assert_eq!(store.serial_of(&before, &id).unwrap(), Some(1));
+    // The batch (on another thread: this one holds a snapshot) moves it
+    // into `ids` and drops it from the map; the snapshot taken before
+    // still finds it, in its own row.
+    let more = std::thread::scope(|s| s.spawn(|| store.index_pending(100).unwrap()).join());
+    assert!(!more.unwrap());
+    assert!(store.waiting_ids.read().unwrap().by_id.is_empty());
+    assert_eq!(store.serial_of(&before, &id).unwrap(), Some(1));
+    drop(before);
+    let after = store.env.read_txn().unwrap();
+    assert!(store.ids.get(&after, &entry).unwrap().is_some());
+    assert!(store.pending.is_empty(&after).unwrap());
+    drop(after);
+    assert_eq!(
+        store.write_batch(&[record.into()], 0).unwrap(),
+        vec![Verdict::Duplicate]
+    );
+}
+
+#[test]
+fn a_snapshot_between_the_transactions_of_a_batch_sees_each_event_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let keys = Keys::derive(3, 3);
+    let notes: Vec<_> = (0..40).map(|i| note(&keys, &format!("note {i}"))).collect();
+    let records: Vec<Incoming> = notes.iter().map(|(_, r)| r.clone().into()).collect();
+    store.write_batch(&records, 0).unwrap();
+    // The first transactions of a batch split every few writes: some
+    // events now have entries and still their row.
+    {
+        let mut wtxn = store.env.write_txn().unwrap();
+        let work = store.waiting_work(&wtxn, usize::MAX).unwrap();
+        let mut at = WorkPosition::default();
+        for _ in 0..3 {
+            assert!(!store
+                .apply_waiting_work(&mut wtxn, &work, &mut at, 7)
+                .unwrap());
+        }
+        wtxn.commit().unwrap();
+    }
+    let txn = store.env.read_txn().unwrap();
+    assert_eq!(store.pending.len(&txn).unwrap(), 40);
+    assert!(!store.created.is_empty(&txn).unwrap());
+    drop(txn);
+    let mut exported = Vec::new();
+    store
+        .export(&Filter::new(), &mut |found| {
+            exported.push(found.id);
+            true
+        })
+        .unwrap();
+    let mut found = Vec::new();
+    let by_author = Filter {
+        authors: Some(vec![keys.public_key()]),
+        ..Filter::new()
+    };
+    let mut cursor = QueryCursor::new(100);
+    while store.scan(&by_author, &mut cursor, 7, 0).unwrap() == ScanStatus::More {}
+    found.extend(cursor.found.iter().map(|f| f.id));
+    for got in [&mut exported, &mut found] {
+        got.sort_unstable();
+        let mut expected: Vec<_> = notes.iter().map(|(id, _)| *id).collect();
+        expected.sort_unstable();
+        assert_eq!(*got, expected);
+    }
+    // Reopening applies the whole batch again, from its rows.
+    drop(store);
+    let store = open(dir.path());
+    let txn = store.env.read_txn().unwrap();
+    assert!(store.pending.is_empty(&txn).unwrap());
+    assert_eq!(store.ids.len(&txn).unwrap(), 40);
+    assert_eq!(store.created.len(&txn).unwrap(), 1);
+}
+
+#[test]
+fn page_fit_matches_lmdb() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open_env(dir.path(), 1 << 26, 4, Durability::None).unwrap();
+    let mut wtxn = env.write_txn().unwrap();
+    let db: Db = env.create_database(&mut wtxn, Some("t")).unwrap();
+    let fit = PageFit::new(db.stat(&wtxn).unwrap().page_size as usize);
+    let overflow = |wtxn: &mut RwTxn<'_>, serial: u64, len: usize| {
+        let before = db.stat(wtxn).unwrap().overflow_pages;
+        db.put(wtxn, &schema::serial_bytes(serial), &vec![7; len])
+            .unwrap();
+        db.stat(wtxn).unwrap().overflow_pages - before
+    };
+    // The largest value kept in its leaf, and the smallest that is not.
+    assert_eq!(overflow(&mut wtxn, 1, fit.inline_max), 0);
+    assert_eq!(overflow(&mut wtxn, 2, fit.inline_max + 1), 1);
+    // A cut leaves a first part that fills its pages exactly, and a
+    // rest that stays in a leaf.
+    for (i, len) in [
+        fit.page,
+        3 * fit.page + 100,
+        5 * fit.page + fit.inline_max - 16,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let at = fit.cut(len).unwrap();
+        let key = 10 * (i as u64 + 1);
+        assert_eq!(overflow(&mut wtxn, key, at), (at + 16) / fit.page, "{len}");
+        assert_eq!(overflow(&mut wtxn, key + 1, len - at), 0, "{len}");
+        assert_eq!(
+            overflow(&mut wtxn, key + 2, at + 1),
+            (at + 16) / fit.page + 1
+        );
+    }
+    // Values that would fill their last page well stay whole.
+    assert_eq!(fit.cut(fit.inline_max), None);
+    assert_eq!(fit.cut(fit.page + fit.inline_max), None);
+    assert_eq!(fit.cut(2 * fit.page - 16), None);
+}
+
+#[test]
+fn large_values_are_cut_to_fit_whole_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let keys = Keys::derive(3, 4);
+    // Content that compresses little: values of 2 to 14 KB.
+    let mut seed = 7u64;
+    let mut noise = |len: usize| -> String {
+        (0..len)
+            .map(|_| {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                char::from(b'!' + (seed >> 58) as u8)
+            })
+            .collect()
+    };
+    let event = |kind: u16, at: u64, content: &str| {
+        UnsignedEvent::new(
+            &keys,
+            Timestamp::new(at).unwrap(),
+            Kind(kind),
+            Vec::new(),
+            content,
+        )
+        .sign(&keys)
+    };
+    let mut events: Vec<_> = (0..60)
+        .map(|i| event(1, 1000 + i, &noise(2_000 + i as usize * 200)))
+        .collect();
+    // A replaceable event, cut, then replaced by another: its tail goes.
+    let profile = event(0, 900, &noise(4_000));
+    events.push(profile.clone());
+    let records: Vec<Incoming> = events
+        .iter()
+        .map(|e| nostrwire_wire::encode_event(e).into())
+        .collect();
+    store.write_batch(&records, 0).unwrap();
+    let txn = store.env.read_txn().unwrap();
+    let cut = store.tails.len(&txn).unwrap();
+    assert!((10..61).contains(&cut), "{cut} values cut");
+    // Every tail fits in its leaf: the cut is where LMDB's limits are.
+    assert_eq!(store.tails.stat(&txn).unwrap().overflow_pages, 0);
+    drop(txn);
+    let newer = event(0, 901, &noise(4_000));
+    let record = nostrwire_wire::encode_event(&newer).into();
+    store.write_batch(&[record], 0).unwrap();
+    events.retain(|e| e.id != profile.id);
+    events.push(newer);
+    let txn = store.env.read_txn().unwrap();
+    assert_eq!(store.tails.len(&txn).unwrap(), cut);
+    drop(txn);
+    // Every event comes back whole, before and after reopening.
+    let mut expected: Vec<Vec<u8>> = events.iter().map(|e| e.to_json_bytes()).collect();
+    expected.sort();
+    let exported = |store: &LmdbStore| {
+        let mut exported = Vec::new();
+        store
+            .export(&Filter::new(), &mut |found| {
+                exported.push(found.json.clone());
+                true
+            })
+            .unwrap();
+        exported.sort();
+        exported
+    };
+    assert_eq!(exported(&store), expected);
+    drop(store);
+    assert_eq!(exported(&open(dir.path())), expected);
+}
+
+#[test]
+fn ids_that_share_a_prefix_are_told_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let keys = Keys::derive(3, 5);
+    let (first, record) = note(&keys, "first");
+    store.write_batch(&[record.into()], 0).unwrap();
+    let (second, record) = note(&keys, "second");
+    store.write_batch(&[record.into()], 0).unwrap();
+    store.index_pending(100).unwrap();
+    // A key under the second id's prefix that leads to the first event
+    // (serial 1), as a stored event whose id began like the second's
+    // would have: it sorts before the second's own key (serial 2).
+    let mut wtxn = store.env.write_txn().unwrap();
+    store
+        .ids
+        .put(&mut wtxn, &schema::id_entry(second.as_bytes(), 1), &[])
+        .unwrap();
+    wtxn.commit().unwrap();
+    assert_eq!(store.presence(&first).unwrap(), Presence::Stored);
+    assert_eq!(store.presence(&second).unwrap(), Presence::Stored);
+    let txn = store.env.read_txn().unwrap();
+    assert_eq!(store.serial_of(&txn, &first).unwrap(), Some(1));
+    assert_eq!(store.serial_of(&txn, &second).unwrap(), Some(2));
+    // An id with the same first bytes that no event has.
+    let mut unknown = *second.as_bytes();
+    unknown[31] ^= 1;
+    let unknown = EventId::from_bytes(unknown);
+    assert_eq!(store.serial_of(&txn, &unknown).unwrap(), None);
+    drop(txn);
+    assert_eq!(store.presence(&unknown).unwrap(), Presence::Absent);
+}
+
+#[test]
+fn a_search_batch_cut_short_is_left_out_and_applied_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = OpenOptions {
+        durability: Durability::None,
+        index_lag: 1_000,
+        index_txn_writes: 4,
+        ..OpenOptions::default()
+    };
+    let store = LmdbStore::open(dir.path(), &options).unwrap();
+    let (keys, other) = (Keys::derive(3, 6), Keys::derive(3, 7));
+    let event = |keys: &Keys, kind: u16, at: u64, content: &str| {
+        let event = UnsignedEvent::new(
+            keys,
+            Timestamp::new(at).unwrap(),
+            Kind(kind),
+            Vec::new(),
+            content,
+        )
+        .sign(keys);
+        (
+            event.id,
+            Incoming::from(nostrwire_wire::encode_event(&event)),
+        )
+    };
+    let mut apples: Vec<EventId> = Vec::new();
+    let mut batch = Vec::new();
+    for i in 0..30 {
+        let (id, record) = event(&keys, 1, 1000 + i, &format!("apple word{i}"));
+        apples.push(id);
+        batch.push(record);
+    }
+    let (profile, record) = event(&other, 0, 900, "apple orchard");
+    apples.push(profile);
+    batch.push(record);
+    store.write_batch(&batch, 0).unwrap();
+    let index = store.search.as_ref().unwrap();
+    // A batch that stops after two commits, as a crash would: postings
+    // above the mark, the mark where it was.
+    assert!(store
+        .index_search_into(index, usize::MAX, 0, Some(2))
+        .unwrap());
+    let apple = schema::term_prefix("apple");
+    let stxn = index.env.read_txn().unwrap();
+    assert_eq!(index.indexed(&stxn).unwrap(), Some(0));
+    assert!(index.partial(&stxn).unwrap().is_some());
+    assert!(index.postings_above(&stxn, &apple, 0).unwrap() > 0);
+    drop(stxn);
+    // Searches find each event once, and count each once.
+    let search = Filter {
+        search: Some("apple".into()),
+        ..Filter::new()
+    };
+    let mut cursor = QueryCursor::new(100);
+    while store.scan(&search, &mut cursor, 7, 0).unwrap() == ScanStatus::More {}
+    let mut found: Vec<EventId> = cursor.into_results().iter().map(|f| f.id).collect();
+    found.sort_unstable();
+    apples.sort_unstable();
+    assert_eq!(found, apples);
+    let mut count = QueryCursor::counting(1_000);
+    while store.scan(&search, &mut count, 7, 0).unwrap() == ScanStatus::More {}
+    assert_eq!(count.counted, 31);
+    // The profile is replaced: the postings of the old one, which the
+    // cut batch may have written, go with it.
+    let (_, record) = event(&other, 0, 901, "pear orchard");
+    store.write_batch(&[record], 0).unwrap();
+    while store.index_search(usize::MAX, 0).unwrap() {}
+    let stxn = index.env.read_txn().unwrap();
+    assert_eq!(index.partial(&stxn).unwrap(), None);
+    let held = |term: &str| -> Vec<u64> {
+        let prefix = schema::term_prefix(term);
+        let lower = schema::search_key(&prefix, 0);
+        let upper = schema::df_key(&prefix);
+        let range = (Bound::Included(&lower[..]), Bound::Excluded(&upper[..]));
+        let mut serials = Vec::new();
+        for item in index.postings.range(&stxn, &range).unwrap() {
+            let (k, v) = item.unwrap();
+            serials.extend(
+                crate::search::index::postings(k, v)
+                    .unwrap()
+                    .iter()
+                    .map(|p| p.serial),
+            );
+        }
+        assert_eq!(
+            index.document_frequency(&stxn, &prefix).unwrap(),
+            serials.len() as u64,
+            "{term}"
+        );
+        serials
+    };
+    assert_eq!(held("apple"), (1..=30).collect::<Vec<u64>>());
+    assert_eq!(held("orchard"), [32]);
+    assert_eq!(held("pear"), [32]);
+    assert_eq!(index.totals(&stxn).unwrap().0, 31);
+}
+
+#[test]
+fn one_writer_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = OpenOptions::default();
+    let first = LmdbStore::open(dir.path(), &writer).unwrap();
+    let second = LmdbStore::open(dir.path(), &writer);
+    assert!(matches!(second, Err(StoreError::Busy(_))), "{second:?}");
+    drop(first);
+    drop(LmdbStore::open(dir.path(), &writer).unwrap());
+}
+
+#[test]
+fn a_waiting_id_counts_only_with_its_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let keys = Keys::derive(3, 2);
+    let (stored, record) = note(&keys, "stored");
+    store.write_batch(&[record.into()], 0).unwrap();
+    // What a failed commit leaves: map entries for serials whose rows
+    // are not there, or hold another event.
+    let (ghost, ghost_record) = note(&keys, "never committed");
+    store
+        .waiting_ids
+        .write()
+        .unwrap()
+        .by_id
+        .extend([(ghost, 1), (EventId::from_bytes([5; 32]), 99)]);
+    let txn = store.env.read_txn().unwrap();
+    assert_eq!(store.serial_of(&txn, &stored).unwrap(), Some(1));
+    assert_eq!(store.serial_of(&txn, &ghost).unwrap(), None);
+    assert_eq!(
+        store
+            .serial_of(&txn, &EventId::from_bytes([5; 32]))
+            .unwrap(),
+        None
+    );
+    drop(txn);
+    assert_eq!(
+        store.write_batch(&[ghost_record.into()], 0).unwrap(),
+        vec![Verdict::Stored(2)]
+    );
+}
