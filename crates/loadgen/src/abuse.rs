@@ -34,7 +34,7 @@ use crate::rng::Rng;
 use crate::scenario::{self, Outcome, Run, Status};
 use crate::stats::{message_prefix, Failure, OpStats};
 use crate::workload::random_hex32;
-use crate::ws::{Incoming, WsReader, WsUrl};
+use crate::ws::{Admitted, WsReader, WsUrl};
 use crate::Error;
 
 /// A class of hostile client.
@@ -714,7 +714,7 @@ async fn delivers_live(target: &Target, conn: &mut Conn) -> bool {
             Ok(Ok(i)) => i,
             _ => return false,
         };
-        let Incoming::Text(t) = incoming else {
+        let Admitted::Text(t) = incoming else {
             continue;
         };
         if let Ok(RelayMessage::Event {
@@ -771,7 +771,7 @@ async fn fetch_ids(
             Ok(Err(e)) => return Err(e.to_string()),
             Ok(Ok(i)) => i,
         };
-        let Incoming::Text(t) = incoming else {
+        let Admitted::Text(t) = incoming else {
             continue;
         };
         match RelayMessage::parse(t) {
@@ -816,7 +816,7 @@ async fn subscribe(
             Ok(Err(e)) => return Err(e.as_failure()),
             Ok(Ok(i)) => i,
         };
-        let Incoming::Text(t) = incoming else {
+        let Admitted::Text(t) = incoming else {
             continue;
         };
         match RelayMessage::parse(t) {
@@ -860,8 +860,8 @@ async fn live_subscriber(
         tokio::select! {
             r = timeout_at(wake, conn.reader.next()) => match r {
                 Err(_) => break,
-                Ok(Err(_)) | Ok(Ok(Incoming::Close(_))) => open = false,
-                Ok(Ok(Incoming::Text(t))) => {
+                Ok(Err(_)) | Ok(Ok(Admitted::Close(_))) => open = false,
+                Ok(Ok(Admitted::Text(t))) => {
                     let now = Instant::now();
                     match RelayMessage::parse(t) {
                         Ok(RelayMessage::Event { subscription_id, event }) if subscription_id == sub => {
@@ -994,11 +994,11 @@ async fn drain(mut reader: WsReader, sent: SentSubs, mut stop: watch::Receiver<b
             _ = stop.wait_for(|s| *s) => break,
         };
         let text = match incoming {
-            Err(_) | Ok(Incoming::Close(_)) => {
+            Err(_) | Ok(Admitted::Close(_)) => {
                 t.dropped = true;
                 break;
             }
-            Ok(Incoming::Text(x)) => x,
+            Ok(Admitted::Text(x)) => x,
             Ok(_) => continue,
         };
         match RelayMessage::parse(text) {
@@ -1160,7 +1160,7 @@ async fn idle_flood(mut ctx: Ctx) -> Found {
     let mut closed_ws = 0u64;
     for c in &mut conns {
         let r = tokio::time::timeout(Duration::from_millis(1), c.reader.next()).await;
-        if matches!(r, Ok(Err(_)) | Ok(Ok(Incoming::Close(_)))) {
+        if matches!(r, Ok(Err(_)) | Ok(Ok(Admitted::Close(_)))) {
             closed_ws += 1;
         }
     }
@@ -1326,7 +1326,7 @@ async fn challenge(conn: &mut Conn, wait: Duration) -> Option<String> {
     let deadline = tokio::time::Instant::now() + wait;
     loop {
         let incoming = timeout_at(deadline, conn.reader.next()).await.ok()?.ok()?;
-        if let Incoming::Text(t) = incoming {
+        if let Admitted::Text(t) = incoming {
             if let Ok(RelayMessage::Auth(c)) = RelayMessage::parse(t) {
                 return Some(c.into_owned());
             }
@@ -1595,10 +1595,10 @@ async fn quadratic_json(ctx: Ctx) -> Found {
                 let answer = loop {
                     match timeout_at(deadline, c.reader.next()).await {
                         Err(_) => break Err(Failure::Timeout),
-                        Ok(Err(_)) | Ok(Ok(Incoming::Close(_))) => {
+                        Ok(Err(_)) | Ok(Ok(Admitted::Close(_))) => {
                             break Err(Failure::ConnectionLost)
                         }
-                        Ok(Ok(Incoming::Text(t))) => match RelayMessage::parse(t) {
+                        Ok(Ok(Admitted::Text(t))) => match RelayMessage::parse(t) {
                             Ok(RelayMessage::Auth(_)) => continue,
                             Ok(RelayMessage::Ok {
                                 accepted, message, ..
@@ -1700,7 +1700,7 @@ async fn search_supported(conn: &mut Conn, timeout: Duration) -> Result<(), Stri
             Ok(Err(e)) => return Err(format!("connection failed: {e}")),
             Ok(Ok(i)) => i,
         };
-        let Incoming::Text(t) = incoming else {
+        let Admitted::Text(t) = incoming else {
             continue;
         };
         match RelayMessage::parse(t) {
@@ -1831,7 +1831,7 @@ async fn wait_ok(
             Ok(Err(e)) => return Err(e.to_string()),
             Ok(Ok(i)) => i,
         };
-        let Incoming::Text(t) = incoming else {
+        let Admitted::Text(t) = incoming else {
             continue;
         };
         if let Ok(RelayMessage::Ok {

@@ -18,7 +18,7 @@ use tokio::time::timeout_at;
 use crate::rng::Rng;
 use crate::stats::{message_prefix, Failure};
 use crate::workload::Prepared;
-use crate::ws::{self, opcode, Counters, Incoming, WsReader, WsUrl, WsWriter};
+use crate::ws::{self, opcode, Admitted, Counters, WsReader, WsUrl, WsWriter};
 use crate::Error;
 
 /// Decoding limits for relay frames: the largest message accepted.
@@ -139,20 +139,20 @@ pub struct Conn {
 fn answer<'a>(
     binary: bool,
     anomalies: &mut Anomalies,
-    incoming: &Incoming<'a>,
+    incoming: &Admitted<'a>,
 ) -> Option<Answer<'a>> {
     match incoming {
-        Incoming::Text(t) if !binary => Some(Answer::Json(t)),
-        Incoming::Binary(b) if binary => Some(match transport::decode_relay(b, &WIRE_LIMITS) {
+        Admitted::Text(t) if !binary => Some(Answer::Json(t)),
+        Admitted::Binary(b) if binary => Some(match transport::decode_relay(b, &WIRE_LIMITS) {
             Ok(RelayFrame::Json(j)) => Answer::Json(j),
             Ok(frame) => Answer::Frame(frame),
             Err(_) => Answer::Bad,
         }),
-        Incoming::Text(_) => {
+        Admitted::Text(_) => {
             anomalies.add("text_frame");
             None
         }
-        Incoming::Binary(_) => {
+        Admitted::Binary(_) => {
             anomalies.add("binary_frame");
             None
         }
@@ -298,15 +298,15 @@ impl Conn {
                 Ok(Ok(incoming)) => incoming,
             };
             let text = match incoming {
-                Incoming::Ping(p) => {
+                Admitted::Ping(p) => {
                     self.writer.queue_control(opcode::PONG, p);
                     if self.writer.flush().await.is_err() {
                         return Err(Failure::ConnectionLost);
                     }
                     continue;
                 }
-                Incoming::Pong(_) => continue,
-                Incoming::Close(_) => return Err(Failure::ConnectionLost),
+                Admitted::Pong(_) => continue,
+                Admitted::Close(_) => return Err(Failure::ConnectionLost),
                 data => match answer(self.binary, &mut self.anomalies, &data) {
                     Some(Answer::Json(t)) => t,
                     Some(Answer::Frame(RelayFrame::Ok {
@@ -371,14 +371,14 @@ impl Conn {
                 Ok(Ok(incoming)) => incoming,
             };
             let data = match incoming {
-                Incoming::Ping(p) => {
+                Admitted::Ping(p) => {
                     self.writer.queue_control(opcode::PONG, p);
                     let _ = self.writer.flush().await;
                     continue;
                 }
-                Incoming::Pong(_) => continue,
-                Incoming::Close(_) => return QueryOutcome::Failed(Failure::ConnectionLost, events),
-                Incoming::Text(d) | Incoming::Binary(d) => d,
+                Admitted::Pong(_) => continue,
+                Admitted::Close(_) => return QueryOutcome::Failed(Failure::ConnectionLost, events),
+                Admitted::Text(d) | Admitted::Binary(d) => d,
             };
             if !check_all && data.starts_with(&event_prefix) && self.rng.below(CHECK_EVERY) != 0 {
                 events += 1;

@@ -19,7 +19,7 @@ use crate::abuse::{AbuseParams, Attack};
 use crate::client::{Anomalies, Conn, Query, QueryOutcome, Target};
 use crate::stats::{message_prefix, Failure, OpStats};
 use crate::workload::Prepared;
-use crate::ws::{opcode, Incoming};
+use crate::ws::{opcode, Admitted};
 use crate::Error;
 
 /// A named workload.
@@ -552,7 +552,7 @@ async fn publish_open(run: &Run) -> Outcome {
                         match r {
                             Err(_) => {}
                             Ok(Err(_)) => { lost = true; break; }
-                            Ok(Ok(Incoming::Text(t))) => match RelayMessage::parse(t) {
+                            Ok(Ok(Admitted::Text(t))) => match RelayMessage::parse(t) {
                                 Ok(RelayMessage::Ok { event_id, accepted, message }) => {
                                     let sent_at = pending.lock().expect("pending lock").remove(&event_id);
                                     match sent_at {
@@ -573,7 +573,7 @@ async fn publish_open(run: &Run) -> Outcome {
                                 Ok(other) => anomalies.unsolicited(&other),
                                 Err(_) => anomalies.add("unparseable_message"),
                             },
-                            Ok(Ok(Incoming::Close(_))) => { lost = true; break; }
+                            Ok(Ok(Admitted::Close(_))) => { lost = true; break; }
                             Ok(Ok(_)) => {}
                         }
                     }
@@ -647,7 +647,7 @@ async fn publish_batch(
                 }
                 return true;
             }
-            Ok(Err(_)) | Ok(Ok(Incoming::Close(_))) => {
+            Ok(Err(_)) | Ok(Ok(Admitted::Close(_))) => {
                 for _ in 0..waiting.len() {
                     part.op(label).fail(Failure::ConnectionLost);
                 }
@@ -656,7 +656,7 @@ async fn publish_batch(
             Ok(Ok(i)) => i,
         };
         match incoming {
-            Incoming::Text(t) => match RelayMessage::parse(t) {
+            Admitted::Text(t) => match RelayMessage::parse(t) {
                 Ok(RelayMessage::Ok {
                     event_id,
                     accepted,
@@ -674,7 +674,7 @@ async fn publish_batch(
                 Ok(other) => conn.anomalies.unsolicited(&other),
                 Err(_) => conn.anomalies.add("unparseable_message"),
             },
-            Incoming::Ping(p) => {
+            Admitted::Ping(p) => {
                 conn.writer.queue_control(opcode::PONG, p);
                 let _ = conn.writer.flush().await;
             }
@@ -1163,11 +1163,11 @@ async fn fanout(run: &Run) -> Outcome {
                             return (part, got, false);
                         }
                         Err(_) => break,
-                        Ok(Err(_)) | Ok(Ok(Incoming::Close(_))) => {
+                        Ok(Err(_)) | Ok(Ok(Admitted::Close(_))) => {
                             if !eose_seen { let _ = eose_tx.send(false).await; }
                             break;
                         }
-                        Ok(Ok(Incoming::Text(t))) => {
+                        Ok(Ok(Admitted::Text(t))) => {
                             let now = Instant::now();
                             match RelayMessage::parse(t) {
                                 Ok(RelayMessage::Event { subscription_id, event }) if subscription_id == sub => {
@@ -1197,7 +1197,7 @@ async fn fanout(run: &Run) -> Outcome {
                                 Err(_) => conn.anomalies.add("unparseable_message"),
                             }
                         }
-                        Ok(Ok(Incoming::Ping(p))) => {
+                        Ok(Ok(Admitted::Ping(p))) => {
                             conn.writer.queue_control(opcode::PONG, p);
                             let _ = conn.writer.flush().await;
                         }
@@ -1480,7 +1480,7 @@ async fn probe_search(
             Ok(Err(e)) => return Err(format!("connection failed: {e}")),
             Ok(Ok(i)) => i,
         };
-        let Incoming::Text(t) = incoming else {
+        let Admitted::Text(t) = incoming else {
             continue;
         };
         match RelayMessage::parse(t) {

@@ -12,7 +12,7 @@ use tokio::time::timeout_at;
 
 use crate::client::Conn;
 use crate::stats::{message_prefix, Failure};
-use crate::ws::{opcode, Incoming};
+use crate::ws::{opcode, Admitted};
 
 /// Largest negentropy message the client sends (the relay caps its own).
 const FRAME_LIMIT: u64 = 60_000;
@@ -85,16 +85,16 @@ async fn next_text(
             Ok(Ok(i)) => i,
         };
         match incoming {
-            Incoming::Text(t) => {
+            Admitted::Text(t) => {
                 traffic.received += t.len() as u64;
                 return Ok(t.to_vec());
             }
-            Incoming::Ping(p) => {
+            Admitted::Ping(p) => {
                 conn.writer.queue_control(opcode::PONG, p);
                 let _ = conn.writer.flush().await;
             }
-            Incoming::Pong(_) | Incoming::Binary(_) => {}
-            Incoming::Close(_) => return Err(SyncError::Failed(Failure::ConnectionLost)),
+            Admitted::Pong(_) | Admitted::Binary(_) => {}
+            Admitted::Close(_) => return Err(SyncError::Failed(Failure::ConnectionLost)),
         }
     }
 }

@@ -36,7 +36,7 @@ use crate::Error;
 
 pub use nostrwire_websocket::frame::opcode;
 /// What [`WsReader::next`] returns: a whole message or a control frame.
-pub use nostrwire_websocket::Message as Incoming;
+pub use nostrwire_websocket::Message as Admitted;
 
 /// Largest HTTP response head accepted during the handshake.
 const MAX_HANDSHAKE_BYTES: usize = 16 * 1024;
@@ -187,7 +187,7 @@ impl WsReader {
     ///
     /// Cancel-safe: all state lives in `self`, and a cancelled read leaves
     /// the buffer as it was, so it may be used under a timeout.
-    pub async fn next(&mut self) -> Result<Incoming<'_>, Error> {
+    pub async fn next(&mut self) -> Result<Admitted<'_>, Error> {
         while !self
             .frames
             .advance()

@@ -6,7 +6,7 @@ mod common;
 use std::sync::Arc;
 
 use nostrwire_loadgen::rng::Rng;
-use nostrwire_loadgen::ws::{self, Counters, Incoming, WsUrl};
+use nostrwire_loadgen::ws::{self, Admitted, Counters, WsUrl};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 
@@ -58,7 +58,7 @@ async fn read_all(url: &str, n: usize) -> Vec<Vec<u8>> {
     let mut got = Vec::new();
     while got.len() < n {
         match rd.next().await.unwrap() {
-            Incoming::Text(t) => got.push(t.to_vec()),
+            Admitted::Text(t) => got.push(t.to_vec()),
             other => panic!("unexpected {other:?}"),
         }
     }
@@ -105,9 +105,9 @@ async fn fragments_pings_and_close() {
     )
     .await
     .unwrap();
-    assert_eq!(rd.next().await.unwrap(), Incoming::Ping(b"hi"));
-    assert_eq!(rd.next().await.unwrap(), Incoming::Text(b"hello world"));
-    assert_eq!(rd.next().await.unwrap(), Incoming::Close(Some(1000)));
+    assert_eq!(rd.next().await.unwrap(), Admitted::Ping(b"hi"));
+    assert_eq!(rd.next().await.unwrap(), Admitted::Text(b"hello world"));
+    assert_eq!(rd.next().await.unwrap(), Admitted::Close(Some(1000)));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

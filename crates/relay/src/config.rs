@@ -110,6 +110,21 @@ macro_rules! settings {
     };
 }
 
+impl Config {
+    /// The JSON parser's limits for client messages (`[limits]`): the relay
+    /// and `nostrwire import` parse with the same.
+    pub fn event_limits(&self) -> nostrwire_event::Limits {
+        nostrwire_event::Limits {
+            max_event_bytes: self.limits.max_message_bytes,
+            max_message_bytes: self.limits.max_message_bytes,
+            max_string_bytes: self.limits.max_message_bytes,
+            max_tags: self.limits.max_event_tags,
+            max_filters: self.limits.max_filters,
+            ..nostrwire_event::Limits::DEFAULT
+        }
+    }
+}
+
 settings! {
     [relay: RelaySettings] "Network and data location."
     listen: String = "127.0.0.1:7777".into(); reloadable = false;

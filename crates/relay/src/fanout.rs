@@ -10,7 +10,6 @@ use std::sync::Arc;
 
 use crossbeam_channel::Receiver;
 use nostrwire_event::{EventId, Kind, PreimageFields, PublicKey, SignedFields};
-use nostrwire_wire::EventView;
 
 use crate::msg::{ConnId, FanoutMsg, LiveEvent, Phase, Sub};
 use crate::policy::KindGate;
@@ -125,7 +124,7 @@ impl Index {
     }
 
     fn deliver(&mut self, event: &Arc<LiveEvent>) {
-        let Ok(view) = EventView::decode(&event.record) else {
+        let Ok(view) = event.event.view() else {
             tracing::error!("undecodable live event");
             return;
         };
@@ -180,7 +179,11 @@ impl Index {
                         if let Some(i) = skip.iter().position(|s| *s == event.serial) {
                             skip.swap_remove(i);
                         } else {
-                            sub.outbox.send_event(&sub.id, &event.json, &event.record);
+                            sub.outbox.send_event(
+                                &sub.id,
+                                event.event.json(),
+                                event.event.record(),
+                            );
                         }
                     }
                 }

@@ -24,7 +24,7 @@ use crate::policy::{check_auth, first_tag_value, KindGate, WritePolicy, AUTH_KIN
 use crate::query::Job;
 use crate::ratelimit::Budget;
 use crate::search::Query;
-use crate::store::Presence;
+use crate::store::{Admitted, Presence};
 use crate::turns::Turns;
 use crate::Shared;
 use nostrwire_wire::transport::{self, ClientFrame};
@@ -584,14 +584,10 @@ fn auth_message<E: SignedFields>(shared: &Shared, conn: &Conn, event: &E) {
 /// message) if any.
 fn write_refusal<E: SignedFields>(
     shared: &Shared,
-    policy: &WritePolicy,
     conn: &Conn,
     event: &E,
 ) -> Option<(&'static str, &'static str)> {
     let auth = &shared.config.auth;
-    if event.kind().as_u16() == AUTH_KIND {
-        return Some(("auth_event", "invalid: kind 22242 is only used for AUTH"));
-    }
     let authed_any = || !conn.authed.read().expect("auth lock").is_empty();
     if auth.write_requires_auth && !authed_any() {
         return Some((
@@ -617,9 +613,7 @@ fn write_refusal<E: SignedFields>(
             )
         });
     }
-    policy
-        .refuses(event.pubkey(), event.kind())
-        .map(|m| ("policy", m))
+    None
 }
 
 /// How an EVENT frame arrived: when the socket layer read it, and the room
@@ -627,6 +621,88 @@ fn write_refusal<E: SignedFields>(
 struct Arrival {
     received: Instant,
     admission: Admission,
+}
+
+/// Why an event is refused: a stable reason (for metrics and `import`'s
+/// counts) and the `OK false` message with its NIP-01 prefix.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    /// Stable, for counting.
+    pub reason: &'static str,
+    /// The message, with its NIP-01 prefix.
+    pub message: std::borrow::Cow<'static, str>,
+}
+
+impl Refusal {
+    fn new(reason: &'static str, message: impl Into<std::borrow::Cow<'static, str>>) -> Refusal {
+        Refusal {
+            reason,
+            message: message.into(),
+        }
+    }
+}
+
+/// The checks of an EVENT that depend on the event alone, cheapest first,
+/// the signature last: time bounds, the write policy, proof of work,
+/// expiration, the id and the signature. The relay applies them to every
+/// EVENT after the checks that depend on its connection (AUTH, NIP-70),
+/// and `nostrwire import` to every line, so both admit the same events.
+pub fn check_event<E: SignedFields>(
+    config: &crate::Config,
+    policy: &WritePolicy,
+    event: &E,
+    now: u64,
+) -> Result<(), Refusal> {
+    let limits = &config.limits;
+    let created = event.created_at().as_u64();
+    if limits.future_seconds > 0 && created > now + limits.future_seconds {
+        return Err(Refusal::new(
+            "future",
+            "invalid: created_at is too far in the future",
+        ));
+    }
+    if limits.past_seconds > 0 && created + limits.past_seconds < now {
+        return Err(Refusal::new("past", "invalid: created_at is too old"));
+    }
+    if event.kind().as_u16() == AUTH_KIND {
+        return Err(Refusal::new(
+            "auth_event",
+            "invalid: kind 22242 is only used for AUTH",
+        ));
+    }
+    if let Some(message) = policy.refuses(event.pubkey(), event.kind()) {
+        return Err(Refusal::new("policy", message));
+    }
+    if let Some(message) = policy.pow_refusal(event.id()) {
+        return Err(Refusal::new("pow", message));
+    }
+    if let Some(value) = first_tag_value(event, "expiration") {
+        match value.parse::<u64>() {
+            Ok(t) if t <= now => return Err(Refusal::new("expired", "invalid: event has expired")),
+            Ok(_) => {}
+            Err(_) => {
+                return Err(Refusal::new(
+                    "expiration",
+                    "invalid: expiration tag is not a number",
+                ))
+            }
+        }
+    }
+    // The id and signature are checked before any duplicate lookup, so an
+    // invalid event never learns whether its id is stored (a restricted
+    // DM's, say).
+    if let Err(e) = event.verify() {
+        let message = match e.kind() {
+            ErrorKind::IdMismatch => "invalid: event id does not match its content".into(),
+            ErrorKind::InvalidSignature => "invalid: bad signature".into(),
+            _ => format!("invalid: {e}").into(),
+        };
+        return Err(Refusal {
+            reason: e.kind().as_str(),
+            message,
+        });
+    }
+    Ok(())
 }
 
 /// EVENT, from either transport: `record` gives the nwb record to store.
@@ -639,57 +715,14 @@ fn event_message<E: SignedFields>(
     record: impl FnOnce(&E) -> Vec<u8>,
 ) {
     let id = event.id();
-    let limits = &shared.config.limits;
     let now = crate::now();
-    let created = event.created_at().as_u64();
-    // Policy first: cheap and independent of crypto.
-    if limits.future_seconds > 0 && created > now + limits.future_seconds {
-        return ok_false(
-            shared,
-            conn,
-            id,
-            "future",
-            "invalid: created_at is too far in the future",
-        );
-    }
-    if limits.past_seconds > 0 && created + limits.past_seconds < now {
-        return ok_false(shared, conn, id, "past", "invalid: created_at is too old");
+    if let Some((reason, message)) = write_refusal(shared, conn, event) {
+        return ok_false(shared, conn, id, reason, message);
     }
     // The rules as last reloaded, once for this event.
     let policy = shared.write_policy();
-    if let Some((reason, message)) = write_refusal(shared, &policy, conn, event) {
-        return ok_false(shared, conn, id, reason, message);
-    }
-    if let Some(message) = policy.pow_refusal(id) {
-        return ok_false(shared, conn, id, "pow", &message);
-    }
-    if let Some(value) = first_tag_value(event, "expiration") {
-        match value.parse::<u64>() {
-            Ok(t) if t <= now => {
-                return ok_false(shared, conn, id, "expired", "invalid: event has expired")
-            }
-            Ok(_) => {}
-            Err(_) => {
-                return ok_false(
-                    shared,
-                    conn,
-                    id,
-                    "expiration",
-                    "invalid: expiration tag is not a number",
-                )
-            }
-        }
-    }
-    // The id and signature are checked before the duplicate lookup, so an
-    // invalid event never learns whether its id is stored (a restricted
-    // DM's, say).
-    if let Err(e) = event.verify() {
-        let message = match e.kind() {
-            ErrorKind::IdMismatch => "invalid: event id does not match its content".to_string(),
-            ErrorKind::InvalidSignature => "invalid: bad signature".to_string(),
-            _ => format!("invalid: {e}"),
-        };
-        return ok_false(shared, conn, id, e.kind().as_str(), &message);
+    if let Err(refusal) = check_event(&shared.config, &policy, event, now) {
+        return ok_false(shared, conn, id, refusal.reason, &refusal.message);
     }
     match shared.store.presence(id) {
         Ok(Presence::Stored) => {
@@ -735,25 +768,27 @@ fn event_message<E: SignedFields>(
     }
     if event.kind().is_ephemeral() {
         conn.outbox.send_ok(id, true, "");
-        let live = Arc::new(LiveEvent {
-            serial: 0,
-            record,
-            json,
-        });
-        let _ = shared.fanout_tx.send(FanoutMsg::Events(vec![live]));
+        match Admitted::new(record, json) {
+            Ok(event) => {
+                let live = Arc::new(LiveEvent { serial: 0, event });
+                let _ = shared.fanout_tx.send(FanoutMsg::Events(vec![live]));
+            }
+            Err(e) => tracing::error!("admitting an ephemeral event failed: {e}"),
+        }
         return;
     }
-    // Compressed here, on the worker pool, rather than on the one writer.
-    let stored = shared.store.pack(&record).unwrap_or_else(|e| {
-        tracing::error!("compressing a record failed: {e}");
-        None
-    });
+    // Derived and compressed here, on the worker pool, rather than on the
+    // one writer.
+    let admitted = match shared.store.admit(record, json) {
+        Ok(admitted) => admitted,
+        Err(e) => {
+            tracing::error!("admitting an event failed: {e}");
+            return ok_false(shared, conn, id, "internal", "error: internal error");
+        }
+    };
     let accepted = Accepted {
-        id: *id,
-        record,
+        event: admitted,
         received: arrival.received,
-        stored,
-        json,
         reply: conn.outbox.clone(),
         conn: conn.id,
         admission: arrival.admission,

@@ -287,14 +287,7 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
     listener.set_nonblocking(true)?;
     let addr = listener.local_addr()?;
 
-    let event_limits = nostrwire_event::Limits {
-        max_event_bytes: config.limits.max_message_bytes,
-        max_message_bytes: config.limits.max_message_bytes,
-        max_string_bytes: config.limits.max_message_bytes,
-        max_tags: config.limits.max_event_tags,
-        max_filters: config.limits.max_filters,
-        ..nostrwire_event::Limits::DEFAULT
-    };
+    let event_limits = config.event_limits();
     let wire_limits = nostrwire_wire::Limits {
         max_record_bytes: config.limits.max_message_bytes,
         max_tags: config.limits.max_event_tags,

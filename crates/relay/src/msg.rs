@@ -13,6 +13,7 @@ use tokio::sync::OwnedSemaphorePermit;
 
 use crate::policy::KindGate;
 use crate::search::Query;
+use crate::store::Admitted;
 
 /// Connection number, unique for the life of the process.
 pub type ConnId = u64;
@@ -435,18 +436,12 @@ pub struct SyncItems {
 /// An event accepted for storage, as the writer receives it.
 #[derive(Debug)]
 pub struct Accepted {
-    /// Event id (for the OK).
-    pub id: EventId,
-    /// The nwb record.
-    pub record: Vec<u8>,
+    /// The event, admitted by the ingest worker
+    /// ([`crate::store::EventStore::admit`]): its record, JSON, stored form
+    /// and index keys, so that the writer neither decodes nor compresses.
+    pub event: Admitted,
     /// When the socket layer read the EVENT frame (for the write latency).
     pub received: Instant,
-    /// Its stored form, prepared by the ingest worker
-    /// ([`crate::store::EventStore::pack`]) so that the writer does not
-    /// compress; `None`: the writer prepares it.
-    pub stored: Option<Vec<u8>>,
-    /// Canonical JSON (UTF-8), for fan-out.
-    pub json: Vec<u8>,
     /// Who to answer.
     pub reply: Outbox,
     /// The connection that published it (group commit counts publishers).
@@ -471,10 +466,8 @@ pub enum WriterMsg {
 pub struct LiveEvent {
     /// Storage serial, or 0 for ephemeral events.
     pub serial: u64,
-    /// The nwb record (for matching).
-    pub record: Vec<u8>,
-    /// Canonical JSON (for sending; UTF-8).
-    pub json: Vec<u8>,
+    /// The event: its record for matching, its JSON for sending.
+    pub event: Admitted,
 }
 
 /// Where a subscription stands.

@@ -502,7 +502,8 @@ fn deliver(shared: &Shared, job: &mut Job) -> Progress {
         if e.serial != 0 && d.serials.contains(&e.serial) {
             continue;
         }
-        sub.outbox.send_event(&sub.id, &e.json, &e.record);
+        sub.outbox
+            .send_event(&sub.id, e.event.json(), e.event.record());
     }
     Progress::Done
 }

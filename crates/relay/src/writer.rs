@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::Receiver;
 
 use crate::msg::{Accepted, ConnId, FanoutMsg, LiveEvent, WriterMsg};
-use crate::store::{Incoming, Verdict};
+use crate::store::Verdict;
 use crate::Shared;
 
 fn ok(reply: &crate::msg::Outbox, id: &nostrwire_event::EventId, accepted: bool, message: &str) {
@@ -78,7 +78,7 @@ pub fn run(shared: Arc<Shared>, inbox: Receiver<WriterMsg>) {
             }
         }
         if !batch.is_empty() {
-            publishers.record(&batch);
+            publishers.record(batch.iter().map(|a| a.conn));
             commit(&shared, &mut batch);
             let _ = shared.search_kick.try_send(());
             unindexed = true;
@@ -134,10 +134,10 @@ struct Publishers {
 }
 
 impl Publishers {
-    fn record(&mut self, batch: &[Accepted]) {
+    fn record(&mut self, conns: impl Iterator<Item = ConnId>) {
         std::mem::swap(&mut self.last, &mut self.before);
         self.last.clear();
-        self.last.extend(batch.iter().map(|a| a.conn));
+        self.last.extend(conns);
         self.last.sort_unstable();
         self.last.dedup();
     }
@@ -161,60 +161,62 @@ impl Publishers {
 }
 
 fn commit(shared: &Shared, batch: &mut Vec<Accepted>) {
-    let events: Vec<Incoming> = batch
-        .iter_mut()
-        .map(|a| Incoming {
-            record: std::mem::take(&mut a.record),
-            stored: a.stored.take(),
-        })
-        .collect();
-    shared.metrics.writer_batch.observe(batch.len() as f64);
-    let verdicts = match shared.store.write_batch(&events, crate::now()) {
+    // The events go to the store as one slice; who to answer stays here.
+    let mut events = Vec::with_capacity(batch.len());
+    let mut senders = Vec::with_capacity(batch.len());
+    for a in batch.drain(..) {
+        events.push(a.event);
+        senders.push((a.received, a.reply, a.admission));
+    }
+    shared.metrics.writer_batch.observe(events.len() as f64);
+    let verdicts = match shared.store.submit(&events, crate::now()) {
         Ok(v) => v,
         Err(e) => {
             tracing::error!("write failed: {e}");
-            for a in batch.drain(..) {
+            for (event, (_, reply, _)) in events.iter().zip(&senders) {
                 shared.metrics.rejected("storage_error");
-                ok(&a.reply, &a.id, false, "error: could not store the event");
+                ok(reply, event.id(), false, "error: could not store the event");
             }
             return;
         }
     };
     let mut live = Vec::new();
-    let records = events.into_iter().map(|e| e.record);
-    for ((a, verdict), record) in batch.drain(..).zip(verdicts).zip(records) {
+    for ((event, (received, reply, _admission)), verdict) in
+        events.into_iter().zip(senders).zip(verdicts)
+    {
         shared
             .metrics
             .write_seconds
-            .observe(a.received.elapsed().as_secs_f64());
+            .observe(received.elapsed().as_secs_f64());
         match verdict {
             Verdict::Stored(serial) => {
                 shared.metrics.events_stored.fetch_add(1, Ordering::Relaxed);
-                let json_bytes = a.json.len() as u64;
+                let json_bytes = event.json().len() as u64;
                 shared
                     .metrics
                     .json_bytes_stored
                     .fetch_add(json_bytes, Ordering::Relaxed);
-                ok(&a.reply, &a.id, true, "");
-                live.push(Arc::new(LiveEvent {
-                    serial,
-                    record,
-                    json: a.json,
-                }));
+                ok(&reply, event.id(), true, "");
+                live.push(Arc::new(LiveEvent { serial, event }));
             }
-            Verdict::Duplicate => ok(&a.reply, &a.id, true, "duplicate: already have this event"),
+            Verdict::Duplicate => ok(
+                &reply,
+                event.id(),
+                true,
+                "duplicate: already have this event",
+            ),
             Verdict::Superseded => {
                 shared.metrics.rejected("superseded");
                 ok(
-                    &a.reply,
-                    &a.id,
+                    &reply,
+                    event.id(),
                     false,
                     "duplicate: a newer version of this event is stored",
                 );
             }
             Verdict::Deleted => {
                 shared.metrics.rejected("deleted");
-                ok(&a.reply, &a.id, false, "blocked: this event was deleted");
+                ok(&reply, event.id(), false, "blocked: this event was deleted");
             }
         }
     }
@@ -230,38 +232,22 @@ fn commit(shared: &Shared, batch: &mut Vec<Accepted>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::msg::Outbox;
-    use nostrwire_event::EventId;
 
-    fn batch(conns: &[ConnId]) -> Vec<Accepted> {
-        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-        let outbox = Outbox::new(tx, crate::msg::Budget::new(1 << 20), false);
-        conns
-            .iter()
-            .map(|&conn| Accepted {
-                id: EventId::from_bytes([0; 32]),
-                record: Vec::new(),
-                received: std::time::Instant::now(),
-                stored: None,
-                json: Vec::new(),
-                reply: outbox.clone(),
-                conn,
-                admission: crate::msg::Admission::none(),
-            })
-            .collect()
+    fn batch(conns: &[ConnId]) -> impl Iterator<Item = ConnId> + '_ {
+        conns.iter().copied()
     }
 
     #[test]
     fn publishers_are_the_distinct_connections_of_the_last_two_batches() {
         let mut p = Publishers::default();
         assert_eq!(p.expected(), 0);
-        p.record(&batch(&[3, 1, 3]));
+        p.record(batch(&[3, 1, 3]));
         assert_eq!(p.expected(), 2);
-        p.record(&batch(&[2, 4]));
+        p.record(batch(&[2, 4]));
         assert_eq!(p.expected(), 4);
-        p.record(&batch(&[1, 2]));
+        p.record(batch(&[1, 2]));
         assert_eq!(p.expected(), 3, "{{2, 4}} ∪ {{1, 2}}");
-        p.record(&batch(&[7]));
+        p.record(batch(&[7]));
         assert_eq!(
             p.expected(),
             3,

@@ -244,7 +244,7 @@ async fn encrypted_contents_are_not_indexed_but_their_text_tags_are() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn searches_wait_for_an_index_being_built_and_the_rest_is_served() {
-    use nostrwire_store::{Durability, EventStore, Incoming};
+    use nostrwire_store::{Admitted, Durability, EventStore};
     use nostrwire_store::{LmdbStore, OpenOptions};
     // 20,000 notes stored with search off, straight into the store: the
     // relay below starts with an index to build, which takes it far longer
@@ -259,7 +259,7 @@ async fn searches_wait_for_an_index_being_built_and_the_rest_is_served() {
             ..OpenOptions::default()
         };
         let store = LmdbStore::open(dir.path(), &off).unwrap();
-        let batch: Vec<Incoming> = (0..20_000u64)
+        let batch: Vec<Admitted> = (0..20_000u64)
             .map(|i| {
                 let note = event(
                     &keys,
@@ -268,10 +268,10 @@ async fn searches_wait_for_an_index_being_built_and_the_rest_is_served() {
                     &[],
                     &format!("lighthouse keeper log {i}"),
                 );
-                nostrwire_wire::encode_event(&note).into()
+                Admitted::from_record(nostrwire_wire::encode_event(&note)).unwrap()
             })
             .collect();
-        store.write_batch(&batch, 0).unwrap();
+        store.submit(&batch, 0).unwrap();
         while store.index_pending(10_000).unwrap() {}
     }
     let data = dir.path().to_path_buf();

@@ -17,6 +17,7 @@
 //! | `compact.rs` | packed copies |
 //! | `schema.rs` | key and value layouts of every table |
 
+mod admitted;
 mod compact;
 mod dictionaries;
 mod lmdb;
@@ -33,6 +34,7 @@ mod write;
 use nostrwire_event::{EventId, Filter};
 use nostrwire_wire::EventView;
 
+pub use admitted::Admitted;
 pub use lmdb::{LmdbStore, OpenOptions, INDEX_TXN_WRITES};
 pub use plan::{QueryCursor, ScanStatus};
 
@@ -125,25 +127,6 @@ pub struct Stats {
     pub search_backlog: u64,
 }
 
-/// A verified event for [`EventStore::write_batch`].
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Incoming {
-    /// Its nwb record.
-    pub record: Vec<u8>,
-    /// Its stored form from [`EventStore::pack`], when the thread that
-    /// verified it prepared it; `None` has the writer prepare it.
-    pub stored: Option<Vec<u8>>,
-}
-
-impl From<Vec<u8>> for Incoming {
-    fn from(record: Vec<u8>) -> Self {
-        Incoming {
-            record,
-            stored: None,
-        }
-    }
-}
-
 /// Errors of the storage layer.
 #[non_exhaustive]
 #[derive(Debug)]
@@ -205,22 +188,23 @@ pub trait EventStore: Send + Sync + 'static {
     /// checks for duplicates.)
     fn presence(&self, id: &EventId) -> StoreResult<Presence>;
 
-    /// The form `record` would be stored in, when it differs from the
-    /// record (compressed): threads that verify events call it, so the
-    /// writer does not compress. `None`: stored as it is.
-    fn pack(&self, record: &[u8]) -> StoreResult<Option<Vec<u8>>> {
-        let _ = record;
-        Ok(None)
+    /// Admits an event for [`EventStore::submit`]: derives its index keys
+    /// from `record` (its nwb record; `json` is the same event's canonical
+    /// JSON) and prepares its stored form (compressed). Threads that verify
+    /// events call it, so the one writer neither decodes nor compresses.
+    fn admit(&self, record: Vec<u8>, json: Vec<u8>) -> StoreResult<Admitted> {
+        Admitted::derive(record, json, |_| Ok(None))
     }
 
-    /// Applies a batch of verified events in one transaction. Their index
-    /// entries may wait: call [`EventStore::index_past_lag`] next.
-    fn write_batch(&self, batch: &[Incoming], now: u64) -> StoreResult<Vec<Verdict>>;
+    /// Applies a batch of admitted events in one transaction and returns
+    /// what became of each, in order. Their index entries may wait: call
+    /// [`EventStore::index_past_lag`] next.
+    fn submit(&self, batch: &[Admitted], now: u64) -> StoreResult<Vec<Verdict>>;
 
     /// Writes the waiting index entries when more wait than the store's
     /// index lag allows, a transaction's worth per call (all of them when
     /// far more wait); returns whether it wrote. Call it after
-    /// [`EventStore::write_batch`]: the relay's writer does once it has
+    /// [`EventStore::submit`]: the relay's writer does once it has
     /// answered the batch's publishers, so they do not wait for it, and
     /// the next batch waits for one transaction at most, not for all.
     fn index_past_lag(&self) -> StoreResult<bool> {
@@ -237,7 +221,7 @@ pub trait EventStore: Send + Sync + 'static {
     /// events wait for it (with `lag = 0`, whenever anything waits):
     /// indexes at most `max` of them and takes removed events out, in one
     /// transaction of the search index, which never blocks
-    /// [`EventStore::write_batch`]. Returns whether more remain. Called by
+    /// [`EventStore::submit`]. Returns whether more remain. Called by
     /// a thread of its own.
     fn index_search(&self, max: usize, lag: u64) -> StoreResult<bool> {
         let _ = (max, lag);

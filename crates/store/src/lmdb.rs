@@ -20,7 +20,7 @@ use crate::search::index::{SearchIndex, SearchSnapshot};
 use crate::trailing::{InFlight, Step, WaitingBatch, WaitingIds, WorkPosition};
 use crate::value::{decode, PageFit};
 use crate::{
-    Durability, EventStore, Found, Incoming, Presence, Stats, StoreError, StoreResult, Verdict,
+    Admitted, Durability, EventStore, Found, Presence, Stats, StoreError, StoreResult, Verdict,
 };
 
 pub(crate) type Db = Database<Bytes, Bytes>;
@@ -210,14 +210,16 @@ impl EventStore for LmdbStore {
         Ok(Presence::Absent)
     }
 
-    fn pack(&self, record: &[u8]) -> StoreResult<Option<Vec<u8>>> {
-        Ok(match self.stored_form(record)? {
-            Cow::Owned(stored) => Some(stored),
-            Cow::Borrowed(_) => None,
+    fn admit(&self, record: Vec<u8>, json: Vec<u8>) -> StoreResult<Admitted> {
+        Admitted::derive(record, json, |record| {
+            Ok(match self.stored_form(record)? {
+                Cow::Owned(stored) => Some(stored),
+                Cow::Borrowed(_) => None,
+            })
         })
     }
 
-    fn write_batch(&self, batch: &[Incoming], now: u64) -> StoreResult<Vec<Verdict>> {
+    fn submit(&self, batch: &[Admitted], now: u64) -> StoreResult<Vec<Verdict>> {
         let mut wtxn = self.env.write_txn()?;
         let mut verdicts = Vec::with_capacity(batch.len());
         for event in batch {

@@ -11,7 +11,7 @@ use nostrwire_event::{EventId, Filter, Keys, Kind, SignedFields, Timestamp, Unsi
 
 use crate::schema;
 use crate::{
-    Durability, EventStore, Incoming, Presence, QueryCursor, ScanStatus, StoreError, Verdict,
+    Admitted, Durability, EventStore, Presence, QueryCursor, ScanStatus, StoreError, Verdict,
 };
 
 fn note(keys: &Keys, content: &str) -> (EventId, Vec<u8>) {
@@ -42,7 +42,7 @@ fn a_waiting_id_is_found_before_and_after_its_batch() {
     let store = open(dir.path());
     let keys = Keys::derive(3, 1);
     let (id, record) = note(&keys, "waiting");
-    store.write_batch(&[record.clone().into()], 0).unwrap();
+    store.submit(&[record.clone().admitted()], 0).unwrap();
     // Waiting: not in `ids`, found through its row.
     assert_eq!(store.presence(&id).unwrap(), Presence::Stored);
     let before = store.env.read_txn().unwrap();
@@ -62,7 +62,7 @@ fn a_waiting_id_is_found_before_and_after_its_batch() {
     assert!(store.pending.is_empty(&after).unwrap());
     drop(after);
     assert_eq!(
-        store.write_batch(&[record.into()], 0).unwrap(),
+        store.submit(&[record.admitted()], 0).unwrap(),
         vec![Verdict::Duplicate]
     );
 }
@@ -73,8 +73,8 @@ fn a_snapshot_between_the_transactions_of_a_batch_sees_each_event_once() {
     let store = open(dir.path());
     let keys = Keys::derive(3, 3);
     let notes: Vec<_> = (0..40).map(|i| note(&keys, &format!("note {i}"))).collect();
-    let records: Vec<Incoming> = notes.iter().map(|(_, r)| r.clone().into()).collect();
-    store.write_batch(&records, 0).unwrap();
+    let records: Vec<Admitted> = notes.iter().map(|(_, r)| r.clone().admitted()).collect();
+    store.submit(&records, 0).unwrap();
     // The first transactions of a batch split every few writes: some
     // events now have entries and still their row.
     {
@@ -196,11 +196,11 @@ fn large_values_are_cut_to_fit_whole_pages() {
     // A replaceable event, cut, then replaced by another: its tail goes.
     let profile = event(0, 900, &noise(4_000));
     events.push(profile.clone());
-    let records: Vec<Incoming> = events
+    let records: Vec<Admitted> = events
         .iter()
-        .map(|e| nostrwire_wire::encode_event(e).into())
+        .map(|e| nostrwire_wire::encode_event(e).admitted())
         .collect();
-    store.write_batch(&records, 0).unwrap();
+    store.submit(&records, 0).unwrap();
     let txn = store.env.read_txn().unwrap();
     let cut = store.tails.len(&txn).unwrap();
     assert!((10..61).contains(&cut), "{cut} values cut");
@@ -208,8 +208,8 @@ fn large_values_are_cut_to_fit_whole_pages() {
     assert_eq!(store.tails.stat(&txn).unwrap().overflow_pages, 0);
     drop(txn);
     let newer = event(0, 901, &noise(4_000));
-    let record = nostrwire_wire::encode_event(&newer).into();
-    store.write_batch(&[record], 0).unwrap();
+    let record = nostrwire_wire::encode_event(&newer).admitted();
+    store.submit(&[record], 0).unwrap();
     events.retain(|e| e.id != profile.id);
     events.push(newer);
     let txn = store.env.read_txn().unwrap();
@@ -240,9 +240,9 @@ fn ids_that_share_a_prefix_are_told_apart() {
     let store = open(dir.path());
     let keys = Keys::derive(3, 5);
     let (first, record) = note(&keys, "first");
-    store.write_batch(&[record.into()], 0).unwrap();
+    store.submit(&[record.admitted()], 0).unwrap();
     let (second, record) = note(&keys, "second");
-    store.write_batch(&[record.into()], 0).unwrap();
+    store.submit(&[record.admitted()], 0).unwrap();
     store.index_pending(100).unwrap();
     // A key under the second id's prefix that leads to the first event
     // (serial 1), as a stored event whose id began like the second's
@@ -287,10 +287,7 @@ fn a_search_batch_cut_short_is_left_out_and_applied_again() {
             content,
         )
         .sign(keys);
-        (
-            event.id,
-            Incoming::from(nostrwire_wire::encode_event(&event)),
-        )
+        (event.id, admit(nostrwire_wire::encode_event(&event)))
     };
     let mut apples: Vec<EventId> = Vec::new();
     let mut batch = Vec::new();
@@ -302,7 +299,7 @@ fn a_search_batch_cut_short_is_left_out_and_applied_again() {
     let (profile, record) = event(&other, 0, 900, "apple orchard");
     apples.push(profile);
     batch.push(record);
-    store.write_batch(&batch, 0).unwrap();
+    store.submit(&batch, 0).unwrap();
     let index = store.search.as_ref().unwrap();
     // A batch that stops after two commits, as a crash would: postings
     // above the mark, the mark where it was.
@@ -332,7 +329,7 @@ fn a_search_batch_cut_short_is_left_out_and_applied_again() {
     // The profile is replaced: the postings of the old one, which the
     // cut batch may have written, go with it.
     let (_, record) = event(&other, 0, 901, "pear orchard");
-    store.write_batch(&[record], 0).unwrap();
+    store.submit(&[record], 0).unwrap();
     while store.index_search(usize::MAX, 0).unwrap() {}
     let stxn = index.env.read_txn().unwrap();
     assert_eq!(index.partial(&stxn).unwrap(), None);
@@ -381,7 +378,7 @@ fn a_waiting_id_counts_only_with_its_row() {
     let store = open(dir.path());
     let keys = Keys::derive(3, 2);
     let (stored, record) = note(&keys, "stored");
-    store.write_batch(&[record.into()], 0).unwrap();
+    store.submit(&[record.admitted()], 0).unwrap();
     // What a failed commit leaves: map entries for serials whose rows
     // are not there, or hold another event.
     let (ghost, ghost_record) = note(&keys, "never committed");
@@ -402,7 +399,22 @@ fn a_waiting_id_counts_only_with_its_row() {
     );
     drop(txn);
     assert_eq!(
-        store.write_batch(&[ghost_record.into()], 0).unwrap(),
+        store.submit(&[ghost_record.admitted()], 0).unwrap(),
         vec![Verdict::Stored(2)]
     );
+}
+
+/// Records as admitted events (their JSON rendered from the record).
+trait Admit {
+    fn admitted(self) -> Admitted;
+}
+
+impl Admit for Vec<u8> {
+    fn admitted(self) -> Admitted {
+        admit(self)
+    }
+}
+
+fn admit(record: Vec<u8>) -> Admitted {
+    Admitted::from_record(record).expect("a valid record")
 }

@@ -14,9 +14,10 @@ use crate::read::TimeWalk;
 use crate::schema::{self};
 use crate::search::{self};
 use crate::value::{decode, split_value, unpack, FLAG_EXPIRES, FLAG_KIND, FLAG_SPLIT};
-use crate::{Incoming, StoreResult, Verdict};
+use crate::{Admitted, StoreResult, Verdict};
 
 /// Everything indexable about one event, derived from its record only.
+#[derive(Debug)]
 pub(crate) struct Derived {
     pub(crate) id: EventId,
     pub(crate) pubkey: PublicKey,
@@ -109,12 +110,8 @@ impl LmdbStore {
     /// `replace`, `expiration`) and a `pending` row for the time-ordered
     /// indexes (`index_waiting`); the search index follows later
     /// (`index_search_into`).
-    pub(crate) fn insert(
-        &self,
-        wtxn: &mut RwTxn<'_>,
-        d: &Derived,
-        event: &Incoming,
-    ) -> StoreResult<u64> {
+    pub(crate) fn insert(&self, wtxn: &mut RwTxn<'_>, event: &Admitted) -> StoreResult<u64> {
+        let d = &event.derived;
         let serial = self.next_serial(wtxn)?;
         let sb = schema::serial_bytes(serial);
         let mut value = Vec::with_capacity(event.record.len() + 11);
@@ -230,15 +227,14 @@ impl LmdbStore {
     pub(crate) fn apply_one(
         &self,
         wtxn: &mut RwTxn<'_>,
-        event: &Incoming,
+        event: &Admitted,
         now: u64,
     ) -> StoreResult<Verdict> {
-        let view = decode(&event.record)?;
-        let d = derive(&view);
+        let d = &event.derived;
         if self.serial_of(wtxn, &d.id)?.is_some() {
             return Ok(Verdict::Duplicate);
         }
-        if self.is_deleted(wtxn, &d)? {
+        if self.is_deleted(wtxn, d)? {
             return Ok(Verdict::Deleted);
         }
         if let Some(expires) = d.expires {
@@ -265,13 +261,17 @@ impl LmdbStore {
                 self.remove(wtxn, old)?;
             }
         }
+        // Requests name their targets in tags: the record is read for them.
         if d.kind == Kind::DELETION {
-            self.apply_deletion(wtxn, &view)?;
+            self.apply_deletion(wtxn, &decode(&event.record)?)?;
         }
-        if d.kind.as_u16() == 62 && self.vanish_applies(&view) {
-            self.apply_vanish(wtxn, &view)?;
+        if d.kind.as_u16() == 62 {
+            let view = decode(&event.record)?;
+            if self.vanish_applies(&view) {
+                self.apply_vanish(wtxn, &view)?;
+            }
         }
-        let serial = self.insert(wtxn, &d, event)?;
+        let serial = self.insert(wtxn, event)?;
         Ok(Verdict::Stored(serial))
     }
 

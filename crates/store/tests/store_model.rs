@@ -11,7 +11,7 @@ use nostrwire_event::{
 };
 use nostrwire_store::search::EventTerms;
 use nostrwire_store::{
-    schema, Durability, EventStore, Incoming, QueryCursor, ScanStatus, StoreError, Verdict,
+    schema, Admitted, Durability, EventStore, QueryCursor, ScanStatus, StoreError, Verdict,
 };
 use nostrwire_store::{LmdbStore, OpenOptions};
 
@@ -432,7 +432,7 @@ fn a_database_trains_its_own_dictionaries() {
             let e = gen_event(&mut rng, &keys, &history);
             history.push(e.clone());
             store
-                .write_batch(&[nostrwire_wire::encode_event(&e).into()], 0)
+                .submit(&[nostrwire_wire::encode_event(&e).admitted()], 0)
                 .unwrap();
             model.apply(&e);
         }
@@ -547,8 +547,8 @@ fn a_database_of_another_schema_is_refused_and_left_as_it_is() {
         vec![],
         "kept",
     ));
-    let incoming = Incoming::from(nostrwire_wire::encode_event(&event));
-    store.write_batch(&[incoming], 0).unwrap();
+    let incoming = admit(nostrwire_wire::encode_event(&event));
+    store.submit(&[incoming], 0).unwrap();
     drop(store);
     let set_version = |version: u32| {
         let env = raw_env(dir.path());
@@ -581,10 +581,10 @@ fn a_search_index_in_the_first_posting_layout_is_rebuilt() {
     search.search = Some("keeper".into());
     let store = LmdbStore::open(dir.path(), &options(0)).unwrap();
     store
-        .write_batch(
+        .submit(
             &[
-                nostrwire_wire::encode_event(&once).into(),
-                nostrwire_wire::encode_event(&twice).into(),
+                nostrwire_wire::encode_event(&once).admitted(),
+                nostrwire_wire::encode_event(&twice).admitted(),
             ],
             0,
         )
@@ -665,7 +665,8 @@ fn a_search_index_with_unsynced_commits_from_another_boot_is_rebuilt() {
     let dir = tempfile::tempdir().unwrap();
     let marker = dir.path().join("search").join("unsynced-boot");
     let keys = Keys::derive(8, 5);
-    let note = |content: &str| nostrwire_wire::encode_event(&note_at_1000(&keys, content)).into();
+    let note =
+        |content: &str| nostrwire_wire::encode_event(&note_at_1000(&keys, content)).admitted();
     let mut search = Filter::new();
     search.search = Some("keeper".into());
     // Synced events: the index commits unsynced, and says so while open.
@@ -676,7 +677,7 @@ fn a_search_index_with_unsynced_commits_from_another_boot_is_rebuilt() {
     let store = LmdbStore::open(dir.path(), &synced).unwrap();
     assert_eq!(std::fs::read_to_string(&marker).unwrap(), boot.trim());
     store
-        .write_batch(&[note("lighthouse keeper"), note("keeper of bees")], 0)
+        .submit(&[note("lighthouse keeper"), note("keeper of bees")], 0)
         .unwrap();
     while store.index_pending(1000).unwrap() || store.index_search(1000, 0).unwrap() {}
     assert_eq!(query_store(&store, &search, 100).len(), 2);
@@ -736,11 +737,11 @@ fn a_search_index_far_behind_is_built_after_opening_and_searches_wait_for_it() {
         ..options(0)
     };
     let store = LmdbStore::open(dir.path(), &off).unwrap();
-    let batch: Vec<Incoming> = notes
+    let batch: Vec<Admitted> = notes
         .iter()
-        .map(|e| nostrwire_wire::encode_event(e).into())
+        .map(|e| nostrwire_wire::encode_event(e).admitted())
         .collect();
-    store.write_batch(&batch, 0).unwrap();
+    store.submit(&batch, 0).unwrap();
     while store.index_pending(1000).unwrap() {}
     drop(store);
     // Turned on, with searches answered while at most 10 events trail: the
@@ -800,7 +801,7 @@ fn replaceable_events_have_their_own_table() {
         );
         unsigned_event(unsigned)
     };
-    let incoming = |e: &Event| Incoming::from(nostrwire_wire::encode_event(e));
+    let incoming = |e: &Event| admit(nostrwire_wire::encode_event(e));
     // A follow list large enough to be cut (its end in `tails`), a profile,
     // an article and a note.
     let follows: Vec<Tag> = (0..120u64)
@@ -817,7 +818,7 @@ fn replaceable_events_have_their_own_table() {
     let note = event(1, 1003, vec![], "keeper of bees");
     let store = LmdbStore::open(dir.path(), &options(0)).unwrap();
     let all = [&contacts, &profile, &article, &note];
-    store.write_batch(&all.map(incoming), 0).unwrap();
+    store.submit(&all.map(incoming), 0).unwrap();
     assert!(store.index_past_lag().unwrap());
     drop(store);
     let table_lens = |names: &[&str]| -> Vec<u64> {
@@ -844,14 +845,14 @@ fn replaceable_events_have_their_own_table() {
         [note.id, article.id, profile.id, contacts.id]
     );
     assert_eq!(
-        store.write_batch(&[incoming(&profile)], 0).unwrap(),
+        store.submit(&[incoming(&profile)], 0).unwrap(),
         vec![Verdict::Duplicate]
     );
     // Newer versions replace the old ones in `replaceable`.
     let contacts2 = event(3, 2000, follows[..60].to_vec(), "");
     let profile2 = event(0, 2001, vec![], "keeper of the light");
     let verdicts = store
-        .write_batch(&[incoming(&contacts2), incoming(&profile2)], 0)
+        .submit(&[incoming(&contacts2), incoming(&profile2)], 0)
         .unwrap();
     assert!(
         verdicts.iter().all(|v| matches!(v, Verdict::Stored(_))),
@@ -935,18 +936,17 @@ fn agrees_with_model_with_search_lag(
         }
         // Every other batch comes prepared (compressed) by the caller, as
         // the relay's ingest workers do.
-        let batch_events: Vec<Incoming> = events
+        let batch_events: Vec<Admitted> = events
             .iter()
             .map(|e| {
                 let record = nostrwire_wire::encode_event(e);
-                let stored = match batch % 2 {
-                    0 => store.pack(&record).unwrap(),
-                    _ => None,
-                };
-                Incoming { record, stored }
+                match batch % 2 {
+                    0 => store.admit(record, e.to_json_bytes()).unwrap(),
+                    _ => admit(record),
+                }
             })
             .collect();
-        let verdicts = store.write_batch(&batch_events, 0).unwrap();
+        let verdicts = store.submit(&batch_events, 0).unwrap();
         store.index_past_lag().unwrap();
         store.index_search(usize::MAX, search_lag).unwrap();
         if batch % 10 == 5 {
@@ -1200,4 +1200,19 @@ fn agrees_with_model_with_search_lag(
         assert_eq!(copied, rows(&search_env, &stxn), "search/{name}");
     }
     stats
+}
+
+/// Records as admitted events (their JSON rendered from the record).
+trait Admit {
+    fn admitted(self) -> Admitted;
+}
+
+impl Admit for Vec<u8> {
+    fn admitted(self) -> Admitted {
+        admit(self)
+    }
+}
+
+fn admit(record: Vec<u8>) -> Admitted {
+    Admitted::from_record(record).expect("a valid record")
 }

@@ -13,9 +13,11 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::Context;
-use nostrwire_event::{parse_event_line, Limits, PreimageFields, SignedFields};
+use nostrwire_event::{parse_event_line, PreimageFields, SignedFields};
+use nostrwire_relay::ingest::check_event;
+use nostrwire_relay::policy::WritePolicy;
 use nostrwire_store::LmdbStore;
-use nostrwire_store::{EventStore, Incoming, Verdict};
+use nostrwire_store::{Admitted, EventStore, Verdict};
 
 use crate::input::{self, Line, Lines};
 use crate::status::Status;
@@ -46,7 +48,7 @@ pub struct Args {
 }
 
 enum Outcome {
-    Ready(Incoming),
+    Ready(Admitted),
     Rejected(&'static str),
 }
 
@@ -66,12 +68,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("cannot remove {}", scratch.display()))?;
     }
     let threads = crate::parallel::default_threads(args.threads);
-    let limits = Limits {
-        max_message_bytes: config.limits.max_message_bytes,
-        max_event_bytes: config.limits.max_message_bytes,
-        max_tags: config.limits.max_event_tags,
-        ..Limits::DEFAULT
-    };
+    // The relay's own admission: its parser limits, write policy and checks.
+    let policy = WritePolicy::from_config(&config)?;
+    let limits = config.event_limits();
     let mut lines = Lines::new(
         input::open(args.input.as_deref())?,
         limits.max_message_bytes,
@@ -89,7 +88,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // Verification of batch N+1 overlaps the write of batch N: the reader
     // (this thread) verifies on all cores, one writer thread commits, and a
     // search thread indexes what the writer stored, as in the relay.
-    let (to_writer, batches) = std::sync::mpsc::sync_channel::<(Vec<Incoming>, Progress)>(1);
+    let (to_writer, batches) = std::sync::mpsc::sync_channel::<(Vec<Admitted>, Progress)>(1);
     let (to_search, commits) = std::sync::mpsc::sync_channel::<()>(1);
     let search_lag = config.search.index_lag;
     let (seen, verdicts) = std::thread::scope(|scope| -> anyhow::Result<_> {
@@ -105,7 +104,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let mut status = Status::stderr();
             for (records, progress) in batches {
                 let seen = progress.events;
-                for verdict in store.write_batch(&records, nostrwire_relay::now())? {
+                for verdict in store.submit(&records, nostrwire_relay::now())? {
                     let name = match verdict {
                         Verdict::Stored(_) => "accepted",
                         Verdict::Duplicate => "duplicate",
@@ -148,22 +147,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     }
                 }
             }
+            let now = nostrwire_relay::now();
             let outcomes = crate::parallel::map(&batch, threads, |line| match line {
                 Line::TooLong => Outcome::Rejected("too_large"),
-                Line::Text(t) => {
-                    match parse_event_line(t, &limits).and_then(|e| e.verify().map(|_| e)) {
-                        Ok(e) if e.kind().is_ephemeral() => Outcome::Rejected("ephemeral"),
-                        Ok(e) => {
-                            // Compressed here, on every core, not by the writer.
+                Line::Text(t) => match parse_event_line(t, &limits) {
+                    Err(err) => Outcome::Rejected(err.kind().as_str()),
+                    Ok(e) => match check_event(&config, &policy, &e, now) {
+                        Err(refusal) => Outcome::Rejected(refusal.reason),
+                        Ok(()) if e.kind().is_ephemeral() => Outcome::Rejected("ephemeral"),
+                        Ok(()) => {
                             let record = nostrwire_wire::encode_json_event(&e);
-                            match store.pack(&record) {
-                                Ok(stored) => Outcome::Ready(Incoming { record, stored }),
-                                Err(_) => Outcome::Ready(record.into()),
+                            match store.admit(record, e.to_json_bytes()) {
+                                Ok(admitted) => Outcome::Ready(admitted),
+                                Err(_) => Outcome::Rejected("internal"),
                             }
                         }
-                        Err(err) => Outcome::Rejected(err.kind().as_str()),
-                    }
-                }
+                    },
+                },
             });
             let mut records = Vec::with_capacity(outcomes.len());
             for o in outcomes {

@@ -1,0 +1,106 @@
+//! The admitted event: a verified event that passed the relay's policy,
+//! with everything the store and fan-out need derived from it once, by the
+//! thread that admitted it. The writer, the search indexer and fan-out read
+//! these fields; none of them parses the event's JSON again.
+
+use nostrwire_event::{EventId, Kind, PublicKey, SignedFields, Timestamp};
+use nostrwire_wire::EventView;
+
+use crate::write::{derive, Derived};
+use crate::{StoreError, StoreResult};
+
+/// An event ready for [`crate::EventStore::submit`]: its nwb record, its
+/// canonical JSON, its stored form and its index keys.
+#[derive(Debug)]
+pub struct Admitted {
+    pub(crate) derived: Derived,
+    pub(crate) record: Vec<u8>,
+    pub(crate) json: Vec<u8>,
+    /// The stored form when it differs from the record (compressed), made
+    /// by the admitting thread so that the one writer does not compress.
+    pub(crate) stored: Option<Vec<u8>>,
+}
+
+impl Admitted {
+    /// Derives what the store needs from `record` (an nwb record) and
+    /// `json` (the same event's canonical JSON); `stored` is its stored
+    /// form from [`crate::EventStore::admit`], or `None` to have the
+    /// writer prepare it. The record is decoded here, once.
+    pub(crate) fn derive(
+        record: Vec<u8>,
+        json: Vec<u8>,
+        pack: impl FnOnce(&[u8]) -> StoreResult<Option<Vec<u8>>>,
+    ) -> StoreResult<Admitted> {
+        let derived = derive(&decode_record(&record)?);
+        let stored = pack(&record)?;
+        Ok(Admitted {
+            derived,
+            record,
+            json,
+            stored,
+        })
+    }
+
+    /// An admitted event that is stored raw or compressed by the writer,
+    /// or never stored (ephemeral events go to fan-out only).
+    pub fn new(record: Vec<u8>, json: Vec<u8>) -> StoreResult<Admitted> {
+        Admitted::derive(record, json, |_| Ok(None))
+    }
+
+    /// An admitted event from its nwb record alone, its JSON rendered from
+    /// the record, stored raw or compressed by the writer (for tools and
+    /// tests that hold records only).
+    pub fn from_record(record: Vec<u8>) -> StoreResult<Admitted> {
+        let json = decode_record(&record)?.to_json_bytes();
+        Admitted::derive(record, json, |_| Ok(None))
+    }
+
+    /// The event's id.
+    pub fn id(&self) -> &EventId {
+        &self.derived.id
+    }
+
+    /// The event's author.
+    pub fn pubkey(&self) -> &PublicKey {
+        &self.derived.pubkey
+    }
+
+    /// The event's kind.
+    pub fn kind(&self) -> Kind {
+        self.derived.kind
+    }
+
+    /// The event's `created_at`.
+    pub fn created_at(&self) -> Timestamp {
+        self.derived.created_at
+    }
+
+    /// Its NIP-40 expiration, when its `expiration` tag holds a number.
+    pub fn expires(&self) -> Option<u64> {
+        self.derived.expires
+    }
+
+    /// The nwb record.
+    pub fn record(&self) -> &[u8] {
+        &self.record
+    }
+
+    /// The canonical JSON (UTF-8), as sent to subscribers.
+    pub fn json(&self) -> &[u8] {
+        &self.json
+    }
+
+    /// The record, decoded in place (for filter matching).
+    pub fn view(&self) -> StoreResult<EventView<'_>> {
+        decode_record(&self.record)
+    }
+
+    /// Takes the record and the JSON apart.
+    pub fn into_parts(self) -> (Vec<u8>, Vec<u8>) {
+        (self.record, self.json)
+    }
+}
+
+fn decode_record(record: &[u8]) -> StoreResult<EventView<'_>> {
+    EventView::decode(record).map_err(|e| StoreError::Corrupt(format!("admitted record: {e}")))
+}
