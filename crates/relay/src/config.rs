@@ -236,7 +236,9 @@ settings! {
 
     [auth: AuthSettings] "NIP-42 authentication and read restrictions."
     enabled: bool = true; reloadable = false;
-        "Send an AUTH challenge on connect and accept AUTH (NIP-42). Off: AUTH is refused, protected events (NIP-70) cannot be published and restricted kinds are never served."
+        "Send an AUTH challenge and accept AUTH (NIP-42). Off: AUTH is refused, protected events (NIP-70) cannot be published and restricted kinds are never served."
+    challenge_on_connect: bool = true; reloadable = false;
+        "Send the AUTH challenge as soon as a client connects, as NIP-42 clients expect (nostr-tools, NDK). Off: it is sent just before the connection's first `auth-required:` answer, which saves a frame per connection and keeps clients that do not speak NIP-42 from reading it as an answer to something else."
     window_seconds: u64 = 600; reloadable = false;
         "How far an AUTH event's created_at may be from the relay's clock, in seconds."
     write_requires_auth: bool = false; reloadable = false;

@@ -38,6 +38,7 @@ fn send(conn: &Conn, build: impl FnOnce(&mut Vec<u8>)) {
 
 fn ok_false(shared: &Shared, conn: &Conn, id: &EventId, reason: &str, message: &str) {
     shared.metrics.rejected(reason);
+    conn.before_answer(message);
     conn.outbox.send_ok(id, false, message);
 }
 
@@ -515,6 +516,7 @@ fn read_gate(
                 .collect::<Vec<_>>()
                 .join(", ");
             shared.metrics.rejected("auth_required");
+            conn.send_challenge();
             return Err(if config.auth.enabled {
                 format!("auth-required: kind {kinds} is only served to its author and recipients; authenticate first")
             } else {

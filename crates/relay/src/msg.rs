@@ -365,8 +365,11 @@ pub struct Conn {
     pub outbox: Outbox,
     /// The peer's address (rate limits, plugin `sourceInfo`).
     pub ip: IpAddr,
-    /// The NIP-42 challenge sent on connect (empty when AUTH is off).
+    /// The NIP-42 challenge (empty when AUTH is off), sent on connect or
+    /// with the first `auth-required:` answer (`auth.challenge_on_connect`).
     pub challenge: String,
+    /// Whether the challenge went out.
+    challenge_sent: AtomicBool,
     /// The relay's URL as this client reached it (`relay.url`, or the
     /// `Host` header and path of its upgrade request): an AUTH event's
     /// `relay` tag must name it.
@@ -387,6 +390,7 @@ impl Conn {
             outbox,
             ip,
             challenge,
+            challenge_sent: AtomicBool::new(false),
             url,
             authed: RwLock::default(),
             subscriptions: AtomicUsize::new(0),
@@ -401,6 +405,24 @@ impl Conn {
     /// Whether the connection authenticated as `pubkey`.
     pub fn is_authed_as(&self, pubkey: &PublicKey) -> bool {
         self.authed.read().expect("auth lock").contains(pubkey)
+    }
+
+    /// Sends the NIP-42 challenge unless it went out already (or AUTH is off).
+    pub fn send_challenge(&self) {
+        if self.challenge.is_empty() || self.challenge_sent.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let mut out = Vec::new();
+        write::auth_challenge(&mut out, &self.challenge);
+        self.outbox.send(out);
+    }
+
+    /// Before an `auth-required:` answer: the client needs the challenge to
+    /// act on it.
+    pub fn before_answer(&self, message: &str) {
+        if message.starts_with("auth-required:") {
+            self.send_challenge();
+        }
     }
 }
 

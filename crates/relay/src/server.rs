@@ -516,10 +516,8 @@ async fn websocket(
         challenge,
         session.url.clone(),
     ));
-    if shared.config.auth.enabled {
-        let mut out = Vec::new();
-        nostrwire_event::message::write::auth_challenge(&mut out, &conn.challenge);
-        outbox.send(out);
+    if shared.config.auth.enabled && shared.config.auth.challenge_on_connect {
+        conn.send_challenge();
     }
     let ingest = shared.ingest_for(id);
     let frames = MessageWriter::new(

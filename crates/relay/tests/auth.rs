@@ -176,3 +176,38 @@ async fn direct_messages_reach_only_their_participants() {
     assert!(matches!(b.recv().await, Got::Event(s, e) if s == "live" && e.id == dm2.id));
     c.expect_silence().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_challenge_can_wait_for_the_first_auth_required_answer() {
+    let relay = TestRelay::start_with(|c| c.auth.challenge_on_connect = false);
+    let author = Keys::derive(47, 1);
+    let mut c = Client::connect(&relay.url).await;
+    // Frames arrive in order: a challenge sent on connect would come first.
+    let (ok, msg) = c.publish(&event(&author, now(), 1, &[], "hello")).await;
+    assert!(ok, "{msg}");
+    assert!(c.query("q", &[filter(r#"{"kinds":[1]}"#)]).await.len() == 1);
+    assert_eq!(c.challenge, None, "no challenge before it is needed");
+    // A protected event needs it: the challenge comes before the answer.
+    let (ok, msg) = c
+        .publish(&event(&author, now(), 1, &[&["-"]], "mine"))
+        .await;
+    assert!(!ok && msg.starts_with("auth-required:"), "{msg}");
+    let first = c
+        .challenge
+        .clone()
+        .expect("the challenge before auth-required");
+    // So does a read of a restricted kind, on another connection.
+    let mut d = Client::connect(&relay.url).await;
+    d.req("dm", &[filter(r#"{"kinds":[4]}"#)]).await;
+    match d.recv().await {
+        Got::Closed(id, m) => assert!(id == "dm" && m.starts_with("auth-required:"), "{m}"),
+        other => panic!("expected CLOSED, got {other:?}"),
+    }
+    assert!(d.challenge.as_ref().is_some_and(|ch| ch != &first));
+    // The challenge answers: authenticated, the protected event goes in.
+    assert!(c.auth(&author, &relay.url).await.0);
+    let (ok, msg) = c
+        .publish(&event(&author, now(), 1, &[&["-"]], "mine"))
+        .await;
+    assert!(ok, "{msg}");
+}
