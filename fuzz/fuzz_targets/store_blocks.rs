@@ -5,7 +5,7 @@
 //! (the encodings are canonical).
 
 use libfuzzer_sys::fuzz_target;
-use nostrwire_relay::store::schema;
+use nostrwire_store::schema;
 
 fuzz_target!(|data: &[u8]| {
     let Some((&which, rest)) = data.split_first() else {
