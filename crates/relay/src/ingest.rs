@@ -2,10 +2,12 @@
 //!
 //! All frames of one connection come to the same worker, so a connection's
 //! REQ, CLOSE and EVENT are handled in the order it sent them. Cheap checks
-//! run first: structure and policy, then the id hash and the signature, and
-//! only then the duplicate lookup by id (an invalid event must not learn
-//! whether its id is stored). Requests that open subscriptions are parsed
-//! once here (searches included) and charged to the connection's budget.
+//! run first: structure and policy, then the id hash and the signature. A
+//! valid event is admitted (`EventStore::admit`: derived and compressed
+//! once, here) and goes to the writer, which alone tells a duplicate (an
+//! invalid event never learns whether its id is stored). Requests that
+//! open subscriptions are parsed once here (searches included) and charged
+//! to the connection's budget.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -24,7 +26,7 @@ use crate::policy::{check_auth, first_tag_value, KindGate, WritePolicy, AUTH_KIN
 use crate::query::Job;
 use crate::ratelimit::Budget;
 use crate::search::Query;
-use crate::store::{Admitted, Presence};
+use crate::store::Admitted;
 use crate::turns::Turns;
 use crate::Shared;
 use nostrwire_wire::transport::{self, ClientFrame};
@@ -726,24 +728,9 @@ fn event_message<E: SignedFields>(
     if let Err(refusal) = check_event(&shared.config, &policy, event, now) {
         return ok_false(shared, conn, id, refusal.reason, &refusal.message);
     }
-    match shared.store.presence(id) {
-        Ok(Presence::Stored) => {
-            conn.outbox
-                .send_ok(id, true, "duplicate: already have this event");
-            return;
-        }
-        Ok(_) => {}
-        Err(e) => {
-            tracing::error!("presence check failed: {e}");
-            return ok_false(
-                shared,
-                conn,
-                id,
-                "storage_error",
-                "error: storage unavailable",
-            );
-        }
-    }
+    // Duplicates are told by the writer, inside the transaction that would
+    // store the event: a lookup here as well would cost every new event a
+    // read transaction to spare duplicates the trip.
     let json = event.to_json_bytes();
     let record = record(event);
     if policy.asks_for_pow() {
