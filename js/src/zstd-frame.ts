@@ -263,8 +263,16 @@ function readHuffman(src: Uint8Array, at: number, end: number, into?: Huffman): 
     if (!w) continue;
     const from = rankStart[w]!;
     const n = 1 << (w - 1);
-    symbol.fill(i, from, from + n);
-    bits.fill(maxBits + 1 - w, from, from + n);
+    const nb = maxBits + 1 - w;
+    if (n < 16) {
+      for (let k = from; k < from + n; k++) {
+        symbol[k] = i;
+        bits[k] = nb;
+      }
+    } else {
+      symbol.fill(i, from, from + n);
+      bits.fill(nb, from, from + n);
+    }
     rankStart[w] = from + n;
   }
   return [table, at];
@@ -563,12 +571,19 @@ function decompressBlock(src: Uint8Array, at: number, end: number, out: Uint8Arr
   if (lastByte === 0) fail('bad sequences stream');
   let bit = end * 8 - 8 + highBit(lastByte);
   const floor = at * 8;
+  // Four bytes at a time where they are all inside `src`.
+  const view = new DataView(src.buffer, src.byteOffset, src.length);
+  const last4 = src.length - 4;
+  const bitsFrom = (bit: number, n: number): number => {
+    const b = bit >> 3;
+    return ((b >= 0 && b <= last4 ? view.getUint32(b, true) : (src[b]! | (src[b + 1]! << 8) | (src[b + 2]! << 16) | (src[b + 3]! << 24)) >>> 0) >>> (bit & 7)) & ((1 << n) - 1);
+  };
   const llSym = llt.symbol, llNb = llt.bits, llBase = llt.base;
   const ofSym = oft.symbol, ofNb = oft.bits, ofBase = oft.base;
   const mlSym = mlt.symbol, mlNb = mlt.bits, mlBase = mlt.base;
-  let lls = bitsAt(src, (bit -= llt.log), llt.log);
-  let ofs = bitsAt(src, (bit -= oft.log), oft.log);
-  let mls = bitsAt(src, (bit -= mlt.log), mlt.log);
+  let lls = bitsFrom((bit -= llt.log), llt.log);
+  let ofs = bitsFrom((bit -= oft.log), oft.log);
+  let mls = bitsFrom((bit -= mlt.log), mlt.log);
   const dict = st.dict;
   const dictLen = dict.length;
   const rep = st.rep;
@@ -582,13 +597,13 @@ function decompressBlock(src: Uint8Array, at: number, end: number, out: Uint8Arr
     let offset: number;
     if (ofCode > 24) {
       if (ofCode > 31) fail('bad offset code');
-      const hi = bitsAt(src, (bit -= ofCode - 24), ofCode - 24);
-      offset = 2 ** ofCode + hi * (1 << 24) + bitsAt(src, (bit -= 24), 24);
-    } else offset = (1 << ofCode) + bitsAt(src, (bit -= ofCode), ofCode);
+      const hi = bitsFrom((bit -= ofCode - 24), ofCode - 24);
+      offset = 2 ** ofCode + hi * (1 << 24) + bitsFrom((bit -= 24), 24);
+    } else offset = (1 << ofCode) + bitsFrom((bit -= ofCode), ofCode);
     const mlExtra = ML_BITS[mlCode]!;
-    const ml = ML_BASE[mlCode]! + bitsAt(src, (bit -= mlExtra), mlExtra);
+    const ml = ML_BASE[mlCode]! + bitsFrom((bit -= mlExtra), mlExtra);
     const llExtra = LL_BITS[llCode]!;
-    const ll = LL_BASE[llCode]! + bitsAt(src, (bit -= llExtra), llExtra);
+    const ll = LL_BASE[llCode]! + bitsFrom((bit -= llExtra), llExtra);
     if (offset > 3) {
       rep2 = rep1;
       rep1 = rep0;
@@ -605,16 +620,16 @@ function decompressBlock(src: Uint8Array, at: number, end: number, out: Uint8Arr
     }
     if (n > 1) {
       const a = llNb[lls]!;
-      lls = llBase[lls]! + bitsAt(src, (bit -= a), a);
+      lls = llBase[lls]! + bitsFrom((bit -= a), a);
       const b = mlNb[mls]!;
-      mls = mlBase[mls]! + bitsAt(src, (bit -= b), b);
+      mls = mlBase[mls]! + bitsFrom((bit -= b), b);
       const c = ofNb[ofs]!;
-      ofs = ofBase[ofs]! + bitsAt(src, (bit -= c), c);
+      ofs = ofBase[ofs]! + bitsFrom((bit -= c), c);
     }
     // Execute: ll literals, then ml bytes from `offset` back.
     if (ll > litEnd - li) fail('literals overrun');
     if (pos + ll + ml > outLen) fail('output larger than expected');
-    if (ll > 16) {
+    if (ll > 48) {
       out.set(lits.subarray(li, li + ll), pos);
       pos += ll;
       li += ll;
@@ -656,6 +671,8 @@ function decodeHuffman(src: Uint8Array, start: number, stop: number, lits: Uint8
   const bits = huf.bits;
   const floor = start * 8;
   let bit = stop * 8 - 8 + highBit(lastByte);
+  const view = new DataView(src.buffer, src.byteOffset, src.length);
+  const last4 = src.length - 4;
   for (let i = from; i < to; i++) {
     // The next maxBits bits below `bit`; below the stream's start they are
     // zero (the last codes may be shorter than maxBits).
@@ -663,7 +680,7 @@ function decodeHuffman(src: Uint8Array, start: number, stop: number, lits: Uint8
     let v: number;
     if (low >= floor) {
       const b = low >> 3;
-      v = ((src[b]! | (src[b + 1]! << 8) | (src[b + 2]! << 16)) >>> (low & 7)) & mask;
+      v = ((b <= last4 ? view.getUint32(b, true) : src[b]! | (src[b + 1]! << 8) | (src[b + 2]! << 16)) >>> (low & 7)) & mask;
     } else {
       const have = bit - floor;
       if (have <= 0) fail('Huffman stream overrun');

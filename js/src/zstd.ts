@@ -108,10 +108,12 @@ export const zstdDecoder: ZstdDecoder = (payload, out, dictionary) => {
  * decodeEvents(stream);
  * ```
  */
-export function zstdDecoderWithDictionaries(set: Uint8Array | DictionarySet): ZstdDecoder {
-  const parsed = set instanceof Uint8Array ? parseDictionarySet(set) : set;
+export function zstdDecoderWithDictionaries(set: Uint8Array | ArrayBuffer | DictionarySet): ZstdDecoder {
+  const parsed = set instanceof ArrayBuffer ? parseDictionarySet(new Uint8Array(set)) : set instanceof Uint8Array ? parseDictionarySet(set) : set;
+  if (!Array.isArray(parsed?.dictionaries)) throw new NwbError('wrong_type', 'not a dictionary set');
   const prepared = new Map<number, ZstdDictionary>();
   for (const entry of parsed.dictionaries) {
+    if (!(entry?.bytes instanceof Uint8Array) || typeof entry.id !== 'number') throw new NwbError('wrong_type', 'not a dictionary set entry');
     try {
       prepared.set(entry.id, prepareDictionary(entry.bytes));
     } catch {
