@@ -98,10 +98,11 @@ export const zstdDecoder: ZstdDecoder = (payload, out, dictionary) => {
 /**
  * A {@link ZstdDecoder} for compressed records with the dictionaries of a
  * set file (§11.2: its bytes, or {@link parseDictionarySet}'s result) and
- * without one. Each dictionary is prepared once, here: a malformed set, or
- * a zstd dictionary with malformed entropy tables, throws {@link NwbError}
- * `bad_dictionary_set`. Records naming an id the set lacks are refused with
- * `unknown_dictionary`.
+ * without one. Every dictionary is checked here: a malformed set, or a zstd
+ * dictionary with malformed entropy tables, throws {@link NwbError}
+ * `bad_dictionary_set`. Each is prepared once, when a record first names
+ * it, so a set of many dictionaries costs memory only for those in use.
+ * Records naming an id the set lacks are refused with `unknown_dictionary`.
  *
  * ```js
  * useZstd(zstdDecoderWithDictionaries(new Uint8Array(await (await fetch('/dicts.nwbd')).arrayBuffer())));
@@ -111,19 +112,25 @@ export const zstdDecoder: ZstdDecoder = (payload, out, dictionary) => {
 export function zstdDecoderWithDictionaries(set: Uint8Array | ArrayBuffer | DictionarySet): ZstdDecoder {
   const parsed = set instanceof ArrayBuffer ? parseDictionarySet(new Uint8Array(set)) : set instanceof Uint8Array ? parseDictionarySet(set) : set;
   if (!Array.isArray(parsed?.dictionaries)) throw new NwbError('wrong_type', 'not a dictionary set');
-  const prepared = new Map<number, ZstdDictionary>();
+  const raw = new Map<number, Uint8Array>();
   for (const entry of parsed.dictionaries) {
     if (!(entry?.bytes instanceof Uint8Array) || typeof entry.id !== 'number') throw new NwbError('wrong_type', 'not a dictionary set entry');
     try {
-      prepared.set(entry.id, prepareDictionary(entry.bytes));
+      prepareDictionary(entry.bytes, true);
     } catch {
       throw bad(`dictionary ${entry.id} has malformed entropy tables`);
     }
+    raw.set(entry.id, entry.bytes);
   }
+  const prepared = new Map<number, ZstdDictionary>();
   return (payload, out, dictionary) => {
     if (dictionary === 0) return decompressFrame(payload, out, null);
-    const dict = prepared.get(dictionary);
-    if (!dict) throw new NwbError('unknown_dictionary', `dictionary ${dictionary}`);
+    let dict = prepared.get(dictionary);
+    if (!dict) {
+      const bytes = raw.get(dictionary);
+      if (!bytes) throw new NwbError('unknown_dictionary', `dictionary ${dictionary}`);
+      prepared.set(dictionary, (dict = prepareDictionary(bytes)));
+    }
     return decompressFrame(payload, out, dict);
   };
 }
