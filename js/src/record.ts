@@ -297,8 +297,8 @@ export function decompressRecord(bytes: Uint8Array, limits: Limits = DEFAULT_LIM
   try {
     written = zstd(bytes.subarray(r.pos), out, dict);
   } catch (e) {
-    if (e instanceof NwbError && e.kind === 'unknown_dictionary') throw e;
-    throw new NwbError('decompress');
+    // By kind, not class: the decoder may come from another copy of the package.
+    throw new NwbError((e as NwbError | null)?.kind === 'unknown_dictionary' ? 'unknown_dictionary' : 'decompress', `dictionary ${dict}`);
   }
   if (written !== size) throw new NwbError('decompress', 'wrong decompressed size');
   if (out[0] !== EVENT_V1) throw new NwbError('bad_version', 'envelopes do not nest');
