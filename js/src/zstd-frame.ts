@@ -102,8 +102,8 @@ function rleFse(s: number): Fse {
 }
 
 /**
- * Reads an FSE table description (RFC 8878 §4.1.1) at `src[at..end)`;
- * returns the table and the position after it.
+ * Reads an FSE table description (RFC 8878 §4.1.1) at `src[at..end)`, into
+ * `into` or a new table; returns the table and the position after it.
  */
 function readFse(src: Uint8Array, at: number, end: number, maxSymbol: number, maxLog: number, into?: Fse): [Fse, number] {
   if (at >= end) fail('truncated FSE table');
@@ -154,7 +154,7 @@ function readFse(src: Uint8Array, at: number, end: number, maxSymbol: number, ma
     remaining -= count < 0 ? -count : count;
     norm[s++] = count;
     previous0 = count === 0;
-    while (remaining < threshold) {
+    while (remaining < threshold && threshold > 1) {
       nbBits--;
       threshold >>= 1;
     }
@@ -166,10 +166,6 @@ function readFse(src: Uint8Array, at: number, end: number, maxSymbol: number, ma
   return [buildFse(norm, s, log, into), after];
 }
 
-/**
- * Reads a Huffman tree description (RFC 8878 §4.2.1) at `src[at..end)`;
- * returns the table and the position after it.
- */
 const WEIGHTS = new Uint8Array(256);
 const WEIGHTS_FSE = fseTable(64);
 
@@ -183,6 +179,10 @@ const bitsAbove = (src: Uint8Array, bit: number, n: number, floor: number): numb
   return have <= 0 ? 0 : bitsAt(src, floor, have) << (n - have);
 };
 
+/**
+ * Reads a Huffman tree description (RFC 8878 §4.2.1) at `src[at..end)`;
+ * returns the table and the position after it.
+ */
 function readHuffman(src: Uint8Array, at: number, end: number, into?: Huffman): [Huffman, number] {
   if (at >= end) fail('truncated Huffman table');
   const header = src[at++]!;
