@@ -63,6 +63,21 @@ for (const f of readdirSync(dir).filter((f) => f.endsWith('.js') && f !== 'verif
 }
 const main = sizes['nostrwire.js'];
 const total = Object.values(sizes).reduce((a, s) => ({ min: a.min + s.min, gzip: a.gzip + s.gzip }), { min: 0, gzip: 0 });
-const report = { entry: main, total, files: sizes };
+// The opt-in zstd decoder (`nostrwire/zstd`) on its own, as a bundler adds
+// it to a page: measured, not shipped as a bundle (it shares NwbError with
+// the entry).
+const zstdBuild = await build({
+  entryPoints: [join(root, 'src/zstd.ts')],
+  bundle: true,
+  minify: true,
+  format: 'esm',
+  platform: 'browser',
+  target: 'es2022',
+  write: false,
+  logLevel: 'warning',
+});
+const zstdBytes = zstdBuild.outputFiles[0].contents;
+const zstd = { min: zstdBytes.length, gzip: gzipSync(zstdBytes, { level: 9 }).length };
+const report = { entry: main, total, files: sizes, zstd };
 writeFileSync(join(dir, 'sizes.json'), JSON.stringify(report, null, 2) + '\n');
-console.log(`browser bundle: entry ${main.min} B min, ${main.gzip} B gzip; with the WebAssembly verifier ${total.min} B min, ${total.gzip} B gzip`);
+console.log(`browser bundle: entry ${main.min} B min, ${main.gzip} B gzip; with the WebAssembly verifier ${total.min} B min, ${total.gzip} B gzip; nostrwire/zstd adds ${zstd.min} B min, ${zstd.gzip} B gzip`);

@@ -22,6 +22,7 @@ export type NwbErrorKind =
   | 'string_too_large'
   | 'unknown_dictionary'
   | 'decompress'
+  | 'bad_dictionary_set'
   // spec/transport.md §4
   | 'unknown_message'
   | 'bad_subscription_id'

@@ -28,8 +28,6 @@ const OFF_PUBKEY = 11;
 const OFF_ID = 43;
 const OFF_SIG = 75;
 const MAX_TIMESTAMP = 2 ** 53 - 1;
-const ZSTD_MAGIC = [0x28, 0xb5, 0x2f, 0xfd];
-const MAX_WINDOW = 8 << 20;
 
 // ---------------------------------------------------------------- encoding
 
@@ -262,12 +260,16 @@ function readElement(r: Reader, end: number, limits: Limits): string {
 // ---------------------------------------------------------------- compressed
 
 /**
- * A zstd decoder: decompresses one complete frame (with its magic number),
- * handing over the output in chunks. `zstdDecoder` from `nostrwire/zstd` is
- * one (fzstd); the core does not carry it, since no transport frame holds a
- * compressed record.
+ * A zstd decoder for compressed records: decompresses `payload`, a
+ * magicless zstd frame (§11), with dictionary `dictionary` of the reader's
+ * set (0 = none) into `out`, which holds exactly the `R` bytes the record
+ * header names, and returns the bytes written. It throws {@link NwbError}
+ * `unknown_dictionary` for an id it lacks; anything else it throws counts
+ * as `decompress`. `nostrwire/zstd` has two: `zstdDecoder` and
+ * `zstdDecoderWithDictionaries(setFile)`. The core carries none, since no
+ * transport frame holds a compressed record.
  */
-export type ZstdDecoder = (frame: Uint8Array, onChunk: (chunk: Uint8Array) => void) => void;
+export type ZstdDecoder = (payload: Uint8Array, out: Uint8Array, dictionary: number) => number;
 
 let zstd: ZstdDecoder | null = null;
 
@@ -278,9 +280,7 @@ export function useZstd(decoder: ZstdDecoder | null): void {
 
 /**
  * The event record inside a compressed record (§11), once a zstd decoder is
- * set with `useZstd`. Only records without a dictionary (`D = 0`) can be
- * read: dictionary ids are answered with `unknown_dictionary`, since zstd
- * dictionaries are not supported in JavaScript by this package.
+ * set with `useZstd`.
  */
 export function decompressRecord(bytes: Uint8Array, limits: Limits = DEFAULT_LIMITS): Uint8Array {
   if (bytes.length === 0) throw new NwbError('truncated');
@@ -289,52 +289,18 @@ export function decompressRecord(bytes: Uint8Array, limits: Limits = DEFAULT_LIM
   const dict = r.varint();
   const size = r.varint();
   if (size > limits.maxRecordBytes) throw new NwbError('record_too_large');
-  if (dict !== 0) throw new NwbError('unknown_dictionary', `dictionary ${dict}`);
-  if (!zstd) throw new NwbError('decompress', 'no zstd decoder: useZstd(zstdDecoder) from nostrwire/zstd');
-  const decode = zstd;
-  const payload = bytes.subarray(r.pos);
-  // The decoder allocates the window the frame asks for: cap it (zstd's
-  // own default cap is 128 MiB; real encoders ask for at most 8 MiB).
-  if (zstdWindow(payload) > Math.max(MAX_WINDOW, 2 * limits.maxRecordBytes)) {
-    throw new NwbError('decompress', 'window too large');
+  if (!zstd) {
+    throw new NwbError(dict ? 'unknown_dictionary' : 'decompress', 'no zstd decoder: useZstd() with one from nostrwire/zstd');
   }
-  const frame = new Uint8Array(4 + payload.length);
-  frame.set(ZSTD_MAGIC);
-  frame.set(payload, 4);
-  // Streamed into a buffer of exactly R bytes, so a payload that expands
-  // past R stops at the first block beyond it.
   const out = new Uint8Array(size);
-  let written = 0;
+  let written: number;
   try {
-    decode(frame, (chunk) => {
-      if (written + chunk.length > size) throw new NwbError('decompress', 'more than R bytes');
-      out.set(chunk, written);
-      written += chunk.length;
-    });
-  } catch {
-    throw new NwbError('decompress');
+    written = zstd(bytes.subarray(r.pos), out, dict);
+  } catch (e) {
+    // By kind, not class: the decoder may come from another copy of the package.
+    throw new NwbError((e as NwbError | null)?.kind === 'unknown_dictionary' ? 'unknown_dictionary' : 'decompress', `dictionary ${dict}`);
   }
   if (written !== size) throw new NwbError('decompress', 'wrong decompressed size');
   if (out[0] !== EVENT_V1) throw new NwbError('bad_version', 'envelopes do not nest');
   return out;
-}
-
-/**
- * The window a magicless zstd frame asks for (RFC 8878 §3.1.1.1), read before
- * the decoder allocates it.
- */
-function zstdWindow(frame: Uint8Array): number {
-  if (frame.length < 2) return 0;
-  const fhd = frame[0]!;
-  if (fhd & 0x20) {
-    // Single segment: the window is the content size.
-    const fcsBytes = [1, 2, 4, 8][fhd >> 6]!;
-    const dictBytes = [0, 1, 2, 4][fhd & 3]!;
-    let size = 0;
-    for (let i = fcsBytes; i > 0; i--) size = size * 256 + (frame[1 + dictBytes + i - 1] ?? 0);
-    return fcsBytes === 2 ? size + 256 : size;
-  }
-  const wd = frame[1]!;
-  const base = 2 ** (10 + (wd >> 3));
-  return base + (base / 8) * (wd & 7);
 }
