@@ -118,6 +118,14 @@ impl DictSet {
             if duplicate {
                 return Err(Error::BadDictionarySet);
             }
+            // zstd refuses a dictionary with malformed entropy tables by
+            // returning no dictionary, which `EncoderDictionary::copy` and
+            // `DecoderDictionary::copy` would turn into a panic: tried first.
+            if zstd::zstd_safe::CDict::try_create(&raw, level).is_none()
+                || zstd::zstd_safe::DDict::try_create(&raw).is_none()
+            {
+                return Err(Error::BadDictionarySet);
+            }
             set.dicts.push(Dictionary {
                 id,
                 kind,
