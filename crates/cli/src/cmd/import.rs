@@ -1,6 +1,10 @@
 //! `nostrwire import`: bulk-load JSON Lines into the relay database. Events
-//! are parsed and fully verified in parallel, then written in large batches,
-//! one transaction each, through the same store code the relay uses; the
+//! are admitted as the relay admits them (its parser limits and
+//! `ingest::check_event`: time window, write policy, proof of work,
+//! expiration, id and signature; not the plugin, and not the checks that
+//! need a connection's AUTH), in parallel, then written in large batches,
+//! one transaction each, through the store's `submit`, as the relay's
+//! writer does; the
 //! next batch is verified while the previous one is written, and a search
 //! thread indexes what is written. A database the import creates is written
 //! without a sync per commit and synced once at the end: nothing was in it
