@@ -16,7 +16,7 @@ use crate::{StoreError, StoreResult};
 pub(crate) const COMPACT_CHUNK: u64 = 100_000;
 
 /// Merges the blocks of a time-ordered index, read in key order, into full
-/// blocks (`repack_time_indexes`, `compact_to`).
+/// blocks (`compact_to`).
 pub(crate) struct BlockPacker {
     pub(crate) prefix_len: usize,
     pub(crate) max_bytes: usize,

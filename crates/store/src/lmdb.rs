@@ -29,7 +29,7 @@ pub(crate) type Db = Database<Bytes, Bytes>;
 pub(crate) const SEARCH_DIR: &str = "search";
 
 /// Most named tables the main environment may hold: those of
-/// [`schema::table`], legacy ones included, with room to spare.
+/// [`schema::table`], with room to spare.
 pub(crate) const MAX_TABLES: u32 = 32;
 
 /// The LMDB store.

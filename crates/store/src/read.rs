@@ -12,7 +12,7 @@ use nostrwire_wire::EventView;
 
 use crate::lmdb::{Db, LmdbStore};
 use crate::plan::{Plan, QueryCursor, ScanStatus};
-use crate::schema::{self};
+use crate::schema;
 use crate::trailing::waiting_row;
 use crate::value::{decode, Loaded};
 use crate::write::key;

@@ -12,7 +12,7 @@ use nostrwire_wire::compress::{DictSet, RecordCompressor, RecordDecompressor};
 use nostrwire_wire::EventView;
 
 use crate::lmdb::{Db, LmdbStore};
-use crate::schema::{self};
+use crate::schema;
 use crate::{StoreError, StoreResult};
 
 /// Stored value header: bit 0 set = an 8-byte expiration follows.

@@ -11,8 +11,8 @@ use nostrwire_wire::{EventView, Value};
 
 use crate::lmdb::LmdbStore;
 use crate::read::TimeWalk;
-use crate::schema::{self};
-use crate::search::{self};
+use crate::schema;
+use crate::search;
 use crate::value::{decode, split_value, unpack, FLAG_EXPIRES, FLAG_KIND, FLAG_SPLIT};
 use crate::{Admitted, StoreResult, Verdict};
 
