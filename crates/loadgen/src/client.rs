@@ -101,6 +101,16 @@ pub struct Query {
     pub must_include: Vec<EventId>,
 }
 
+/// What the relay returned for one query before its `EOSE` (or before it failed).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Received {
+    /// Event messages for the query's subscription.
+    pub events: u64,
+    /// Their bytes: each message's payload as sent (JSON text, or the
+    /// binary transport's frame), WebSocket frame headers not counted.
+    pub bytes: u64,
+}
+
 /// The outcome of one query.
 #[derive(Clone, Debug, PartialEq)]
 pub enum QueryOutcome {
@@ -109,10 +119,10 @@ pub enum QueryOutcome {
         /// From the REQ write to the EOSE.
         latency: Duration,
         /// Events received before EOSE.
-        events: u64,
+        received: Received,
     },
     /// The query failed.
-    Failed(Failure, u64),
+    Failed(Failure, Received),
 }
 
 /// One WebSocket connection to the relay.
@@ -348,10 +358,10 @@ impl Conn {
         write::req(&mut msg, &sub, std::slice::from_ref(&query.filter));
         let start = Instant::now();
         if self.send_message(&msg).await.is_err() {
-            return QueryOutcome::Failed(Failure::ConnectionLost, 0);
+            return QueryOutcome::Failed(Failure::ConnectionLost, Received::default());
         }
         let deadline = tokio::time::Instant::from_std(start + timeout);
-        let mut events = 0u64;
+        let mut got = Received::default();
         let mut problem: Option<Failure> = None;
         let mut missing: HashSet<EventId> = query.must_include.iter().copied().collect();
         let check_all = !missing.is_empty();
@@ -366,8 +376,8 @@ impl Conn {
         }
         let latency = loop {
             let incoming = match timeout_at(deadline, self.reader.next()).await {
-                Err(_) => return QueryOutcome::Failed(Failure::Timeout, events),
-                Ok(Err(e)) => return QueryOutcome::Failed(e.as_failure(), events),
+                Err(_) => return QueryOutcome::Failed(Failure::Timeout, got),
+                Ok(Err(e)) => return QueryOutcome::Failed(e.as_failure(), got),
                 Ok(Ok(incoming)) => incoming,
             };
             let data = match incoming {
@@ -377,11 +387,13 @@ impl Conn {
                     continue;
                 }
                 Admitted::Pong(_) => continue,
-                Admitted::Close(_) => return QueryOutcome::Failed(Failure::ConnectionLost, events),
+                Admitted::Close(_) => return QueryOutcome::Failed(Failure::ConnectionLost, got),
                 Admitted::Text(d) | Admitted::Binary(d) => d,
             };
+            let size = data.len() as u64;
             if !check_all && data.starts_with(&event_prefix) && self.rng.below(CHECK_EVERY) != 0 {
-                events += 1;
+                got.events += 1;
+                got.bytes += size;
                 continue;
             }
             let text = match answer(self.binary, &mut self.anomalies, &incoming) {
@@ -390,7 +402,8 @@ impl Conn {
                     subscription_id,
                     event,
                 })) if subscription_id == sub => {
-                    events += 1;
+                    got.events += 1;
+                    got.bytes += size;
                     missing.remove(event.id());
                     check_event(
                         &mut self.rng,
@@ -424,7 +437,8 @@ impl Conn {
                     subscription_id,
                     event,
                 }) if subscription_id == sub => {
-                    events += 1;
+                    got.events += 1;
+                    got.bytes += size;
                     missing.remove(event.id());
                     let content = event.content().value();
                     check_event(
@@ -448,7 +462,7 @@ impl Conn {
                 }) if subscription_id == sub => {
                     let f = Failure::Closed(message_prefix(&message));
                     self.anomalies.sample(f.key(), &message);
-                    return QueryOutcome::Failed(f, events);
+                    return QueryOutcome::Failed(f, got);
                 }
                 Ok(other) => self.anomalies.unsolicited(&other),
                 Err(_) => self.anomalies.add("unparseable_message"),
@@ -457,7 +471,7 @@ impl Conn {
         msg.clear();
         write::close(&mut msg, &sub);
         if self.send_message(&msg).await.is_err() {
-            return QueryOutcome::Failed(Failure::ConnectionLost, events);
+            return QueryOutcome::Failed(Failure::ConnectionLost, got);
         }
         if self.closed_subs.len() == CLOSED_SUBS_KEPT {
             self.closed_subs.pop_front();
@@ -465,15 +479,18 @@ impl Conn {
         self.closed_subs.push_back(sub);
         // NIP-01's `limit` bounds the initial query; live events may arrive
         // before EOSE on some relays, so more than `limit` is reported, not failed.
-        if query.filter.limit.is_some_and(|limit| events > limit) {
+        if query.filter.limit.is_some_and(|limit| got.events > limit) {
             self.anomalies.add("over_limit");
         }
         if problem.is_none() && !missing.is_empty() {
             problem = Some(Failure::MissingResult);
         }
         match problem {
-            Some(f) => QueryOutcome::Failed(f, events),
-            None => QueryOutcome::Ok { latency, events },
+            Some(f) => QueryOutcome::Failed(f, got),
+            None => QueryOutcome::Ok {
+                latency,
+                received: got,
+            },
         }
     }
 
