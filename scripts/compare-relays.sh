@@ -644,10 +644,11 @@ nb_run() {
     hello=$(greeting "${url##*:}")
     local extra=()
     if [ "$tool" = req ]; then
-        # Every relay serves the same events: the seed file, replayed.
+        # Every relay serves the same events: the seed file, replayed
+        # (not timed; a generous timeout, so a slow writer still gets them all).
         "$NW" load --relay "$url" --scenario publish --replay "$nb_seed" \
             --count "$nb_seed_count" --connections 100 --duration 300 \
-            --timeout "$timeout" --rounds 1 --quiet \
+            --timeout 10 --rounds 1 --quiet \
             --report "$base.seed.json" >"$base.seed.txt" 2>&1 ||
             log "nostr-bench: seeding $name failed (see $base.seed.txt)"
         seeded=$(jq '.totals[0].ops.publish.successes // 0' "$base.seed.json" 2>/dev/null || echo null)
@@ -688,6 +689,8 @@ if tool == "req":
     try:
         chk = json.loads(check)
     except ValueError:
+        chk = None
+    if not isinstance(chk, dict):
         chk = {"error": "check failed"}
     rec["check"] = chk
     if chk.get("reqs"):
