@@ -52,7 +52,7 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 
 peers="khatru-lmdb,khatru-badger,nostr-rs-relay,rnostr"
-scenarios="publish,publish-open,query,mixed,fanout"
+scenarios="query,publish,publish-open,mixed,fanout"
 count=5000
 duration=20
 rounds=3
@@ -111,6 +111,17 @@ for sc in "${scenario_list[@]}"; do
         *) normal+=("$sc") ;;
     esac
 done
+# `query` runs first, on the fresh data directories: every relay then holds
+# the same seeded events when it is asked. After a publishing scenario, a
+# relay that could not take all --count events within --duration would hold
+# fewer, and answer with less.
+ordered=()
+for sc in "${normal[@]}"; do [ "$sc" != query ] || ordered+=(query); done
+for sc in "${normal[@]}"; do [ "$sc" = query ] || ordered+=("$sc"); done
+if [ "${#ordered[@]}" -gt 0 ] && [ "${ordered[*]}" != "${normal[*]}" ]; then
+    echo "compare-relays: query runs first (on fresh data, so every relay serves the same events)" >&2
+fi
+normal=("${ordered[@]}")
 scenarios=$(IFS=','; echo "${normal[*]}")
 
 # Pinned peer versions (see docs/bench-methodology.md).
@@ -703,6 +714,7 @@ if not lines:
 last = lines[-1]
 m, c = last["message_stats"], last["connect_stats"]
 complete, errors = m["complete"], m["error"]
+rec["avg_ms"] = m["success_time"]["avg"]
 rec.update(complete=complete, errors=errors, successes=complete - errors,
            events=m["event"], size=m["size"], connect_errors=c["error"],
            connections_lost=c["lost"])
@@ -765,13 +777,14 @@ print()
 print("One line per run: the relay alone on a fresh data directory. tps: median of nostr-bench's")
 print("2-second rates while every connection was sending; relay CPU: utime + stime from /proc")
 print("around the run (handshakes included); µs per op: that CPU over the operations nostr-bench")
-print("counted as answered. greeting: what the relay sent on connect before the client spoke.")
+print("counted as answered. mean ms: nostr-bench's mean time from a request to its answer (whole")
+print("milliseconds). greeting: what the relay sent on connect before the client spoke.")
 print("bytes and events per REQ: the equal-work check before `req` (100 of nostr-bench's hashtags,")
 print("one REQ at a time; bytes of the event messages returned). seeded: events of the seed file")
 print("the relay accepted.")
 print()
-print("| round | test | relay | greeting | tps | answered | failed | relay CPU s | µs CPU / op | bytes / REQ | events / REQ | seeded | notes |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+print("| round | test | relay | greeting | tps | mean ms | answered | failed | relay CPU s | µs CPU / op | bytes / REQ | events / REQ | seeded | notes |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 def f(v, d=0):
     return "–" if v is None else f"{v:,.{d}f}"
 for x in recs:
@@ -784,7 +797,7 @@ for x in recs:
         notes.append(f"{x['connections_lost']} connections lost")
     if not x.get("relay_up", True):
         notes.append("relay exited")
-    print(f"| {x['round']} | {x['test']} | {x['relay']} | {x.get('greeting')} | {f(x.get('tps'))} | "
+    print(f"| {x['round']} | {x['test']} | {x['relay']} | {x.get('greeting')} | {f(x.get('tps'))} | {f(x.get('avg_ms'))} | "
           f"{f(x.get('complete'))} | {f(x.get('errors'))} | {f(x.get('relay_cpu_s'), 2)} | "
           f"{f(x.get('cpu_us_per_op'))} | {f(x.get('bytes_per_req'))} | {f(x.get('events_per_req'), 1)} | "
           f"{f(x.get('seeded'))} | {'; '.join(notes)} |")
@@ -924,8 +937,11 @@ for test in sorted(by_test, key=lambda t: (t.split("-c")[0] != "event", int(t.sp
                 off.append(f"{p} returns {bpr[p] / ours_b - 1:+.1%} bytes per REQ")
         if off:
             bytes_note = "unequal work: " + "; ".join(off)
-    def cell(rel, v, digits=0):
+    lat = vals("avg_ms", rounds, lambda xs: statistics.mean(x["avg_ms"] for x in xs))
+    def cell(rel, v, digits=0, with_latency=False):
         t = fmt(v, digits)
+        if with_latency and v is not None and lat.get(rel) is not None:
+            t += f" ({lat[rel]:.0f} ms)"
         if rel in misread and v is not None:
             t += " (misread)"
         errs = [x for x in recs if x["relay"] == rel and failed_share(x) > GATE]
@@ -934,7 +950,7 @@ for test in sorted(by_test, key=lambda t: (t.split("-c")[0] != "event", int(t.sp
         return t
     what = f"nostr-bench {tool}, c={c}" + (f", limit {limit}" if tool == "req" else "")
     unit, per = ("events/s", "µs relay CPU per event") if tool == "event" else ("REQs/s", "µs relay CPU per REQ")
-    rows.append((unit, what, {r: cell(r, shown_tps[r]) for r in relays},
+    rows.append((unit + " (mean ms per answer)", what, {r: cell(r, shown_tps[r], with_latency=True) for r in relays},
                  ratio_text("higher", clean_tps, gate_notes, bytes_note, len(clean_rounds), len(rounds), left_out)))
     rows.append((per, what, {r: cell(r, shown_cpu[r]) for r in relays},
                  ratio_text("lower", clean_cpu, gate_notes, bytes_note, len(clean_rounds), len(rounds), left_out)))
