@@ -293,20 +293,29 @@ start_ours() {
     # which have no such limit, nostrwire gets none for them. Equal work: the
     # peers serve every kind to anyone, so ours lifts its NIP-42 read
     # restriction (kinds 4 and 1059 by default) and every relay answers the
-    # same queries with the same events. The abuse scenarios keep every
+    # same queries with the same events. No AUTH challenge on connect: a
+    # client that does not speak NIP-42 (nostr-bench) would take it for the
+    # answer to its first message; with nothing restricted, none is sent at
+    # all (a tree without the setting always sends it: the greeting check
+    # before each nostr-bench run shows it). The abuse scenarios keep every
     # default (their attacker has an address of its own).
     local config="$work/ours.toml"
+    local changed="\`connections_per_ip = 0\` and \`restricted_kinds = []\`"
     if [[ ${ABUSE_RUN:-0} == 1 ]]; then
         : >"$config"
     else
         printf '[rate]\nconnections_per_ip = 0\n\n[auth]\nrestricted_kinds = []\n' >"$config"
+        if "$bin" relay --print-config 2>/dev/null | grep -q '^challenge_on_connect'; then
+            printf 'challenge_on_connect = false\n' >>"$config"
+            changed="\`connections_per_ip = 0\`, \`restricted_kinds = []\` and \`challenge_on_connect = false\`"
+        fi
     fi
     "$bin" relay --config "$config" --listen "127.0.0.1:$port" --data "$data" >"$work/ours.log" 2>&1 &
     pids+=($!)
     wait_port "$port" nostrwire "$!" || { tail -n 5 "$work/ours.log" >&2; return 1; }
     urls+=("ws://127.0.0.1:$port")
     names+=("nostrwire")
-    describe+=("| nostrwire | $("$NW" --version) (tree at $(git rev-parse --short HEAD)) | \`nostrwire relay --listen 127.0.0.1:$port --data DIR\`, default config (\`nostrwire relay --print-config\`) except \`connections_per_ip = 0\` and \`restricted_kinds = []\` outside the abuse scenarios | $("$NW" relay --print-config | grep -m1 '^durability' || echo 'see the config') |")
+    describe+=("| nostrwire | $("$NW" --version) (tree at $(git rev-parse --short HEAD)) | \`nostrwire relay --listen 127.0.0.1:$port --data DIR\`, default config (\`nostrwire relay --print-config\`) except $changed outside the abuse scenarios | $("$NW" relay --print-config | grep -m1 '^durability' || echo 'see the config') |")
     port=$((port + 1))
 }
 
