@@ -40,9 +40,10 @@
 #   nostr-bench: --bench-tests (default event-c20,event-c1000,req-c1000) names
 #   each run as TOOL-cCONNECTIONS; --bench-seconds is each run's length
 #   (nostr-bench -k, default 15); --bench-rounds (default: --rounds, at least
-#   2; fewer only when given); --bench-threads is nostr-bench's -t (default 1); --req-limit the
-#   limit of its REQs (default 10). --no-nostr-bench skips it, --no-load
-#   skips the `nostrwire load` part.
+#   2; fewer only when given); --bench-threads is nostr-bench's -t (default
+#   1); --req-limit the limit of its REQs (default 10). --no-nostr-bench
+#   skips it, --no-load skips the `nostrwire load` part. `query` always runs
+#   first (fresh data: every relay serves the same events).
 #   LIST is comma-separated. Peers: khatru-lmdb, khatru-badger, nostr-rs-relay, rnostr.
 #   Environment: PEERS_DIR (installed peers, default ~/.cache/nostrwire-peers);
 #   NOSTRWIRE_BIN (a built nostrwire binary; default: build target/release/nostrwire);
@@ -94,7 +95,7 @@ while [ $# -gt 0 ]; do
         --req-limit) req_limit=$2; shift 2 ;;
         --no-nostr-bench) nostr_bench=0; shift ;;
         --no-load) load=0; shift ;;
-        -h|--help) sed -n '2,52p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,50p' "$0"; exit 0 ;;
         *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
