@@ -109,6 +109,57 @@ pub struct Received {
     /// Their bytes: each message's payload as sent (JSON text, or the
     /// binary transport's frame), WebSocket frame headers not counted.
     pub bytes: u64,
+    /// The same with every JSON string escape counted as the bytes of the
+    /// character it stands for ([`unescaped_len`]): relays that escape
+    /// differently (`>` as `\u003e`) count alike for the same events.
+    pub unescaped: u64,
+}
+
+/// The length of a JSON message with each string escape counted as the
+/// UTF-8 bytes of the character it stands for: `\n` and `\u003e` as one,
+/// `\u00e9` as two, a surrogate pair (`\ud83d\ude00`) as four. A backslash
+/// appears in JSON only inside strings, so no parsing is needed.
+pub fn unescaped_len(msg: &[u8]) -> u64 {
+    fn hex4(b: &[u8]) -> Option<u32> {
+        let s = std::str::from_utf8(b.get(..4)?).ok()?;
+        u32::from_str_radix(s, 16).ok()
+    }
+    let mut n = msg.len() as u64;
+    let mut i = 0;
+    while let Some(off) = msg[i..].iter().position(|&b| b == b'\\') {
+        let j = i + off;
+        match msg.get(j + 1) {
+            Some(b'u') => match hex4(&msg[j + 2..]) {
+                Some(hi)
+                    if (0xD800..0xDC00).contains(&hi)
+                        && msg.get(j + 6..j + 8) == Some(b"\\u".as_slice())
+                        && hex4(&msg[j + 8..]).is_some_and(|lo| (0xDC00..0xE000).contains(&lo)) =>
+                {
+                    n -= 12 - 4;
+                    i = j + 12;
+                }
+                Some(cp) => {
+                    let utf8 = match cp {
+                        0..=0x7F => 1,
+                        0x80..=0x7FF => 2,
+                        _ => 3,
+                    };
+                    n -= 6 - utf8;
+                    i = j + 6;
+                }
+                None => i = j + 2,
+            },
+            Some(_) => {
+                n -= 1;
+                i = j + 2;
+            }
+            None => break,
+        }
+        if i >= msg.len() {
+            break;
+        }
+    }
+    n
 }
 
 /// The outcome of one query.
@@ -391,9 +442,19 @@ impl Conn {
                 Admitted::Text(d) | Admitted::Binary(d) => d,
             };
             let size = data.len() as u64;
+            // Only for the event messages counted below (binary frames have no escapes).
+            let binary = self.binary;
+            let plain = |data: &[u8]| {
+                if binary {
+                    size
+                } else {
+                    unescaped_len(data)
+                }
+            };
             if !check_all && data.starts_with(&event_prefix) && self.rng.below(CHECK_EVERY) != 0 {
                 got.events += 1;
                 got.bytes += size;
+                got.unescaped += plain(data);
                 continue;
             }
             let text = match answer(self.binary, &mut self.anomalies, &incoming) {
@@ -404,6 +465,7 @@ impl Conn {
                 })) if subscription_id == sub => {
                     got.events += 1;
                     got.bytes += size;
+                    got.unescaped += plain(data);
                     missing.remove(event.id());
                     check_event(
                         &mut self.rng,
@@ -439,6 +501,7 @@ impl Conn {
                 }) if subscription_id == sub => {
                     got.events += 1;
                     got.bytes += size;
+                    got.unescaped += plain(data);
                     missing.remove(event.id());
                     let content = event.content().value();
                     check_event(
@@ -512,4 +575,28 @@ pub fn search_matches(filter: &Filter, content: &str) -> bool {
         .split_whitespace()
         .filter(|w| !w.contains(':'))
         .all(|w| content.contains(&w.to_lowercase()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unescaped_len;
+
+    #[test]
+    fn escapes_count_as_the_characters_they_stand_for() {
+        assert_eq!(unescaped_len(br#"["EVENT","s",{"content":"a>b"}]"#), 31);
+        // The same string written as Go's encoder writes it.
+        assert_eq!(
+            unescaped_len(br#"["EVENT","s",{"content":"a\u003eb"}]"#),
+            31
+        );
+        assert_eq!(unescaped_len(br#""a\nb\"c\\d""#), 9);
+        assert_eq!(unescaped_len(br#""\u00e9""#), 4);
+        assert_eq!(unescaped_len("\"é\"".as_bytes()), 4);
+        assert_eq!(unescaped_len(br#""\u20ac""#), 5);
+        assert_eq!(unescaped_len(br#""\ud83d\ude00""#), 6);
+        assert_eq!(unescaped_len("\"😀\"".as_bytes()), 6);
+        // Malformed escapes at the end are left as they are.
+        assert_eq!(unescaped_len(br#""\u12"#), 5);
+        assert_eq!(unescaped_len(br"\"), 1);
+    }
 }

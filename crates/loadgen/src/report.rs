@@ -30,6 +30,9 @@ pub struct OpJson {
     /// Bytes of those event messages (queries: payloads as sent, frame
     /// headers not counted), so relays can be seen to serve the same work.
     pub bytes_received: u64,
+    /// The same with JSON string escapes counted as the characters they
+    /// stand for: equal for relays that return the same events.
+    pub bytes_unescaped: u64,
     /// Latency of successes, milliseconds.
     pub latency_ms: Percentiles,
 }
@@ -203,6 +206,7 @@ fn op_json(label: &str, s: &OpStats, elapsed: f64) -> OpJson {
             .then(|| s.successes as f64 / elapsed),
         events_received: s.events_received,
         bytes_received: s.bytes_received,
+        bytes_unescaped: s.bytes_unescaped,
         latency_ms: s.percentiles(),
     }
 }

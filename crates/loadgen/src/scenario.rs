@@ -930,6 +930,7 @@ async fn run_queries(
                         op.success(latency);
                         op.events_received += received.events;
                         op.bytes_received += received.bytes;
+                        op.bytes_unescaped += received.unescaped;
                     }
                     QueryOutcome::Failed(f, received) => {
                         let lost = f == Failure::ConnectionLost;
@@ -937,6 +938,7 @@ async fn run_queries(
                         op.fail(f);
                         op.events_received += received.events;
                         op.bytes_received += received.bytes;
+                        op.bytes_unescaped += received.unescaped;
                         if lost {
                             break;
                         }
@@ -1057,6 +1059,7 @@ async fn mixed(run: &Run) -> Outcome {
                             op.success(latency);
                             op.events_received += received.events;
                             op.bytes_received += received.bytes;
+                            op.bytes_unescaped += received.unescaped;
                         }
                         QueryOutcome::Failed(f, _) => part.op("query").fail(f),
                     }

@@ -76,6 +76,10 @@ pub struct OpStats {
     /// Bytes of the event messages received in answers to queries (each
     /// message's payload as the relay sent it, frame headers not counted).
     pub bytes_received: u64,
+    /// The same with JSON string escapes counted as the characters they
+    /// stand for (`client::unescaped_len`), which compares relays that
+    /// escape differently.
+    pub bytes_unescaped: u64,
 }
 
 impl Default for OpStats {
@@ -94,6 +98,7 @@ impl OpStats {
             failures: BTreeMap::new(),
             events_received: 0,
             bytes_received: 0,
+            bytes_unescaped: 0,
         }
     }
 
@@ -124,6 +129,7 @@ impl OpStats {
         self.successes += other.successes;
         self.events_received += other.events_received;
         self.bytes_received += other.bytes_received;
+        self.bytes_unescaped += other.bytes_unescaped;
         for (k, v) in &other.failures {
             *self.failures.entry(k.clone()).or_default() += v;
         }
