@@ -1,20 +1,29 @@
 #!/usr/bin/env bash
-# Compare nostrwire's relay with peer relays under `nostrwire load`, side by side.
+# Compare nostrwire's relay with peer relays under `nostrwire load` and under
+# rnostr's nostr-bench, side by side.
 #
 # Installs the peers from the package registries (pinned versions), starts each
 # on its own loopback port with a fresh data directory and rate limits lifted,
 # runs the chosen scenarios against all of them in interleaved rounds
 # (ours first: every ratio is relative to ours), stops them, and writes
 # bench-runs/<date>-<machine>/relays.{md,json,svg} plus peers.md (versions,
-# configs, durability).
+# configs, durability). Then nostr-bench (pinned, installed beside the peers)
+# runs `event` and `req` against each relay alone on a fresh data directory,
+# in alternating rounds, with the relay's CPU time read from /proc around each
+# run; nostr-bench.{md,jsonl} hold its figures and headline.md puts both
+# tools' figures side by side (events/s, µs relay CPU per event, REQs/s,
+# µs relay CPU per REQ, bytes returned per REQ, ratio ours / best peer).
 #
 # All traffic stays on 127.0.0.1. Every run is bounded by --count events and
-# --duration seconds per scenario and round, and stops by itself.
+# --duration seconds per scenario and round (nostr-bench: --bench-seconds per
+# run), and stops by itself.
 #
 # Usage: scripts/compare-relays.sh [--peers LIST] [--scenarios LIST] [--count N]
 #            [--duration S] [--rounds R] [--connections N] [--timeout S]
 #            [--out DIR] [--no-ours] [--install-only] [--disk]
 #            [--attack-seconds S] [--abuse-args "FLAGS"]
+#            [--bench-tests LIST] [--bench-seconds S] [--bench-rounds R]
+#            [--bench-threads T] [--no-nostr-bench] [--no-load]
 #   --timeout is how long the load tester waits for any one answer (default 5 s):
 #   a relay that leaves some events unanswered (rnostr does, for a few corpus
 #   follow lists) stalls that connection for this long each time.
@@ -28,15 +37,23 @@
 #   abuse.{txt,md,json} and abuse/<relay>-<attack>.{txt,json}.
 #   --attack-seconds is each attack's length; --abuse-args passes more
 #   `nostrwire load` flags (e.g. "--idle-flood 2000 --probe-rate 20").
+#   nostr-bench: --bench-tests (default event-c20,event-c1000,req-c1000) names
+#   each run as TOOL-cCONNECTIONS; --bench-seconds is each run's length
+#   (nostr-bench -k, default 15); --bench-rounds (default: --rounds, at least
+#   2; fewer only when given); --bench-threads is nostr-bench's -t (default
+#   1); --req-limit the limit of its REQs (default 10). --no-nostr-bench
+#   skips it, --no-load skips the `nostrwire load` part. `query` always runs
+#   first (fresh data: every relay serves the same events).
 #   LIST is comma-separated. Peers: khatru-lmdb, khatru-badger, nostr-rs-relay, rnostr.
 #   Environment: PEERS_DIR (installed peers, default ~/.cache/nostrwire-peers);
-#   NOSTRWIRE_BIN (a built nostrwire binary; default: build target/release/nostrwire).
+#   NOSTRWIRE_BIN (a built nostrwire binary; default: build target/release/nostrwire);
+#   NOSTR_BENCH_SEED_BIN (the nostr_bench_seed example; default: built beside it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
 peers="khatru-lmdb,khatru-badger,nostr-rs-relay,rnostr"
-scenarios="publish,publish-open,query,mixed,fanout"
+scenarios="query,publish,publish-open,mixed,fanout"
 count=5000
 duration=20
 rounds=3
@@ -48,6 +65,14 @@ install_only=0
 disk=0
 attack_seconds=15
 abuse_args=""
+bench_tests="event-c20,event-c1000,req-c1000"
+bench_seconds=15
+bench_rounds=""
+bench_threads=1
+req_limit=10
+nostr_bench=1
+load=1
+nb_per_tag=10
 while [ $# -gt 0 ]; do
     case "$1" in
         --peers) peers=$2; shift 2 ;;
@@ -63,7 +88,14 @@ while [ $# -gt 0 ]; do
         --disk) disk=1; shift ;;
         --attack-seconds) attack_seconds=$2; shift 2 ;;
         --abuse-args) abuse_args=$2; shift 2 ;;
-        -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
+        --bench-tests) bench_tests=$2; shift 2 ;;
+        --bench-seconds) bench_seconds=$2; shift 2 ;;
+        --bench-rounds) bench_rounds=$2; shift 2 ;;
+        --bench-threads) bench_threads=$2; shift 2 ;;
+        --req-limit) req_limit=$2; shift 2 ;;
+        --no-nostr-bench) nostr_bench=0; shift ;;
+        --no-load) load=0; shift ;;
+        -h|--help) sed -n '2,50p' "$0"; exit 0 ;;
         *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -80,6 +112,17 @@ for sc in "${scenario_list[@]}"; do
         *) normal+=("$sc") ;;
     esac
 done
+# `query` runs first, on the fresh data directories: every relay then holds
+# the same seeded events when it is asked. After a publishing scenario, a
+# relay that could not take all --count events within --duration would hold
+# fewer, and answer with less.
+ordered=()
+for sc in "${normal[@]}"; do [ "$sc" != query ] || ordered+=(query); done
+for sc in "${normal[@]}"; do [ "$sc" = query ] || ordered+=("$sc"); done
+if [ "${#ordered[@]}" -gt 0 ] && [ "${ordered[*]}" != "${normal[*]}" ]; then
+    echo "compare-relays: query runs first (on fresh data, so every relay serves the same events)" >&2
+fi
+normal=("${ordered[@]}")
 scenarios=$(IFS=','; echo "${normal[*]}")
 
 # Pinned peer versions (see docs/bench-methodology.md).
@@ -89,6 +132,7 @@ GO_NOSTR_VERSION=v0.51.8
 SONIC_VERSION=v1.15.5
 NOSTR_RS_RELAY_VERSION=0.8.12
 RNOSTR_VERSION=0.4.8
+NOSTR_BENCH_VERSION=0.4.0
 
 PEERS_DIR=${PEERS_DIR:-$HOME/.cache/nostrwire-peers}
 mkdir -p "$PEERS_DIR/bin"
@@ -198,10 +242,35 @@ install_rnostr() {
         --version "$RNOSTR_VERSION" --locked --root "$PEERS_DIR" -q
 }
 
+install_nostr_bench() {
+    [ -x "$PEERS_DIR/bin/nostr-bench" ] && return 0
+    # Not --locked: its lockfile pins a `time` release that no longer compiles.
+    CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-1} cargo install nostr-bench \
+        --version "$NOSTR_BENCH_VERSION" --root "$PEERS_DIR" -q
+}
+
+port_in_use() {
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+# Moves $port past ports something else already listens on (another
+# relay on this machine would otherwise answer in place of ours).
+free_port() {
+    while port_in_use "$port"; do
+        log "port $port is in use by another process: trying $((port + 1))"
+        port=$((port + 1))
+    done
+}
+
+# Waits for relay $2 (process $3) to listen on port $1.
 wait_port() {
-    local port=$1 name=$2
+    local port=$1 name=$2 pid=$3
     for _ in $(seq 1 100); do
-        if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+        if ! kill -0 "$pid" 2>/dev/null; then
+            log "$name exited before opening port $port"
+            return 1
+        fi
+        if port_in_use "$port"; then
             return 0
         fi
         sleep 0.1
@@ -216,29 +285,43 @@ describe=()
 port=7790
 
 start_ours() {
+    free_port
     local bin="$NW"
     local data="$work/ours"
     mkdir -p "$data"
     # Throughput runs open up to thousands of connections from 127.0.0.1,
     # which the default per-address limit (32) would refuse: like the peers,
-    # which have no such limit, nostrwire gets none for them. The abuse
-    # scenarios keep every default (their attacker has an address of its own).
+    # which have no such limit, nostrwire gets none for them. Equal work: the
+    # peers serve every kind to anyone, so ours lifts its NIP-42 read
+    # restriction (kinds 4 and 1059 by default) and every relay answers the
+    # same queries with the same events. No AUTH challenge on connect: a
+    # client that does not speak NIP-42 (nostr-bench) would take it for the
+    # answer to its first message; with nothing restricted, none is sent at
+    # all (a tree without the setting always sends it: the greeting check
+    # before each nostr-bench run shows it). The abuse scenarios keep every
+    # default (their attacker has an address of its own).
     local config="$work/ours.toml"
+    local changed="\`connections_per_ip = 0\` and \`restricted_kinds = []\`"
     if [[ ${ABUSE_RUN:-0} == 1 ]]; then
         : >"$config"
     else
-        printf '[rate]\nconnections_per_ip = 0\n' >"$config"
+        printf '[rate]\nconnections_per_ip = 0\n\n[auth]\nrestricted_kinds = []\n' >"$config"
+        if "$bin" relay --print-config 2>/dev/null | grep -q '^challenge_on_connect'; then
+            printf 'challenge_on_connect = false\n' >>"$config"
+            changed="\`connections_per_ip = 0\`, \`restricted_kinds = []\` and \`challenge_on_connect = false\`"
+        fi
     fi
     "$bin" relay --config "$config" --listen "127.0.0.1:$port" --data "$data" >"$work/ours.log" 2>&1 &
     pids+=($!)
-    wait_port "$port" nostrwire || return 1
+    wait_port "$port" nostrwire "$!" || { tail -n 5 "$work/ours.log" >&2; return 1; }
     urls+=("ws://127.0.0.1:$port")
     names+=("nostrwire")
-    describe+=("| nostrwire | $("$NW" --version) (tree at $(git rev-parse --short HEAD)) | \`nostrwire relay --listen 127.0.0.1:$port --data DIR\`, default config (\`nostrwire relay --print-config\`) except \`connections_per_ip = 0\` outside the abuse scenarios | $("$NW" relay --print-config | grep -m1 '^durability' || echo 'see the config') |")
+    describe+=("| nostrwire | $("$NW" --version) (tree at $(git rev-parse --short HEAD)) | \`nostrwire relay --listen 127.0.0.1:$port --data DIR\`, default config (\`nostrwire relay --print-config\`) except $changed outside the abuse scenarios | $("$NW" relay --print-config | grep -m1 '^durability' || echo 'see the config') |")
     port=$((port + 1))
 }
 
 start_peer() {
+    free_port
     local peer=$1 data="$work/$1"
     mkdir -p "$data"
     case "$peer" in
@@ -304,7 +387,7 @@ EOF
             ;;
         *) log "unknown peer $peer"; return 1 ;;
     esac
-    if ! wait_port "$port" "$peer"; then
+    if ! wait_port "$port" "$peer" "${pids[${#pids[@]}-1]}"; then
         tail -n 5 "$work/$peer.log" >&2 || true
         unset 'describe[${#describe[@]}-1]'
         return 1
@@ -323,6 +406,7 @@ if [ "$install_only" = 1 ]; then
             rnostr) install_rnostr ;;
         esac || log "could not install $p"
     done
+    [ "$nostr_bench" = 0 ] || install_nostr_bench || log "could not install nostr-bench"
     exit 0
 fi
 
@@ -436,6 +520,615 @@ run_abuse() {
     cat "$out/abuse.md"
 }
 
+# ---------------------------------------------------------------------------
+# nostr-bench: each relay alone on a fresh data directory, one run at a time.
+
+# What a relay sends on a new WebSocket connection before the client says
+# anything (within 1 s): AUTH, other or nothing. A client that takes the
+# first text frame for the answer to its first message (nostr-bench does)
+# misreads a relay that greets it.
+greeting() {
+    local port=$1 fd reply="$work/greeting"
+    : >"$reply"
+    if ! exec {fd}<>"/dev/tcp/127.0.0.1/$port"; then
+        echo unknown
+        return
+    fi
+    printf 'GET / HTTP/1.1\r\nHost: 127.0.0.1:%s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n' "$port" >&"$fd"
+    timeout 1 cat <&"$fd" >"$reply" 2>/dev/null || true
+    exec {fd}>&-
+    if grep -aEq '\[ *"AUTH"' "$reply"; then
+        echo AUTH
+    elif grep -aq '\["' "$reply"; then
+        echo other
+    else
+        echo nothing
+    fi
+}
+
+# Equal work for nostr-bench's `req`: asks relay port $1 for 100 of the
+# hashtags nostr-bench draws (`{"#t":["nostr-bench-N"],"limit":$2}`, N = 0,
+# 10, … 990), one REQ at a time on one WebSocket (TCP_NODELAY), and prints
+# the REQs answered with EOSE, the events and the bytes of the event
+# messages returned (payloads, frame headers not counted) as JSON.
+# nostr-bench's own byte count cannot tell: every connection's last REQ is
+# cut off by -k part-way through its answer.
+req_check() {
+    timeout 60 python3 - "$1" "$2" <<'PY' || echo '{"error": "check failed"}'
+import base64, json, os, socket, struct, sys
+port, limit = int(sys.argv[1]), int(sys.argv[2])
+s = socket.create_connection(("127.0.0.1", port), timeout=10)
+s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+key = base64.b64encode(os.urandom(16)).decode()
+s.sendall((f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
+           f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+           "Sec-WebSocket-Version: 13\r\n\r\n").encode())
+buf = b""
+while b"\r\n\r\n" not in buf:
+    chunk = s.recv(65536)
+    if not chunk:
+        sys.exit(1)
+    buf += chunk
+head, buf = buf.split(b"\r\n\r\n", 1)
+if b" 101 " not in head.split(b"\r\n")[0]:
+    sys.exit(1)
+
+def send(text, opcode=0x1):
+    data, mask = text.encode() if isinstance(text, str) else text, os.urandom(4)
+    n = len(data)
+    if n < 126:
+        hdr = struct.pack("!BB", 0x80 | opcode, 0x80 | n)
+    elif n < 65536:
+        hdr = struct.pack("!BBH", 0x80 | opcode, 0x80 | 126, n)
+    else:
+        hdr = struct.pack("!BBQ", 0x80 | opcode, 0x80 | 127, n)
+    s.sendall(hdr + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(data)))
+
+def need(n):
+    global buf
+    while len(buf) < n:
+        chunk = s.recv(1 << 20)
+        if not chunk:
+            raise EOFError
+        buf += chunk
+
+def message():
+    global buf
+    parts = []
+    while True:
+        need(2)
+        b0, b1 = buf[0], buf[1]
+        n, off = b1 & 0x7F, 2
+        if n == 126:
+            need(4); n = struct.unpack("!H", buf[2:4])[0]; off = 4
+        elif n == 127:
+            need(10); n = struct.unpack("!Q", buf[2:10])[0]; off = 10
+        need(off + n)
+        payload, buf = buf[off:off + n], buf[off + n:]
+        op = b0 & 0x0F
+        if op == 0x9:
+            send(payload, 0xA)
+            continue
+        if op == 0x8:
+            raise EOFError
+        if op in (0x1, 0x2, 0x0):
+            parts.append(payload)
+            if b0 & 0x80:
+                return b"".join(parts)
+
+def unescaped_len(raw):
+    # Each JSON string escape counted as the UTF-8 bytes of its character
+    # (the same rule as `nostrwire load`'s bytes_unescaped).
+    n, i = len(raw), 0
+    while True:
+        j = raw.find(b"\\", i)
+        if j < 0 or j + 1 >= len(raw):
+            return n
+        if raw[j + 1:j + 2] == b"u":
+            try:
+                cp = int(raw[j + 2:j + 6], 16)
+            except ValueError:
+                i = j + 2
+                continue
+            if 0xD800 <= cp < 0xDC00 and raw[j + 6:j + 8] == b"\\u":
+                n -= 8
+                i = j + 12
+            else:
+                n -= 6 - (1 if cp < 0x80 else 2 if cp < 0x800 else 3)
+                i = j + 6
+        else:
+            n -= 1
+            i = j + 2
+
+reqs = events = size = plain = 0
+for i, n in enumerate(range(0, 1000, 10)):
+    sub = f"check{i}"
+    send(json.dumps(["REQ", sub, {"#t": [f"nostr-bench-{n}"], "limit": limit}]))
+    while True:
+        raw = message()
+        try:
+            msg = json.loads(raw)
+        except ValueError:
+            continue
+        if msg[:2] == ["EVENT", sub]:
+            events += 1
+            size += len(raw)
+            plain += unescaped_len(raw)
+        elif msg[:2] == ["EOSE", sub]:
+            reqs += 1
+            break
+        elif msg[:2] == ["CLOSED", sub]:
+            break
+    send(json.dumps(["CLOSE", sub]))
+print(json.dumps({"reqs": reqs, "events": events, "bytes": size, "unescaped": plain}))
+PY
+}
+
+# utime + stime of a process, in clock ticks (fields 14 and 15 of /proc/PID/stat).
+cpu_ticks() {
+    awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat" 2>/dev/null || true
+}
+
+# One nostr-bench run: $2 (event-c20, req-c1000, …) against relay $1 in
+# round $3, the relay alone on a fresh data directory. Appends one JSON line
+# to $nb_results.
+nb_run() {
+    local name=$1 test=$2 round=$3
+    local tool=${test%%-c*} conns=${test##*-c}
+    local dir="$work/$name"
+    [ "$name" != nostrwire ] || dir="$work/ours"
+    rm -rf "$dir"
+    if ! start_one "$name" "$nb_port"; then
+        nb_port=$((port + 1))
+        log "nostr-bench: $name did not start: skipping $test"
+        return 1
+    fi
+    nb_port=$port
+    local url=$abuse_url pid=$abuse_pid
+    local base="$out/nostr-bench/$name-$test-r$round"
+    local hello seeded=null check=null
+    hello=$(greeting "${url##*:}")
+    local extra=()
+    if [ "$tool" = req ]; then
+        # Every relay serves the same events: the seed file, replayed
+        # (not timed; a generous timeout, so a slow writer still gets them all).
+        "$NW" load --relay "$url" --scenario publish --replay "$nb_seed" \
+            --count "$nb_seed_count" --connections 100 --duration 300 \
+            --timeout 10 --rounds 1 --quiet \
+            --report "$base.seed.json" >"$base.seed.txt" 2>&1 ||
+            log "nostr-bench: seeding $name failed (see $base.seed.txt)"
+        seeded=$(jq '.totals[0].ops.publish.successes // 0' "$base.seed.json" 2>/dev/null || echo null)
+        check=$(req_check "${url##*:}" "$req_limit")
+        extra=(--limit "$req_limit")
+    fi
+    log "nostr-bench: round $round, $name, $tool with $conns connections"
+    local t0 t1 up=true
+    t0=$(cpu_ticks "$pid")
+    timeout "$((bench_seconds + 60))" "$NOSTR_BENCH" "$tool" "$url" -c "$conns" -r "$conns" \
+        -k "$bench_seconds" -t "$bench_threads" "${extra[@]}" --json >"$base.out" 2>"$base.err" ||
+        log "nostr-bench: $tool against $name ended with an error (see $base.err)"
+    t1=$(cpu_ticks "$pid")
+    kill -0 "$pid" 2>/dev/null || up=false
+    stop_pid "$pid"
+    python3 - "$base.out" "$name" "$test" "$tool" "$conns" "$round" "$bench_seconds" \
+        "$bench_threads" "$req_limit" "$hello" "$seeded" "${t0:-}" "${t1:-}" "$clk_tck" "$up" "$check" \
+        >>"$nb_results" <<'PY'
+import json, statistics, sys
+(path, relay, test, tool, conns, rnd, secs, threads, limit, hello, seeded,
+ t0, t1, tck, up, check) = sys.argv[1:]
+lines = []
+for line in open(path, errors="replace"):
+    line = line.strip()
+    if line.startswith("{"):
+        try:
+            lines.append(json.loads(line))
+        except ValueError:
+            pass
+secs, limit = int(secs), int(limit)
+rec = {"relay": relay, "test": test, "tool": tool, "connections": int(conns),
+       "round": int(rnd), "seconds": secs, "threads": int(threads),
+       "greeting": hello, "seeded": None if seeded == "null" else int(seeded),
+       "relay_up": up == "true"}
+cpu = (int(t1) - int(t0)) / int(tck) if t0 and t1 else None
+rec["relay_cpu_s"] = cpu
+if tool == "req":
+    try:
+        chk = json.loads(check)
+    except ValueError:
+        chk = None
+    if not isinstance(chk, dict):
+        chk = {"error": "check failed"}
+    rec["check"] = chk
+    if chk.get("reqs"):
+        rec["bytes_per_req"] = chk["bytes"] / chk["reqs"]
+        rec["unescaped_per_req"] = chk.get("unescaped", chk["bytes"]) / chk["reqs"]
+        rec["events_per_req"] = chk["events"] / chk["reqs"]
+if not lines:
+    rec["error"] = "no output"
+    print(json.dumps(rec))
+    sys.exit()
+last = lines[-1]
+m, c = last["message_stats"], last["connect_stats"]
+complete, errors = m["complete"], m["error"]
+rec["avg_ms"] = m["success_time"]["avg"]
+rec.update(complete=complete, errors=errors, successes=complete - errors,
+           events=m["event"], size=m["size"], connect_errors=c["error"],
+           connections_lost=c["lost"])
+# Per-interval rates (nostr-bench prints every 2 s) while every connection
+# is sending: after the first 2 s (open, then its 1 s wait) and before the
+# first connection's -k ends.
+full = [l["tps"] for l in lines[1:]
+        if l["elapsed"] - l["last_elapsed"] >= 2000 and l["elapsed"] <= secs * 1000]
+rec["tps_intervals"] = full
+rec["tps"] = statistics.median(full) if full else (complete - errors) / max(secs - 1, 1)
+rec["cpu_us_per_op"] = cpu * 1e6 / complete if cpu is not None and complete else None
+print(json.dumps(rec))
+PY
+}
+
+run_nostr_bench() {
+    install_nostr_bench || { log "nostr-bench did not install: skipping it"; return 1; }
+    NOSTR_BENCH="$PEERS_DIR/bin/nostr-bench"
+    local seed_bin=${NOSTR_BENCH_SEED_BIN:-}
+    if [ -z "$seed_bin" ]; then
+        log "building the nostr_bench_seed example (release)"
+        CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-1} cargo build --release --locked -q \
+            -p nostrwire-loadgen --example nostr_bench_seed
+        seed_bin="${CARGO_TARGET_DIR:-$ROOT/target}/release/examples/nostr_bench_seed"
+    fi
+    mkdir -p "$out/nostr-bench"
+    nb_results="$out/nostr-bench.jsonl"
+    : >"$nb_results"
+    nb_seed="$work/nostr-bench-seed.jsonl"
+    nb_seed_count=$((nb_per_tag * 1000))
+    "$seed_bin" --per-tag "$nb_per_tag" --newest "$(date +%s)" >"$nb_seed"
+    clk_tck=$(getconf CLK_TCK)
+    nb_port=7990
+    local relays=() peer_list=() tests=()
+    [ "$ours" = 1 ] && relays+=(nostrwire)
+    [ -z "$peers" ] || IFS=',' read -r -a peer_list <<<"$peers"
+    relays+=("${peer_list[@]}")
+    IFS=',' read -r -a tests <<<"$bench_tests"
+    # At least two rounds unless asked for fewer (a quick check).
+    local nr=$bench_rounds
+    if [ -z "$nr" ]; then
+        nr=$rounds
+        [ "$nr" -ge 2 ] || nr=2
+    fi
+    local r t name
+    # Alternating rounds: every test runs against every relay in turn
+    # (A B A B …), so a slow spell of the shared machine falls on all.
+    for r in $(seq 1 "$nr"); do
+        for t in "${tests[@]}"; do
+            for name in "${relays[@]}"; do
+                nb_run "$name" "$t" "$r" || true
+            done
+        done
+    done
+    python3 - "$nb_results" <<'PY' >"$out/nostr-bench.md"
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+print("# nostr-bench runs")
+print()
+print("One line per run: the relay alone on a fresh data directory. tps: median of nostr-bench's")
+print("2-second rates while every connection was sending; relay CPU: utime + stime from /proc")
+print("around the run (handshakes included); µs per op: that CPU over the operations nostr-bench")
+print("counted as answered. mean ms: nostr-bench's mean time from a request to its answer (whole")
+print("milliseconds). greeting: what the relay sent on connect before the client spoke.")
+print("bytes and events per REQ: the equal-work check before `req` (100 of nostr-bench's hashtags,")
+print("one REQ at a time; bytes of the event messages returned). seeded: events of the seed file")
+print("the relay accepted.")
+print()
+print("| round | test | relay | greeting | tps | mean ms | answered | failed | relay CPU s | µs CPU / op | bytes / REQ | events / REQ | seeded | notes |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+def f(v, d=0):
+    return "–" if v is None else f"{v:,.{d}f}"
+for x in recs:
+    notes = []
+    if x.get("error"):
+        notes.append(x["error"])
+    if x.get("connect_errors"):
+        notes.append(f"{x['connect_errors']} connections refused")
+    if x.get("connections_lost"):
+        notes.append(f"{x['connections_lost']} connections lost")
+    if not x.get("relay_up", True):
+        notes.append("relay exited")
+    print(f"| {x['round']} | {x['test']} | {x['relay']} | {x.get('greeting')} | {f(x.get('tps'))} | {f(x.get('avg_ms'))} | "
+          f"{f(x.get('complete'))} | {f(x.get('errors'))} | {f(x.get('relay_cpu_s'), 2)} | "
+          f"{f(x.get('cpu_us_per_op'))} | {f(x.get('bytes_per_req'))} | {f(x.get('events_per_req'), 1)} | "
+          f"{f(x.get('seeded'))} | {'; '.join(notes)} |")
+PY
+    log "wrote $out/nostr-bench.md"
+}
+
+# headline.md: both tools' figures side by side for each relay.
+write_headline() {
+    python3 - "$out" "$work/names.tsv" "$nb_per_tag" "$connections" "$bench_seconds" "$bench_threads" "$req_limit" <<'PY' >"$out/headline.md"
+import json, os, statistics, sys
+from collections import defaultdict
+
+out, names_path, per_tag, conns, secs, threads, limit = sys.argv[1:]
+OURS = "nostrwire"
+GATE = 0.001  # a ratio needs every relay under 0.1 % timeouts (failures)
+BYTES_TOL = 0.01
+
+names = {}
+if os.path.exists(names_path):
+    for line in open(names_path):
+        url, name = line.rstrip("\n").split("\t")
+        names[url] = name
+
+load = None
+if os.path.exists(os.path.join(out, "relays.json")):
+    load = json.load(open(os.path.join(out, "relays.json")))
+nb = []
+nb_path = os.path.join(out, "nostr-bench.jsonl")
+if os.path.exists(nb_path):
+    nb = [json.loads(l) for l in open(nb_path) if l.strip()]
+
+relays = []
+def see(r):
+    if r not in relays:
+        relays.append(r)
+see(OURS)
+if load:
+    for x in load["totals"]:
+        see(names.get(x["relay"], x["relay"]))
+for x in nb:
+    see(x["relay"])
+if not any(x["relay"] == OURS for x in nb) and not (load and OURS in names.values()):
+    relays.remove(OURS)
+peers = [r for r in relays if r != OURS]
+
+def fmt(v, digits=0):
+    if v is None:
+        return "–"
+    if digits == 0:
+        return f"{v:,.0f}"
+    return f"{v:,.{digits}f}"
+
+def pct(x):
+    return f"{x * 100:.2f} %" if x < 0.1 else f"{x * 100:.1f} %"
+
+rows = []  # (figure, tool, {relay: text}, ratio text)
+
+def ratio_text(kind, clean_vals, gate_notes, bytes_note, n_clean, n_all, left_out=None):
+    """kind: 'higher' (throughput) or 'lower' (CPU per op)."""
+    if bytes_note:
+        return f"— ({bytes_note})"
+    if left_out:
+        gate_notes = gate_notes + [left_out]
+    ours = clean_vals.get(OURS)
+    cands = {r: v for r, v in clean_vals.items() if r != OURS and v is not None and v > 0}
+    if n_clean == 0 or ours is None or not cands:
+        why = "; ".join(gate_notes) if gate_notes else "no peer figure"
+        if ours is None and not gate_notes:
+            why = "no figure of ours"
+        return f"— ({why})"
+    best = max(cands, key=cands.get) if kind == "higher" else min(cands, key=cands.get)
+    text = f"{ours / cands[best]:.2f} vs {best}"
+    if n_clean < n_all:
+        text += f" (from {n_clean} of {n_all} rounds; {'; '.join(gate_notes)})"
+    elif left_out:
+        text += f" ({left_out})"
+    return text
+
+# ---- nostr-bench ------------------------------------------------------------
+by_test = defaultdict(list)
+for x in nb:
+    by_test[x["test"]].append(x)
+for test in sorted(by_test, key=lambda t: (t.split("-c")[0] != "event", int(t.split("-c")[1]))):
+    recs = by_test[test]
+    tool = recs[0]["tool"]
+    c = recs[0]["connections"]
+    rounds = sorted({x["round"] for x in recs})
+    # A relay that greets with AUTH is misread by nostr-bench's event loop.
+    misread = {x["relay"] for x in recs if tool == "event" and x.get("greeting") == "AUTH"}
+    def failed_share(x):
+        if "error" in x or not x.get("complete"):
+            return 1.0
+        bad = x.get("errors", 0) if tool == "event" else 0
+        return bad / x["complete"]
+    clean_rounds, notes = [], []
+    for r in rounds:
+        bad = []
+        for x in recs:
+            # A relay left out of the ratio (misread) does not hold it back.
+            if x["round"] != r or x["relay"] in misread:
+                continue
+            share = failed_share(x)
+            if share > GATE:
+                bad.append(f"{x['relay']} {pct(share)} failed")
+            elif not x.get("relay_up", True):
+                bad.append(f"{x['relay']} exited")
+        if bad:
+            notes.append(f"round {r}: " + ", ".join(bad))
+        else:
+            clean_rounds.append(r)
+    def vals(key, rs, agg):
+        res = {}
+        for rel in relays:
+            xs = [x for x in recs if x["relay"] == rel and x["round"] in rs and x.get(key) is not None]
+            res[rel] = agg(xs) if xs else None
+        return res
+    mean_tps = lambda xs: statistics.mean(x["tps"] for x in xs)
+    cpu_per = lambda xs: (sum(x["relay_cpu_s"] for x in xs) * 1e6 / sum(x["complete"] for x in xs)) if sum(x["complete"] for x in xs) else None
+    shown_tps = vals("tps", rounds, mean_tps)
+    shown_cpu = vals("cpu_us_per_op", rounds, cpu_per)
+    clean_tps = {r: v for r, v in vals("tps", clean_rounds, mean_tps).items() if r not in misread}
+    clean_cpu = {r: v for r, v in vals("cpu_us_per_op", clean_rounds, cpu_per).items() if r not in misread}
+    gate_notes = list(notes)
+    left_out = None
+    if misread:
+        left_out = (", ".join(sorted(misread)) + " left out: greets with AUTH, which nostr-bench"
+                    " takes for the OK of its first EVENT")
+    bytes_note = None
+    if tool == "req":
+        bpr = vals("bytes_per_req", rounds, lambda xs: statistics.mean(x["bytes_per_req"] for x in xs))
+        upr = vals("bytes_per_req", rounds, lambda xs: statistics.mean(x.get("unescaped_per_req", x["bytes_per_req"]) for x in xs))
+        epr = vals("events_per_req", rounds, lambda xs: statistics.mean(x["events_per_req"] for x in xs))
+        ours_b = upr.get(OURS)
+        off = []
+        for p in peers:
+            if ours_b and upr.get(p) is not None and abs(upr[p] / ours_b - 1) > BYTES_TOL:
+                off.append(f"{p} returns {upr[p] / ours_b - 1:+.1%} bytes per REQ")
+        if off:
+            bytes_note = "unequal work: " + "; ".join(off)
+    lat = vals("avg_ms", rounds, lambda xs: statistics.mean(x["avg_ms"] for x in xs))
+    def cell(rel, v, digits=0, with_latency=False):
+        t = fmt(v, digits)
+        if with_latency and v is not None and lat.get(rel) is not None:
+            t += f" ({lat[rel]:.0f} ms)"
+        if rel in misread and v is not None:
+            t += " (misread)"
+        errs = [x for x in recs if x["relay"] == rel and failed_share(x) > GATE]
+        if errs and v is not None:
+            t += " (" + ", ".join(f"r{x['round']}: {pct(failed_share(x))} failed" for x in errs) + ")"
+        return t
+    what = f"nostr-bench {tool}, c={c}" + (f", limit {limit}" if tool == "req" else "")
+    unit, per = ("events/s", "µs relay CPU per event") if tool == "event" else ("REQs/s", "µs relay CPU per REQ")
+    rows.append((unit + " (mean ms per answer)", what, {r: cell(r, shown_tps[r], with_latency=True) for r in relays},
+                 ratio_text("higher", clean_tps, gate_notes, bytes_note, len(clean_rounds), len(rounds), left_out)))
+    rows.append((per, what, {r: cell(r, shown_cpu[r]) for r in relays},
+                 ratio_text("lower", clean_cpu, gate_notes, bytes_note, len(clean_rounds), len(rounds), left_out)))
+    if tool == "req":
+        rows.append(("bytes returned per REQ as sent / unescaped (events per REQ), check before the run", what,
+                     {r: (f"{fmt(bpr[r])} / {fmt(upr[r])} ({fmt(epr[r], 1)})" if bpr[r] is not None else "–") for r in relays},
+                     "unescaped must match ours within 1 %"))
+
+# ---- nostrwire load -----------------------------------------------------------
+if load:
+    def name(x):
+        return names.get(x["relay"], x["relay"])
+    for sc, unit, per in (("publish", "events/s", "µs relay CPU per event"),
+                          ("query", "REQs/s", "µs relay CPU per REQ")):
+        res = [x for x in load["rounds"] if x["scenario"] == sc]
+        if not res:
+            continue
+        def timed(x):
+            return {l: o for l, o in x["ops"].items() if l not in ("seed", "subscribe")}
+        def ops_of(x):
+            t = timed(x)
+            if sc == "publish":
+                t = {l: o for l, o in t.items() if l == "publish"}
+            return t
+        def succ(x):
+            return sum(o["successes"] for o in ops_of(x).values())
+        def timeouts(x):
+            t = ops_of(x)
+            n = sum(o["successes"] + o["failures"] for o in t.values())
+            to = sum(o["failures_by_reason"].get("timeout", 0) for o in t.values())
+            return to / n if n else 0.0
+        rounds = sorted({x["round"] for x in res})
+        clean_rounds, notes = [], []
+        for r in rounds:
+            bad = [f"{name(x)} {pct(timeouts(x))} timed out" for x in res if x["round"] == r and timeouts(x) > GATE]
+            if bad:
+                notes.append(f"round {r}: " + ", ".join(bad))
+            else:
+                clean_rounds.append(r)
+        def tp(rs):
+            v = {}
+            for rel in relays:
+                xs = [x for x in res if name(x) == rel and x["round"] in rs]
+                el = sum(x["elapsed_s"] for x in xs)
+                v[rel] = sum(succ(x) for x in xs) / el if xs and el > 0 else None
+            return v
+        def cpu(rs):
+            v = {}
+            for rel in relays:
+                xs = [x for x in res if name(x) == rel and x["round"] in rs and x.get("relay_cpu_measured_s") is not None]
+                n = sum(x.get("measured_ops", 0) for x in xs)
+                v[rel] = sum(x["relay_cpu_measured_s"] for x in xs) * 1e6 / n if xs and n else None
+            return v
+        bytes_note = None
+        if sc == "query":
+            # Bytes of returned events per REQ, per query class, against ours.
+            per_class, ran = {}, {}
+            for rel in relays:
+                acc = defaultdict(lambda: [0, 0])
+                for x in res:
+                    if name(x) != rel:
+                        continue
+                    for l, o in timed(x).items():
+                        if l.startswith("query:"):
+                            acc[l][0] += o.get("bytes_unescaped", o.get("bytes_received", 0))
+                            acc[l][1] += o["successes"] + o["failures"]
+                per_class[rel] = {l: b / n for l, (b, n) in acc.items() if n}
+                ran[rel] = {l: n for l, (b, n) in acc.items()}
+            off = []
+            ours_c = per_class.get(OURS, {})
+            for p in peers:
+                worst = 0.0
+                for l, b in ours_c.items():
+                    pb = per_class.get(p, {}).get(l)
+                    if pb is None or b == 0:
+                        continue
+                    d = pb / b - 1
+                    if abs(d) > abs(worst):
+                        worst = d
+                        wl = l
+                if abs(worst) > BYTES_TOL:
+                    note = f"{p} returns {worst:+.1%} bytes per REQ ({wl}"
+                    mine, theirs = ran.get(OURS, {}).get(wl, 0), ran.get(p, {}).get(wl, 0)
+                    if mine != theirs:
+                        # --duration ended one of them first: not the same queries.
+                        note += f"; {theirs:,} queries against our {mine:,}: raise --duration"
+                    off.append(note + ")")
+            if off:
+                bytes_note = "unequal work: " + "; ".join(off)
+        tcell = {}
+        for rel in relays:
+            v = tp(rounds)[rel]
+            t = fmt(v)
+            bad = [f"r{x['round']}: {pct(timeouts(x))} timed out" for x in res if name(x) == rel and timeouts(x) > GATE]
+            if bad and v is not None:
+                t += " (" + ", ".join(bad) + ")"
+            tcell[rel] = t
+        what = f"nostrwire load {sc}, c={conns}" + (", six query classes" if sc == "query" else ", real kind mix")
+        rows.append((unit, what, tcell,
+                     ratio_text("higher", tp(clean_rounds), notes, bytes_note, len(clean_rounds), len(rounds))))
+        rows.append((per, what, {r: fmt(cpu(rounds)[r]) for r in relays},
+                     ratio_text("lower", cpu(clean_rounds), notes, bytes_note, len(clean_rounds), len(rounds))))
+        if sc == "query":
+            tot = {}
+            for rel in relays:
+                xs = [x for x in res if name(x) == rel]
+                q = [o for x in xs for l, o in timed(x).items() if l.startswith("query:")]
+                b = sum(o.get("bytes_received", 0) for o in q)
+                u = sum(o.get("bytes_unescaped", o.get("bytes_received", 0)) for o in q)
+                n = sum(o["successes"] + o["failures"] for o in q)
+                e = sum(o.get("events_received", 0) for o in q)
+                tot[rel] = f"{fmt(b / n)} / {fmt(u / n)} ({fmt(e / n, 1)})" if n else "–"
+            rows.append(("bytes returned per REQ as sent / unescaped (events per REQ)", what, tot,
+                         "unescaped must match ours within 1 % in every query class"))
+
+print("# Headline figures")
+print()
+print("Written by scripts/compare-relays.sh. Each relay's figure covers every round (nostr-bench: the "
+      "mean of the rounds' rates; nostrwire load: successes over the measured time of all rounds); "
+      "a ratio (ours / best peer) uses only the rounds in which no relay timed out on (nostr-bench: "
+      "failed) more than 0.1 % of its requests, and is refused (—, with the reason) when the relays "
+      "did not return the same bytes per REQ within 1 % (unescaped: JSON string escapes counted as "
+      "the characters they stand for, since relays escape differently, e.g. `>` as `\\u003e`). For events/s and REQs/s higher is better, "
+      "so a ratio above 1 is ours ahead; for µs of relay CPU per operation lower is better, so a "
+      "ratio below 1 is ours ahead. Relay CPU: utime + stime of the relay process from /proc, "
+      "read before and after the measured run, divided by the operations the tool counted. "
+      "Method: docs/bench-methodology.md, \"nostr-bench beside nostrwire load\".")
+print()
+print(f"nostr-bench: `-t {threads} -k {secs}`, connections opened at once (`-r` = `-c`), each relay alone "
+      f"on a fresh data directory; before `req`, {int(per_tag) * 1000:,} kind-1 notes with nostr-bench's "
+      f"tags ({per_tag} per hashtag) replayed into it. nostrwire load: all relays running, scenarios "
+      f"interleaved, events signed before the clock.")
+print()
+print("| figure | tool, setting | " + " | ".join(relays) + " | ours / best peer |")
+print("|---|---|" + "---|" * len(relays) + "---|")
+for fig, what, cells, ratio in rows:
+    print(f"| {fig} | {what} | " + " | ".join(cells.get(r, "–") for r in relays) + f" | {ratio} |")
+PY
+    cat "$out/headline.md"
+}
+
 if [ "${#normal[@]}" -eq 0 ]; then
     run_abuse
     {
@@ -447,81 +1140,105 @@ if [ "${#normal[@]}" -eq 0 ]; then
     } >"$out/peers.md"
     exit 0
 fi
-if [ "$ours" = 1 ]; then
-    start_ours || { log "our relay did not start; see $work/ours.log"; exit 1; }
-fi
-IFS=',' read -r -a peer_list <<<"$peers"
-for p in "${peer_list[@]}"; do
-    start_peer "$p" || log "skipping $p"
-done
-if [ "${#urls[@]}" -lt 1 ]; then
-    log "no relay running"
-    exit 1
-fi
-
-{
-    echo "# Relays in this run"
-    echo
-    echo "Started by scripts/compare-relays.sh on $(date -u +%Y-%m-%dT%H:%M:%SZ); every relay on 127.0.0.1 with a fresh data directory."
-    echo
-    echo "| relay | version | config | durability |"
-    echo "|---|---|---|---|"
-    printf '%s\n' "${describe[@]}"
-    echo
-    for i in "${!urls[@]}"; do echo "- ${names[$i]}: ${urls[$i]}"; done
-} >"$out/peers.md"
-
-compare=()
-if [ "${#urls[@]}" -gt 1 ]; then
-    compare=(--compare "${urls[@]:1}")
-fi
-log "running: ${names[*]}"
-"$NW" load --relay "${urls[0]}" "${compare[@]}" \
-    --scenario "$scenarios" --count "$count" --duration "$duration" --rounds "$rounds" \
-    --connections "$connections" --timeout "$timeout" --quiet \
-    --report "$out/relays.json" --markdown "$out/relays.md" --svg "$out/relays.svg" |
-    tee "$out/relays.txt"
-log "wrote $out/relays.md"
-
-# Disk: every relay stopped cleanly, then its data directory measured.
-if [ "$disk" = 1 ]; then
+run_load() {
     if [ "$ours" = 1 ]; then
-        # shellcheck source=scripts/lib/indexes.sh
-        . "$ROOT/scripts/lib/indexes.sh"
-        wait_for_indexes "${urls[0]/ws:/http:}"
+        start_ours || { log "our relay did not start; see $work/ours.log"; exit 1; }
     fi
-    for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-    for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-    pids=()
+    IFS=',' read -r -a peer_list <<<"$peers"
+    for p in "${peer_list[@]}"; do
+        start_peer "$p" || log "skipping $p"
+    done
+    if [ "${#urls[@]}" -lt 1 ]; then
+        log "no relay running"
+        exit 1
+    fi
+    for i in "${!urls[@]}"; do printf '%s\t%s\n' "${urls[$i]}" "${names[$i]}"; done >"$work/names.tsv"
+
     {
-        echo "# Disk after the run"
+        echo "# Relays in this run"
         echo
-        echo "Each relay's data directory after the same events (\`du -sb\`: bytes of its files; \`du -sk\`: blocks allocated, which is what counts for sparse files such as Badger's preallocated logs), every relay stopped with SIGTERM first."
+        echo "Started by scripts/compare-relays.sh on $(date -u +%Y-%m-%dT%H:%M:%SZ); every relay on 127.0.0.1 with a fresh data directory."
         echo
-        kept_json=""
-        if [ "$ours" = 1 ]; then
-            read -r kept kept_json < <("$NW" export --data "$work/ours" |
-                LC_ALL=C awk '{n++; b+=length($0)} END{print n+0, b+0}')
-            echo "nostrwire kept $kept events: $kept_json bytes of JSON (\`nostrwire export\`, one line each, newlines not counted)."
-            echo
-        fi
-        echo "| relay | bytes | allocated | allocated / nostrwire's kept JSON |"
+        echo "| relay | version | config | durability |"
         echo "|---|---|---|---|"
-        for i in "${!names[@]}"; do
-            dir="$work/${names[$i]}"
-            [ "${names[$i]}" != nostrwire ] || dir="$work/ours"
-            bytes=$(du -sb "$dir" | cut -f1)
-            alloc=$(( $(du -sk "$dir" | cut -f1) * 1024 ))
-            ratio=$(awk -v b="$alloc" -v j="${kept_json:-0}" 'BEGIN{ if (j > 0) printf "%.3f", b / j; else print "—" }')
-            echo "| ${names[$i]} | $bytes | $alloc | $ratio |"
-        done
-    } >"$out/disk.md"
-    cat "$out/disk.md"
+        printf '%s\n' "${describe[@]}"
+        echo
+        for i in "${!urls[@]}"; do echo "- ${names[$i]}: ${urls[$i]}"; done
+    } >"$out/peers.md"
+
+    compare=()
+    if [ "${#urls[@]}" -gt 1 ]; then
+        compare=(--compare "${urls[@]:1}")
+    fi
+    log "running: ${names[*]}"
+    "$NW" load --relay "${urls[0]}" "${compare[@]}" \
+        --scenario "$scenarios" --count "$count" --duration "$duration" --rounds "$rounds" \
+        --connections "$connections" --timeout "$timeout" --quiet \
+        --report "$out/relays.json" --markdown "$out/relays.md" --svg "$out/relays.svg" |
+        tee "$out/relays.txt"
+    log "wrote $out/relays.md"
+
+    # Disk: every relay stopped cleanly, then its data directory measured.
+    if [ "$disk" = 1 ]; then
+        if [ "$ours" = 1 ]; then
+            # shellcheck source=scripts/lib/indexes.sh
+            . "$ROOT/scripts/lib/indexes.sh"
+            wait_for_indexes "${urls[0]/ws:/http:}"
+        fi
+        for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+        for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+        pids=()
+        {
+            echo "# Disk after the run"
+            echo
+            echo "Each relay's data directory after the same events (\`du -sb\`: bytes of its files; \`du -sk\`: blocks allocated, which is what counts for sparse files such as Badger's preallocated logs), every relay stopped with SIGTERM first."
+            echo
+            kept_json=""
+            if [ "$ours" = 1 ]; then
+                read -r kept kept_json < <("$NW" export --data "$work/ours" |
+                    LC_ALL=C awk '{n++; b+=length($0)} END{print n+0, b+0}')
+                echo "nostrwire kept $kept events: $kept_json bytes of JSON (\`nostrwire export\`, one line each, newlines not counted)."
+                echo
+            fi
+            echo "| relay | bytes | allocated | allocated / nostrwire's kept JSON |"
+            echo "|---|---|---|---|"
+            for i in "${!names[@]}"; do
+                dir="$work/${names[$i]}"
+                [ "${names[$i]}" != nostrwire ] || dir="$work/ours"
+                bytes=$(du -sb "$dir" | cut -f1)
+                alloc=$(( $(du -sk "$dir" | cut -f1) * 1024 ))
+                ratio=$(awk -v b="$alloc" -v j="${kept_json:-0}" 'BEGIN{ if (j > 0) printf "%.3f", b / j; else print "—" }')
+                echo "| ${names[$i]} | $bytes | $alloc | $ratio |"
+            done
+        } >"$out/disk.md"
+        cat "$out/disk.md"
+    fi
+    # Every relay stopped: nostr-bench runs each alone.
+    for pid in "${pids[@]}"; do stop_pid "$pid"; done
+    pids=()
+}
+
+if [ "$load" = 1 ]; then
+    run_load
+fi
+if [ "$nostr_bench" = 1 ]; then
+    run_nostr_bench || true
+fi
+if [ "$load" = 1 ] || [ "$nostr_bench" = 1 ]; then
+    write_headline
+    log "wrote $out/headline.md"
+fi
+if [ "$load" = 0 ]; then
+    {
+        echo "# Relays in this run"
+        echo
+        echo "| relay | version | config | durability |"
+        echo "|---|---|---|---|"
+        printf '%s\n' "${describe[@]}" | awk '!seen[$0]++'
+    } >"$out/peers.md"
 fi
 
 # Abuse scenarios given beside others: after them, every relay stopped first.
 if [ "${#attacks[@]}" -gt 0 ]; then
-    for pid in "${pids[@]}"; do stop_pid "$pid"; done
-    pids=()
     run_abuse
 fi

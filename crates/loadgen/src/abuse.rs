@@ -1321,17 +1321,47 @@ async fn oversized_subs(mut ctx: Ctx) -> Found {
     f
 }
 
-/// Waits for the relay's AUTH challenge (NIP-42) on a new connection.
+/// Gets the relay's AUTH challenge (NIP-42) on a new connection. A relay
+/// may send it on connect or only together with its first `auth-required:`
+/// answer, so a REQ for the kinds NIP-42 relays withhold from anonymous
+/// readers (4, 1059) is sent at once to draw it out; that subscription is
+/// closed again (unless the relay closed it) before the challenge is used.
 async fn challenge(conn: &mut Conn, wait: Duration) -> Option<String> {
+    let sub = conn.new_sub_id("auth-probe");
+    let mut msg = Vec::new();
+    let filter = Filter {
+        kinds: Some(vec![Kind(4), Kind(1059)]),
+        limit: Some(1),
+        ..Filter::new()
+    };
+    write::req(&mut msg, &sub, &[filter]);
+    conn.send_message(&msg).await.ok()?;
     let deadline = tokio::time::Instant::now() + wait;
-    loop {
-        let incoming = timeout_at(deadline, conn.reader.next()).await.ok()?.ok()?;
-        if let Admitted::Text(t) = incoming {
-            if let Ok(RelayMessage::Auth(c)) = RelayMessage::parse(t) {
-                return Some(c.into_owned());
-            }
+    let mut found = None;
+    // `Some(true)`: the relay closed the probe itself; `Some(false)`: EOSE.
+    let mut answered: Option<bool> = None;
+    while found.is_none() || answered.is_none() {
+        let Ok(Ok(incoming)) = timeout_at(deadline, conn.reader.next()).await else {
+            break;
+        };
+        let Admitted::Text(t) = incoming else {
+            continue;
+        };
+        match RelayMessage::parse(t) {
+            Ok(RelayMessage::Auth(c)) => found = Some(c.into_owned()),
+            Ok(RelayMessage::Eose(s)) if s == sub => answered = Some(false),
+            Ok(RelayMessage::Closed {
+                subscription_id, ..
+            }) if subscription_id == sub => answered = Some(true),
+            _ => {}
         }
     }
+    if answered != Some(true) {
+        msg.clear();
+        write::close(&mut msg, &sub);
+        let _ = conn.send_message(&msg).await;
+    }
+    found
 }
 
 /// Fresh keys for attackers and victims, different on every run.

@@ -101,6 +101,67 @@ pub struct Query {
     pub must_include: Vec<EventId>,
 }
 
+/// What the relay returned for one query before its `EOSE` (or before it failed).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Received {
+    /// Event messages for the query's subscription.
+    pub events: u64,
+    /// Their bytes: each message's payload as sent (JSON text, or the
+    /// binary transport's frame), WebSocket frame headers not counted.
+    pub bytes: u64,
+    /// The same with every JSON string escape counted as the bytes of the
+    /// character it stands for ([`unescaped_len`]): relays that escape
+    /// differently (`>` as `\u003e`) count alike for the same events.
+    pub unescaped: u64,
+}
+
+/// The length of a JSON message with each string escape counted as the
+/// UTF-8 bytes of the character it stands for: `\n` and `\u003e` as one,
+/// `\u00e9` as two, a surrogate pair (`\ud83d\ude00`) as four. A backslash
+/// appears in JSON only inside strings, so no parsing is needed.
+pub fn unescaped_len(msg: &[u8]) -> u64 {
+    fn hex4(b: &[u8]) -> Option<u32> {
+        let s = std::str::from_utf8(b.get(..4)?).ok()?;
+        u32::from_str_radix(s, 16).ok()
+    }
+    let mut n = msg.len() as u64;
+    let mut i = 0;
+    while let Some(off) = msg[i..].iter().position(|&b| b == b'\\') {
+        let j = i + off;
+        match msg.get(j + 1) {
+            Some(b'u') => match hex4(&msg[j + 2..]) {
+                Some(hi)
+                    if (0xD800..0xDC00).contains(&hi)
+                        && msg.get(j + 6..j + 8) == Some(b"\\u".as_slice())
+                        && hex4(&msg[j + 8..]).is_some_and(|lo| (0xDC00..0xE000).contains(&lo)) =>
+                {
+                    n -= 12 - 4;
+                    i = j + 12;
+                }
+                Some(cp) => {
+                    let utf8 = match cp {
+                        0..=0x7F => 1,
+                        0x80..=0x7FF => 2,
+                        _ => 3,
+                    };
+                    n -= 6 - utf8;
+                    i = j + 6;
+                }
+                None => i = j + 2,
+            },
+            Some(_) => {
+                n -= 1;
+                i = j + 2;
+            }
+            None => break,
+        }
+        if i >= msg.len() {
+            break;
+        }
+    }
+    n
+}
+
 /// The outcome of one query.
 #[derive(Clone, Debug, PartialEq)]
 pub enum QueryOutcome {
@@ -109,10 +170,10 @@ pub enum QueryOutcome {
         /// From the REQ write to the EOSE.
         latency: Duration,
         /// Events received before EOSE.
-        events: u64,
+        received: Received,
     },
     /// The query failed.
-    Failed(Failure, u64),
+    Failed(Failure, Received),
 }
 
 /// One WebSocket connection to the relay.
@@ -348,10 +409,10 @@ impl Conn {
         write::req(&mut msg, &sub, std::slice::from_ref(&query.filter));
         let start = Instant::now();
         if self.send_message(&msg).await.is_err() {
-            return QueryOutcome::Failed(Failure::ConnectionLost, 0);
+            return QueryOutcome::Failed(Failure::ConnectionLost, Received::default());
         }
         let deadline = tokio::time::Instant::from_std(start + timeout);
-        let mut events = 0u64;
+        let mut got = Received::default();
         let mut problem: Option<Failure> = None;
         let mut missing: HashSet<EventId> = query.must_include.iter().copied().collect();
         let check_all = !missing.is_empty();
@@ -366,8 +427,8 @@ impl Conn {
         }
         let latency = loop {
             let incoming = match timeout_at(deadline, self.reader.next()).await {
-                Err(_) => return QueryOutcome::Failed(Failure::Timeout, events),
-                Ok(Err(e)) => return QueryOutcome::Failed(e.as_failure(), events),
+                Err(_) => return QueryOutcome::Failed(Failure::Timeout, got),
+                Ok(Err(e)) => return QueryOutcome::Failed(e.as_failure(), got),
                 Ok(Ok(incoming)) => incoming,
             };
             let data = match incoming {
@@ -377,11 +438,23 @@ impl Conn {
                     continue;
                 }
                 Admitted::Pong(_) => continue,
-                Admitted::Close(_) => return QueryOutcome::Failed(Failure::ConnectionLost, events),
+                Admitted::Close(_) => return QueryOutcome::Failed(Failure::ConnectionLost, got),
                 Admitted::Text(d) | Admitted::Binary(d) => d,
             };
+            let size = data.len() as u64;
+            // Only for the event messages counted below (binary frames have no escapes).
+            let binary = self.binary;
+            let plain = |data: &[u8]| {
+                if binary {
+                    size
+                } else {
+                    unescaped_len(data)
+                }
+            };
             if !check_all && data.starts_with(&event_prefix) && self.rng.below(CHECK_EVERY) != 0 {
-                events += 1;
+                got.events += 1;
+                got.bytes += size;
+                got.unescaped += plain(data);
                 continue;
             }
             let text = match answer(self.binary, &mut self.anomalies, &incoming) {
@@ -390,7 +463,9 @@ impl Conn {
                     subscription_id,
                     event,
                 })) if subscription_id == sub => {
-                    events += 1;
+                    got.events += 1;
+                    got.bytes += size;
+                    got.unescaped += plain(data);
                     missing.remove(event.id());
                     check_event(
                         &mut self.rng,
@@ -424,7 +499,9 @@ impl Conn {
                     subscription_id,
                     event,
                 }) if subscription_id == sub => {
-                    events += 1;
+                    got.events += 1;
+                    got.bytes += size;
+                    got.unescaped += plain(data);
                     missing.remove(event.id());
                     let content = event.content().value();
                     check_event(
@@ -448,7 +525,7 @@ impl Conn {
                 }) if subscription_id == sub => {
                     let f = Failure::Closed(message_prefix(&message));
                     self.anomalies.sample(f.key(), &message);
-                    return QueryOutcome::Failed(f, events);
+                    return QueryOutcome::Failed(f, got);
                 }
                 Ok(other) => self.anomalies.unsolicited(&other),
                 Err(_) => self.anomalies.add("unparseable_message"),
@@ -457,7 +534,7 @@ impl Conn {
         msg.clear();
         write::close(&mut msg, &sub);
         if self.send_message(&msg).await.is_err() {
-            return QueryOutcome::Failed(Failure::ConnectionLost, events);
+            return QueryOutcome::Failed(Failure::ConnectionLost, got);
         }
         if self.closed_subs.len() == CLOSED_SUBS_KEPT {
             self.closed_subs.pop_front();
@@ -465,15 +542,18 @@ impl Conn {
         self.closed_subs.push_back(sub);
         // NIP-01's `limit` bounds the initial query; live events may arrive
         // before EOSE on some relays, so more than `limit` is reported, not failed.
-        if query.filter.limit.is_some_and(|limit| events > limit) {
+        if query.filter.limit.is_some_and(|limit| got.events > limit) {
             self.anomalies.add("over_limit");
         }
         if problem.is_none() && !missing.is_empty() {
             problem = Some(Failure::MissingResult);
         }
         match problem {
-            Some(f) => QueryOutcome::Failed(f, events),
-            None => QueryOutcome::Ok { latency, events },
+            Some(f) => QueryOutcome::Failed(f, got),
+            None => QueryOutcome::Ok {
+                latency,
+                received: got,
+            },
         }
     }
 
@@ -495,4 +575,28 @@ pub fn search_matches(filter: &Filter, content: &str) -> bool {
         .split_whitespace()
         .filter(|w| !w.contains(':'))
         .all(|w| content.contains(&w.to_lowercase()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unescaped_len;
+
+    #[test]
+    fn escapes_count_as_the_characters_they_stand_for() {
+        assert_eq!(unescaped_len(br#"["EVENT","s",{"content":"a>b"}]"#), 31);
+        // The same string written as Go's encoder writes it.
+        assert_eq!(
+            unescaped_len(br#"["EVENT","s",{"content":"a\u003eb"}]"#),
+            31
+        );
+        assert_eq!(unescaped_len(br#""a\nb\"c\\d""#), 9);
+        assert_eq!(unescaped_len(br#""\u00e9""#), 4);
+        assert_eq!(unescaped_len("\"é\"".as_bytes()), 4);
+        assert_eq!(unescaped_len(br#""\u20ac""#), 5);
+        assert_eq!(unescaped_len(br#""\ud83d\ude00""#), 6);
+        assert_eq!(unescaped_len("\"😀\"".as_bytes()), 6);
+        // Malformed escapes at the end are left as they are.
+        assert_eq!(unescaped_len(br#""\u12"#), 5);
+        assert_eq!(unescaped_len(br"\"), 1);
+    }
 }

@@ -27,6 +27,12 @@ pub struct OpJson {
     pub throughput_per_s: Option<f64>,
     /// Events received in answers.
     pub events_received: u64,
+    /// Bytes of those event messages (queries: payloads as sent, frame
+    /// headers not counted), so relays can be seen to serve the same work.
+    pub bytes_received: u64,
+    /// The same with JSON string escapes counted as the characters they
+    /// stand for: equal for relays that return the same events.
+    pub bytes_unescaped: u64,
     /// Latency of successes, milliseconds.
     pub latency_ms: Percentiles,
 }
@@ -62,8 +68,16 @@ pub struct ResultJson {
     pub client_cpu_system_s: f64,
     /// Client CPU over wall time (1.0 = one core busy): a client bottleneck shows here.
     pub client_cpu_cores: f64,
-    /// Relay CPU seconds, when the relay runs as this user on this host.
+    /// Relay CPU seconds over the whole scenario (setup and seeding
+    /// included), when the relay runs as this user on this host.
     pub relay_cpu_s: Option<f64>,
+    /// Relay CPU seconds over the measured phase only.
+    pub relay_cpu_measured_s: Option<f64>,
+    /// Operations of the measured phase (successes and failures of every
+    /// timed operation), the divisor of `relay_cpu_us_per_op`.
+    pub measured_ops: u64,
+    /// Relay CPU microseconds per operation of the measured phase.
+    pub relay_cpu_us_per_op: Option<f64>,
     /// Relay resident memory at the end, KiB.
     pub relay_rss_kib: Option<u64>,
     /// The anonymous part of it, KiB: without the pages of mapped files
@@ -191,8 +205,28 @@ fn op_json(label: &str, s: &OpStats, elapsed: f64) -> OpJson {
         throughput_per_s: (!UNTIMED.contains(&label) && elapsed > 0.0)
             .then(|| s.successes as f64 / elapsed),
         events_received: s.events_received,
+        bytes_received: s.bytes_received,
+        bytes_unescaped: s.bytes_unescaped,
         latency_ms: s.percentiles(),
     }
+}
+
+/// Operations of the measured phase: successes and failures of every timed
+/// operation (setup work such as seeding not counted).
+pub fn measured_ops(r: &ScenarioResult) -> u64 {
+    r.outcome
+        .ops
+        .iter()
+        .filter(|(l, _)| !UNTIMED.contains(&l.as_str()))
+        .map(|(_, s)| s.successes + s.failure_count())
+        .sum()
+}
+
+/// The relay's CPU microseconds per operation of the measured phase.
+pub fn relay_cpu_us_per_op(r: &ScenarioResult) -> Option<f64> {
+    let cpu = r.outcome.relay_cpu_s?;
+    let ops = measured_ops(r);
+    (ops > 0).then(|| cpu * 1e6 / ops as f64)
 }
 
 fn p99(r: &ScenarioResult, label: &str) -> Option<f64> {
@@ -257,6 +291,9 @@ fn result_json(r: &ScenarioResult) -> ResultJson {
         client_cpu_system_s: r.client_cpu.system.as_secs_f64(),
         client_cpu_cores: r.client_cpu_share(),
         relay_cpu_s: r.relay_cpu_s,
+        relay_cpu_measured_s: r.outcome.relay_cpu_s,
+        measured_ops: measured_ops(r),
+        relay_cpu_us_per_op: relay_cpu_us_per_op(r),
         relay_rss_kib: r.relay_rss_kib,
         relay_rss_anon_kib: r.relay_rss_anon_kib,
         anomalies: r.outcome.anomalies.counts.clone(),
@@ -453,6 +490,10 @@ fn details(report: &RunReport) -> Vec<String> {
                 .collect();
             parts.push(format!("unsolicited: {}", a.join(", ")));
         }
+        let answered: u64 = r.outcome.ops.values().map(|s| s.bytes_received).sum();
+        if answered > 0 {
+            parts.push(format!("query results {}", fmt_bytes(answered)));
+        }
         parts.push(format!(
             "bytes out {} in {}; client CPU {:.2} s user + {:.2} s sys",
             fmt_bytes(r.bytes_out),
@@ -462,6 +503,9 @@ fn details(report: &RunReport) -> Vec<String> {
         ));
         if let Some(c) = r.relay_cpu_s {
             let mut s = format!("relay CPU {c:.2} s");
+            if let (Some(m), Some(per)) = (r.outcome.relay_cpu_s, relay_cpu_us_per_op(r)) {
+                let _ = write!(s, " ({m:.2} s measured: {per:.0} µs per operation)");
+            }
             if let Some(m) = r.relay_rss_kib {
                 let _ = write!(s, ", RSS {} MiB", m / 1024);
                 if let Some(anon) = r.relay_rss_anon_kib {

@@ -242,6 +242,10 @@ impl ScenarioResult {
             (Some(a), Some(b)) => Some(a + b),
             _ => None,
         };
+        self.outcome.relay_cpu_s = match (self.outcome.relay_cpu_s, other.outcome.relay_cpu_s) {
+            (Some(a), Some(b)) => Some(a + b),
+            _ => None,
+        };
         self.relay_rss_kib = other.relay_rss_kib.or(self.relay_rss_kib);
         self.relay_rss_anon_kib = other.relay_rss_anon_kib.or(self.relay_rss_anon_kib);
         self.round = None;

@@ -215,6 +215,9 @@ pub struct Outcome {
     pub notes: Vec<String>,
     /// The verdict of an abuse scenario: `pass`, `fail: …` or `n/a: …`.
     pub verdict: Option<String>,
+    /// The relay's CPU seconds (user + system) over the measured phase
+    /// only (setup and seeding excluded), when it runs here as this user.
+    pub relay_cpu_s: Option<f64>,
 }
 
 impl Outcome {
@@ -227,6 +230,7 @@ impl Outcome {
             metrics: BTreeMap::new(),
             notes: Vec::new(),
             verdict: None,
+            relay_cpu_s: None,
         }
     }
 
@@ -255,6 +259,24 @@ impl Part {
     }
 }
 
+/// The relay process's CPU time at the start of a measured phase: read
+/// from `/proc` (utime + stime of the process listening on the relay's
+/// port) when the phase starts and again when it ends.
+struct RelayCpu(Option<f64>);
+
+impl RelayCpu {
+    fn start(run: &Run) -> RelayCpu {
+        RelayCpu(run.relay_cpu_seconds())
+    }
+
+    fn stop(self, run: &Run, out: &mut Outcome) {
+        out.relay_cpu_s = match (self.0, run.relay_cpu_seconds()) {
+            (Some(a), Some(b)) => Some((b - a).max(0.0)),
+            _ => None,
+        };
+    }
+}
+
 /// Shared progress counter (operations done), read by the progress bar.
 pub type Progress = Arc<AtomicU64>;
 
@@ -276,6 +298,12 @@ pub struct Run {
 impl Run {
     pub(crate) fn tick(&self) {
         self.progress.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The relay's CPU seconds so far, when it runs on this host as this
+    /// user (the process listening on the relay's port).
+    fn relay_cpu_seconds(&self) -> Option<f64> {
+        crate::host::listening_pid(self.target.url.port).and_then(crate::host::cpu_seconds)
     }
 }
 
@@ -464,6 +492,7 @@ async fn publish_closed(
 async fn publish(run: &Run) -> Outcome {
     let mut out = Outcome::new();
     let conns = open_conns(run, run.params.connections, &mut out, "publish").await;
+    let relay_cpu = RelayCpu::start(run);
     let start = Instant::now();
     let (part, _) = publish_closed(
         run,
@@ -474,6 +503,7 @@ async fn publish(run: &Run) -> Outcome {
     )
     .await;
     out.elapsed = start.elapsed();
+    relay_cpu.stop(run, &mut out);
     out.absorb(part);
     out
 }
@@ -488,6 +518,7 @@ async fn publish_open(run: &Run) -> Outcome {
     let shares = share_events(&run.events, conns.len());
     let rate = run.params.rate.max(1.0);
     out.metrics.insert("offered_rate".into(), rate);
+    let relay_cpu = RelayCpu::start(run);
     let start = Instant::now();
     let deadline = start + run.params.duration;
     let timeout = run.target.timeout;
@@ -615,6 +646,7 @@ async fn publish_open(run: &Run) -> Outcome {
         }
     }
     out.elapsed = start.elapsed();
+    relay_cpu.stop(run, &mut out);
     out
 }
 
@@ -689,6 +721,7 @@ async fn burst(run: &Run) -> Outcome {
     let label = "publish";
     let conns = open_conns(run, run.params.connections, &mut out, label).await;
     let shares = share_events(&run.events, conns.len());
+    let relay_cpu = RelayCpu::start(run);
     let start = Instant::now();
     let deadline = start + run.params.duration;
     let mut handles = Vec::new();
@@ -720,6 +753,7 @@ async fn burst(run: &Run) -> Outcome {
         }
     }
     out.elapsed = start.elapsed();
+    relay_cpu.stop(run, &mut out);
     out.notes.push(format!(
         "bursts of {} events per connection, {} ms apart; latency from the burst's write to each OK",
         run.params.burst_size,
@@ -891,16 +925,20 @@ async fn run_queries(
                 }
                 let q = make(i);
                 match conn.query(&q, run.target.timeout).await {
-                    QueryOutcome::Ok { latency, events } => {
+                    QueryOutcome::Ok { latency, received } => {
                         let op = part.op(q.label);
                         op.success(latency);
-                        op.events_received += events;
+                        op.events_received += received.events;
+                        op.bytes_received += received.bytes;
+                        op.bytes_unescaped += received.unescaped;
                     }
-                    QueryOutcome::Failed(f, events) => {
+                    QueryOutcome::Failed(f, received) => {
                         let lost = f == Failure::ConnectionLost;
                         let op = part.op(q.label);
                         op.fail(f);
-                        op.events_received += events;
+                        op.events_received += received.events;
+                        op.bytes_received += received.bytes;
+                        op.bytes_unescaped += received.unescaped;
                         if lost {
                             break;
                         }
@@ -934,6 +972,7 @@ async fn seeded_queries(
     let mut out = Outcome::new();
     let seeded = Arc::new(seed(run, &mut out).await);
     let conns = open_conns(run, run.params.connections, &mut out, conns_label).await;
+    let relay_cpu = RelayCpu::start(run);
     let start = Instant::now();
     let part = run_queries(
         run,
@@ -945,6 +984,7 @@ async fn seeded_queries(
     )
     .await;
     out.elapsed = start.elapsed();
+    relay_cpu.stop(run, &mut out);
     out.absorb(part);
     out.metrics.insert(
         "seeded_regular_events".into(),
@@ -991,6 +1031,7 @@ async fn mixed(run: &Run) -> Outcome {
     let mut out = Outcome::new();
     let conns = open_conns(run, run.params.connections, &mut out, "publish").await;
     let shares = share_events(&run.events, conns.len());
+    let relay_cpu = RelayCpu::start(run);
     let start = Instant::now();
     let deadline = start + run.params.duration;
     let mut handles = Vec::new();
@@ -1013,9 +1054,12 @@ async fn mixed(run: &Run) -> Outcome {
                 }
                 if n % 3 == 2 {
                     match conn.query(&q, run.target.timeout).await {
-                        QueryOutcome::Ok { latency, events } => {
-                            part.op("query").success(latency);
-                            part.op("query").events_received += events;
+                        QueryOutcome::Ok { latency, received } => {
+                            let op = part.op("query");
+                            op.success(latency);
+                            op.events_received += received.events;
+                            op.bytes_received += received.bytes;
+                            op.bytes_unescaped += received.unescaped;
                         }
                         QueryOutcome::Failed(f, _) => part.op("query").fail(f),
                     }
@@ -1038,6 +1082,7 @@ async fn mixed(run: &Run) -> Outcome {
         }
     }
     out.elapsed = start.elapsed();
+    relay_cpu.stop(run, &mut out);
     out.notes.push(
         "each connection: two EVENTs (OK by id), then a REQ {kinds:[1],limit:10} to EOSE and CLOSE"
             .into(),
@@ -1051,6 +1096,7 @@ async fn concurrent(run: &Run) -> Outcome {
     let writers = n / 2;
     let wconns = open_conns(run, writers, &mut out, "publish").await;
     let rconns = open_conns(run, n - writers, &mut out, "query").await;
+    let relay_cpu = RelayCpu::start(run);
     let start = Instant::now();
     let deadline = start + run.params.duration;
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -1072,6 +1118,7 @@ async fn concurrent(run: &Run) -> Outcome {
         out.absorb(p);
     }
     out.elapsed = start.elapsed();
+    relay_cpu.stop(run, &mut out);
     out.notes.push(format!(
         "{writers} writer and {} reader connections; readers rotate the nostr-bench filters and author lookups until the writers finish",
         n - writers
@@ -1220,6 +1267,7 @@ async fn fanout(run: &Run) -> Outcome {
     }
     out.metrics.insert("subscribers".into(), subscribed as f64);
     let rate = run.params.rate.max(1.0);
+    let relay_cpu = RelayCpu::start(run);
     let start = Instant::now();
     let deadline = start + run.params.duration;
     let mut accepted = HashSet::new();
@@ -1258,6 +1306,7 @@ async fn fanout(run: &Run) -> Outcome {
         }
     }
     out.elapsed = start.elapsed();
+    relay_cpu.stop(run, &mut out);
     out.notes.push(format!(
         "{subscribed} of {n_subs} subscribers live; one publisher at {rate}/s; delivery latency from the EVENT write to receipt"
     ));
@@ -1267,12 +1316,14 @@ async fn fanout(run: &Run) -> Outcome {
 async fn large(run: &Run) -> Outcome {
     let mut out = Outcome::new();
     let conns = open_conns(run, run.params.connections, &mut out, "publish").await;
+    let relay_cpu = RelayCpu::start(run);
     let start = Instant::now();
     let deadline = start + run.params.duration;
     let (part, accepted) =
         publish_closed(run, conns, run.events.clone(), "publish", deadline).await;
     out.absorb(part);
     out.elapsed = start.elapsed();
+    relay_cpu.stop(run, &mut out);
     // Read back the newest accepted follow list of each author.
     let accepted: HashSet<EventId> = accepted.into_iter().collect();
     let mut newest: HashMap<PublicKey, &Prepared> = HashMap::new();
@@ -1339,6 +1390,7 @@ async fn connections(run: &Run) -> Outcome {
     let port = run.target.url.port;
     let before = relay_rss_kib(port);
     let n = run.params.idle_connections;
+    let relay_cpu = RelayCpu::start(run);
     let start = Instant::now();
     let deadline = start + run.params.duration;
     let sem = Arc::new(Semaphore::new(64));
@@ -1374,6 +1426,7 @@ async fn connections(run: &Run) -> Outcome {
         }
     }
     out.elapsed = start.elapsed();
+    relay_cpu.stop(run, &mut out);
     // Let the relay settle, then read its memory with every connection open.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let during = relay_rss_kib(port);
@@ -1442,6 +1495,7 @@ async fn search(run: &Run) -> Outcome {
         }
         return out;
     }
+    let relay_cpu = RelayCpu::start(run);
     let start = Instant::now();
     let make: Arc<dyn Fn(usize) -> Query + Send + Sync> = Arc::new(make_query);
     let part = run_queries(
@@ -1454,6 +1508,7 @@ async fn search(run: &Run) -> Outcome {
     )
     .await;
     out.elapsed = start.elapsed();
+    relay_cpu.stop(run, &mut out);
     out.absorb(part);
     out.notes
         .push("every returned event must match the kind filter and contain the search term".into());
@@ -1581,6 +1636,7 @@ async fn sync(run: &Run) -> Outcome {
     );
     let local_ids: HashSet<EventId> = local.iter().map(|(_, id)| *id).collect();
     let (mut neg_bytes, mut dl_bytes, mut rounds) = (0u64, 0u64, 0u64);
+    let relay_cpu = RelayCpu::start(run);
     let start = Instant::now();
     let deadline = start + run.params.duration;
     for i in 0..run.params.queries.max(1) {
@@ -1651,6 +1707,7 @@ async fn sync(run: &Run) -> Outcome {
         run.tick();
     }
     out.elapsed = start.elapsed();
+    relay_cpu.stop(run, &mut out);
     for c in conns {
         out.anomalies.merge(&c.close().await);
     }

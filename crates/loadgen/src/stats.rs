@@ -73,6 +73,13 @@ pub struct OpStats {
     pub failures: BTreeMap<String, u64>,
     /// Events received in answers (queries and subscriptions).
     pub events_received: u64,
+    /// Bytes of the event messages received in answers to queries (each
+    /// message's payload as the relay sent it, frame headers not counted).
+    pub bytes_received: u64,
+    /// The same with JSON string escapes counted as the characters they
+    /// stand for (`client::unescaped_len`), which compares relays that
+    /// escape differently.
+    pub bytes_unescaped: u64,
 }
 
 impl Default for OpStats {
@@ -90,6 +97,8 @@ impl OpStats {
             successes: 0,
             failures: BTreeMap::new(),
             events_received: 0,
+            bytes_received: 0,
+            bytes_unescaped: 0,
         }
     }
 
@@ -119,6 +128,8 @@ impl OpStats {
             .expect("histograms share bounds");
         self.successes += other.successes;
         self.events_received += other.events_received;
+        self.bytes_received += other.bytes_received;
+        self.bytes_unescaped += other.bytes_unescaped;
         for (k, v) in &other.failures {
             *self.failures.entry(k.clone()).or_default() += v;
         }
@@ -242,10 +253,12 @@ mod tests {
         b.success(Duration::from_millis(100));
         b.fail(Failure::Timeout);
         b.events_received = 3;
+        b.bytes_received = 700;
         a.merge(&b);
         assert_eq!(a.successes, 2);
         assert_eq!(a.failures["timeout"], 2);
         assert_eq!(a.events_received, 3);
+        assert_eq!(a.bytes_received, 700);
         assert!(a.percentiles().max >= 99.0);
     }
 

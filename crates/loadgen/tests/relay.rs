@@ -258,9 +258,14 @@ async fn queries_are_checked_against_their_filters() {
         "query:id",
         "query:limit10",
     ] {
-        assert!(o.ops[label].successes > 0, "{label}");
-        assert!(o.ops[label].events_received > 0, "{label}");
+        let s = &o.ops[label];
+        assert!(s.successes > 0, "{label}");
+        assert!(s.events_received > 0, "{label}");
+        // Every returned event message is counted in bytes, at least the
+        // id, pubkey and signature in hex.
+        assert!(s.bytes_received >= s.events_received * 256, "{label}");
     }
+    assert_eq!(o.ops["seed"].bytes_received, 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
