@@ -4,7 +4,9 @@
 //   (b) nostr-tools with nostr-wasm verification, over JSON
 //   (c) this package over JSON
 //   (d) this package over nostrwire.v1
-// each against a relay with permessage-deflate on and one with it off.
+// each against a relay with permessage-deflate on and one with it off, and
+// in the same rounds the verification floor: the same events verified in
+// memory, no network, by each client's verifier (page.js `window.floor`).
 // Writes results.json, report.md and chart.svg to --out.
 import { execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, writeFileSync, readFileSync, createWriteStream } from 'node:fs';
@@ -41,6 +43,14 @@ const CLIENTS = [
   { key: 'g', client: 'ours-workers-1', transport: 'binary', label: 'nostrwire, nostrwire.v1, 1 verifier worker' },
   { key: 'h', client: 'ours-workers-2', transport: 'binary', label: 'nostrwire, nostrwire.v1, 2 verifier workers' },
 ].filter((c) => !opt('--only') || opt('--only').split(',').includes(c.key));
+// The verification floor: each verifier over the REQ's events in memory.
+const FLOORS = [
+  { key: 'noble', label: 'noble (nostr-tools verifyEvent), main thread', clients: ['a'] },
+  { key: 'tools-wasm', label: 'nostr-wasm (nostr-tools/wasm verifyEvent), main thread', clients: ['b'] },
+  { key: 'ours', label: 'nostrwire verifyEvents (nostr-wasm), main thread', clients: ['c', 'd'] },
+  { key: 'pool-1', label: 'nostrwire, 1 verifier worker', clients: ['g'] },
+  { key: 'pool-2', label: 'nostrwire, 2 verifier workers', clients: ['h'] },
+].filter(() => !args.includes('--no-floor'));
 
 mkdirSync(out, { recursive: true });
 const work = mkdtempSync(join(tmpdir(), 'nostrwire-bench-browser-'));
@@ -112,6 +122,9 @@ async function once(config, deflate, limit) {
   const p = proxies[deflate ? 'on' : 'off'];
   p.counter.down = p.counter.up = 0;
   try {
+    if (config.floor) {
+      return await page.evaluate((o) => window.floor(o), { method: config.floor, url: p.url, limit, filter: FILTER });
+    }
     const r = await page.evaluate((o) => window.run(o), {
       client: config.client, transport: config.transport, url: p.url, limit, filter: FILTER,
     });
@@ -124,17 +137,24 @@ async function once(config, deflate, limit) {
 
 const variants = [];
 for (const c of CLIENTS) for (const deflate of [true, false]) variants.push({ ...c, deflate });
+for (const f of FLOORS) variants.push({ key: f.key, floor: f.key, label: f.label, deflate: false });
 
 log('warm-up');
 for (const v of variants) await once(v, v.deflate, sizes[0]);
 
 const runs = [];
+const floorRuns = [];
 for (let round = 1; round <= rounds; round++) {
   // Interleaved: every variant once per round and size, the order rotated.
   const order = variants.map((_, i) => variants[(i + round) % variants.length]);
   for (const limit of sizes) {
     for (const v of order) {
       const r = await once(v, v.deflate, limit);
+      if (v.floor) {
+        floorRuns.push({ round, limit, key: v.key, ...r });
+        log(`round ${round} floor ${v.key} ${limit}: ${r.valid}/${r.events} valid, ${r.verifyMs.toFixed(0)} ms`);
+        continue;
+      }
       runs.push({ round, limit, key: v.key, deflate: v.deflate, ...r });
       log(`round ${round} ${v.key}${v.deflate ? '+deflate' : ''} ${limit}: ${r.events} events, EOSE ${r.eoseMs.toFixed(0)} ms, last verified ${r.lastVerifiedMs.toFixed(0)} ms, ${r.socketBytesDown} B, long tasks ${r.longTasks}`);
     }
@@ -154,8 +174,19 @@ const median = (xs) => {
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 };
 const summary = [];
+const floorSummary = [];
 for (const limit of sizes) {
-  for (const v of variants) {
+  for (const f of FLOORS) {
+    const rs = floorRuns.filter((r) => r.limit === limit && r.key === f.key);
+    floorSummary.push({
+      limit, key: f.key, label: f.label, clients: f.clients,
+      events: median(rs.map((r) => r.events)), valid: median(rs.map((r) => r.valid)),
+      verifyMs: median(rs.map((r) => r.verifyMs)),
+      minMs: Math.min(...rs.map((r) => r.verifyMs)), maxMs: Math.max(...rs.map((r) => r.verifyMs)),
+      longTasks: median(rs.map((r) => r.longTasks)),
+    });
+  }
+  for (const v of variants.filter((v) => !v.floor)) {
     const rs = runs.filter((r) => r.limit === limit && r.key === v.key && r.deflate === v.deflate);
     summary.push({
       limit, key: v.key, label: v.label, deflate: v.deflate, transport: rs[0].transport, events: median(rs.map((r) => r.events)),
@@ -172,6 +203,36 @@ for (const limit of sizes) {
   }
 }
 const find = (limit, key, deflate) => summary.find((s) => s.limit === limit && s.key === key && s.deflate === deflate);
+const findFloor = (limit, key) => floorSummary.find((f) => f.limit === limit && f.key === key);
+// Each client's floor on this host: its transfer and decode without
+// verification ((e) over JSON, (f) over nostrwire.v1, same deflate) plus
+// its verifier's in-memory time, measured with the parallelism it uses
+// (main thread: 1; workers: what the pool achieved here). `overlapMs` is
+// the bound if verification overlapped the transfer entirely.
+function clientFloors() {
+  const out = [];
+  if (FLOORS.length === 0) return out;
+  for (const limit of sizes) {
+    for (const f of FLOORS) {
+      for (const key of f.clients) {
+        for (const deflate of [true, false]) {
+          const s = find(limit, key, deflate);
+          const t = find(limit, s?.transport === 'binary' ? 'f' : 'e', deflate);
+          const v = findFloor(limit, f.key);
+          if (!s || !t || !v) continue;
+          out.push({
+            limit, key, deflate, verifier: f.key,
+            transferMs: t.lastVerifiedMs, verifyMs: v.verifyMs,
+            floorMs: t.lastVerifiedMs + v.verifyMs,
+            overlapMs: Math.max(t.lastVerifiedMs, v.verifyMs),
+            lastVerifiedMs: s.lastVerifiedMs,
+          });
+        }
+      }
+    }
+  }
+  return out.sort((x, y) => x.limit - y.limit || x.key.localeCompare(y.key) || Number(y.deflate) - Number(x.deflate));
+}
 const machine = { cpus: cpus().length, cpu: cpus()[0]?.model, memGiB: Math.round(totalmem() / 2 ** 30), chromium: chromiumVersion, node: process.version };
 const results = {
   schema: 1,
@@ -182,7 +243,10 @@ const results = {
   data: { corpus: 'testdata/real-events.jsonl', generated, seed: 7 },
   packageSizes,
   summary,
+  floorSummary,
+  clientFloors: clientFloors(),
   runs,
+  floorRuns,
 };
 writeFileSync(join(out, 'results.json'), JSON.stringify(results, null, 1) + '\n');
 
@@ -222,6 +286,48 @@ for (const limit of sizes) {
   row('(d) no main-thread long task', (on) => `${d(on).longTasks} (median): ${mark(d(on).longTasks === 0)}`);
   row('package ≤ 120 KB min+gzip', () => `${kb(packageSizes.d.gzip)} KB: ${mark(packageSizes.d.gzip <= 120000)}`);
   md += '\n';
+}
+if (FLOORS.length > 0) {
+  const floors = results.clientFloors;
+  const cf = (limit, key, deflate) => floors.find((f) => f.limit === limit && f.key === key && f.deflate === deflate);
+  md += `## Verification floor\n\n`;
+  md += `In the same page and the same rounds: the REQ's events fetched without verification, then verified in memory with no network, `;
+  md += `each verifier on fresh copies of them (parsed before the clock starts). The workers are started and their verifier loaded before the clock starts; `;
+  md += `the events go to them in batches of 64, as the Relay sends them, and the time ends when the last verdict is back on the main thread.\n\n`;
+  for (const limit of sizes) {
+    md += `### ${limit.toLocaleString('en-US')} events in memory\n\n| verifier | used by | valid | ms (median) | min–max ms | µs per event | long tasks |\n|---|---|---|---|---|---|---|\n`;
+    for (const f of floorSummary.filter((f) => f.limit === limit)) {
+      md += `| ${f.label} | ${f.clients.map((c) => `(${c})`).join(', ')} | ${f.valid}/${f.events} | ${ms(f.verifyMs)} | ${ms(f.minMs)}–${ms(f.maxMs)} | ${((f.verifyMs * 1000) / f.events).toFixed(0)} | ${f.longTasks} |\n`;
+    }
+    md += `\n`;
+  }
+  md += `A client's floor here: its transfer and decode without verification ((e) for JSON, (f) for nostrwire.v1, same deflate setting) `;
+  md += `plus its verifier's time above, which already holds the parallelism it gets on this host (main thread: 1; workers: what the pool reached). `;
+  md += `"overlapped" is the lower bound if verification ran entirely alongside the transfer: the larger of the two.\n\n`;
+  for (const limit of sizes) {
+    md += `### Clients against their floor, ${limit.toLocaleString('en-US')} events\n\n| | client | deflate | transfer + decode ms | verification ms | floor ms | overlapped ms | last verified ms | last verified / floor |\n|---|---|---|---|---|---|---|---|---|\n`;
+    for (const f of floors.filter((f) => f.limit === limit)) {
+      md += `| (${f.key}) | ${CLIENTS.find((c) => c.key === f.key).label} | ${f.deflate ? 'on' : 'off'} | ${ms(f.transferMs)} | ${ms(f.verifyMs)} | ${ms(f.floorMs)} | ${ms(f.overlapMs)} | ${ms(f.lastVerifiedMs)} | ${(f.lastVerifiedMs / f.floorMs).toFixed(2)}× |\n`;
+    }
+    md += `\n`;
+  }
+  const limit = sizes[sizes.length - 1];
+  md += `### What the floors allow (${limit.toLocaleString('en-US')} events)\n\n`;
+  md += `Speed-up of (d) measured, next to the ratio of the floors: (d) as it runs (verification on the main thread), and the package at its best on this host `;
+  md += `(the lowest floor of (d), (g), (h)); then the best measured of (d), (g), (h).\n\n`;
+  md += `| | deflate | (d) measured | floors: (d) | floors: package at best | best measured of (d), (g), (h) |\n|---|---|---|---|---|---|\n`;
+  for (const vs of ['a', 'b']) {
+    for (const deflate of [true, false]) {
+      const other = cf(limit, vs, deflate);
+      const d = cf(limit, 'd', deflate);
+      const ours = ['d', 'g', 'h'].map((k) => cf(limit, k, deflate)).filter(Boolean);
+      if (!other || !d) continue;
+      const bestFloor = Math.min(...ours.map((o) => o.floorMs));
+      const bestRun = ours.reduce((a, b) => (b.lastVerifiedMs < a.lastVerifiedMs ? b : a));
+      md += `| vs (${vs}) | ${deflate ? 'on' : 'off'} | ${(other.lastVerifiedMs / d.lastVerifiedMs).toFixed(2)}× | ${(other.floorMs / d.floorMs).toFixed(2)}× | ${(other.floorMs / bestFloor).toFixed(2)}× | ${(other.lastVerifiedMs / bestRun.lastVerifiedMs).toFixed(2)}× (${bestRun.key}) |\n`;
+    }
+  }
+  md += `\n`;
 }
 md += `Events received per run: ${[...new Set(summary.map((s) => `${s.limit}→${s.events}`))].join(', ')}.\n\n`;
 md += `![time until the last event is verified](chart.svg)\n\nRaw runs: \`results.json\`. Reproduce: \`scripts/bench-browser.sh --out DIR\`.\n`;
