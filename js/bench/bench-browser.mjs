@@ -48,9 +48,15 @@ const FLOORS = [
   { key: 'noble', label: 'noble (nostr-tools verifyEvent), main thread', clients: ['a'] },
   { key: 'tools-wasm', label: 'nostr-wasm (nostr-tools/wasm verifyEvent), main thread', clients: ['b'] },
   { key: 'ours', label: 'nostrwire verifyEvents (nostr-wasm), main thread', clients: ['c', 'd'] },
+  { key: 'id-hash', label: 'id hash only: nostr-wasm, every id altered so the check ends before the signature', clients: [] },
   { key: 'pool-1', label: 'nostrwire, 1 verifier worker', clients: ['g'] },
   { key: 'pool-2', label: 'nostrwire, 2 verifier workers', clients: ['h'] },
 ].filter(() => !args.includes('--no-floor'));
+// --floors pool-2,pool-2-256,...: other verifiers to time (pool-N-B: batches of B).
+if (opt('--floors')) {
+  FLOORS.length = 0;
+  for (const key of opt('--floors').split(',')) FLOORS.push({ key, label: key, clients: [] });
+}
 
 mkdirSync(out, { recursive: true });
 const work = mkdtempSync(join(tmpdir(), 'nostrwire-bench-browser-'));
@@ -184,6 +190,7 @@ for (const limit of sizes) {
       verifyMs: median(rs.map((r) => r.verifyMs)),
       minMs: Math.min(...rs.map((r) => r.verifyMs)), maxMs: Math.max(...rs.map((r) => r.verifyMs)),
       longTasks: median(rs.map((r) => r.longTasks)),
+      workerStartMs: median(rs.map((r) => r.workerStartMs ?? 0)),
     });
   }
   for (const v of variants.filter((v) => !v.floor)) {
@@ -297,8 +304,10 @@ if (FLOORS.length > 0) {
   for (const limit of sizes) {
     md += `### ${limit.toLocaleString('en-US')} events in memory\n\n| verifier | used by | valid | ms (median) | min–max ms | µs per event | long tasks |\n|---|---|---|---|---|---|---|\n`;
     for (const f of floorSummary.filter((f) => f.limit === limit)) {
-      md += `| ${f.label} | ${f.clients.map((c) => `(${c})`).join(', ')} | ${f.valid}/${f.events} | ${ms(f.verifyMs)} | ${ms(f.minMs)}–${ms(f.maxMs)} | ${((f.verifyMs * 1000) / f.events).toFixed(0)} | ${f.longTasks} |\n`;
+      md += `| ${f.label} | ${f.clients.map((c) => `(${c})`).join(', ') || '—'} | ${f.valid}/${f.events} | ${ms(f.verifyMs)} | ${ms(f.minMs)}–${ms(f.maxMs)} | ${((f.verifyMs * 1000) / f.events).toFixed(0)} | ${f.longTasks} |\n`;
     }
+    const starts = floorSummary.filter((f) => f.limit === limit && f.workerStartMs > 0);
+    if (starts.length) md += `\nStarting the workers and loading their verifier, before the clock: ${starts.map((f) => `${f.key} ${ms(f.workerStartMs)} ms`).join(', ')} (median); (g) and (h) pay it when their Relay is created.\n`;
     md += `\n`;
   }
   md += `A client's floor here: its transfer and decode without verification ((e) for JSON, (f) for nostrwire.v1, same deflate setting) `;
