@@ -7,7 +7,8 @@
 // each against a relay with permessage-deflate on and one with it off, and
 // in the same rounds the verification floor: the same events verified in
 // memory, no network, by each client's verifier (page.js `window.floor`).
-// Writes results.json, report.md and chart.svg to --out.
+// Writes results.json, report.md and chart.svg to --out; `--from
+// results.json` writes them again from a run's raw rounds, running nothing.
 import { execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, writeFileSync, readFileSync, createWriteStream } from 'node:fs';
 import { createServer, connect } from 'node:net';
@@ -25,9 +26,9 @@ const opt = (name, fallback) => {
 };
 const root = resolve(new URL('../..', import.meta.url).pathname);
 const out = resolve(opt('--out', join(root, 'bench-runs', `${new Date().toISOString().slice(0, 10)}-browser`)));
-const rounds = Number(opt('--rounds', '5'));
-const sizes = opt('--sizes', '1000,10000').split(',').map(Number);
-const generated = Number(opt('--generate', '24000'));
+let rounds = Number(opt('--rounds', '5'));
+let sizes = opt('--sizes', '1000,10000').split(',').map(Number);
+let generated = Number(opt('--generate', '24000'));
 const FILTER = { kinds: [1, 6, 7] };
 
 const CLIENTS = [
@@ -62,6 +63,23 @@ mkdirSync(out, { recursive: true });
 const work = mkdtempSync(join(tmpdir(), 'nostrwire-bench-browser-'));
 const log = (...m) => console.error(`[${new Date().toISOString().slice(11, 19)}]`, ...m);
 
+const variants = [];
+for (const c of CLIENTS) for (const deflate of [true, false]) variants.push({ ...c, deflate });
+for (const f of FLOORS) variants.push({ key: f.key, floor: f.key, label: f.label, deflate: false });
+
+let runs = [];
+let floorRuns = [];
+let packageSizes;
+let chromiumVersion;
+let machine;
+let date = new Date().toISOString();
+if (opt('--from')) {
+  const old = JSON.parse(readFileSync(opt('--from'), 'utf8'));
+  ({ runs, floorRuns = [], packageSizes, machine, date, rounds } = old);
+  ({ generated } = old.data);
+  sizes = [...new Set(runs.map((r) => r.limit))].sort((a, b) => a - b);
+  chromiumVersion = machine.chromium;
+} else {
 // ---------------------------------------------------------------- data
 log(`filling a relay: the corpus plus ${generated} generated events`);
 const gen = join(work, 'generated.jsonl');
@@ -108,7 +126,7 @@ async function bundleSize(contents) {
   const bytes = Buffer.concat(r.outputFiles.map((f) => Buffer.from(f.contents)));
   return { min: bytes.length, gzip: gzipSync(bytes, { level: 9 }).length };
 }
-const packageSizes = {
+packageSizes = {
   a: await bundleSize("export { Relay } from 'nostr-tools/relay'; export { verifyEvent } from 'nostr-tools/pure';"),
   b: await bundleSize("export { AbstractRelay } from 'nostr-tools/abstract-relay'; export { setNostrWasm, verifyEvent } from 'nostr-tools/wasm'; export { initNostrWasm } from 'nostr-wasm';"),
   c: JSON.parse(readFileSync(resolve(root, 'js/dist/browser/sizes.json'), 'utf8')).total,
@@ -121,7 +139,7 @@ await bundlePage(resolve(root, 'js/bench/page.js'), pageDir, { minify: true });
 cpSync(resolve(root, 'js/dist/browser/verify-worker.js'), join(pageDir, 'verify-worker.js'));
 const site = await serveDir(pageDir);
 const browser = await launch(['--enable-precise-memory-info', '--js-flags=--expose-gc']);
-const chromiumVersion = await browser.version();
+chromiumVersion = await browser.version();
 
 async function once(config, deflate, limit) {
   const page = await openPage(browser, site.url);
@@ -141,15 +159,9 @@ async function once(config, deflate, limit) {
   }
 }
 
-const variants = [];
-for (const c of CLIENTS) for (const deflate of [true, false]) variants.push({ ...c, deflate });
-for (const f of FLOORS) variants.push({ key: f.key, floor: f.key, label: f.label, deflate: false });
-
 log('warm-up');
 for (const v of variants) await once(v, v.deflate, sizes[0]);
 
-const runs = [];
-const floorRuns = [];
 for (let round = 1; round <= rounds; round++) {
   // Interleaved: every variant once per round and size, the order rotated.
   const order = variants.map((_, i) => variants[(i + round) % variants.length]);
@@ -172,6 +184,7 @@ proxies.on.close();
 proxies.off.close();
 await relays.on.stop();
 await relays.off.stop();
+}
 
 // ---------------------------------------------------------------- report
 const median = (xs) => {
@@ -232,6 +245,9 @@ function clientFloors() {
             transferMs: t.lastVerifiedMs, verifyMs: v.verifyMs,
             floorMs: t.lastVerifiedMs + v.verifyMs,
             overlapMs: Math.max(t.lastVerifiedMs, v.verifyMs),
+            // Both cores verifying, nothing else running: main-thread
+            // verification time halved, overlapped with the transfer.
+            twoCoreMs: Math.max(t.lastVerifiedMs, findFloor(limit, f.key === 'noble' ? 'noble' : f.key === 'tools-wasm' ? 'tools-wasm' : 'ours').verifyMs / 2),
             lastVerifiedMs: s.lastVerifiedMs,
           });
         }
@@ -240,10 +256,10 @@ function clientFloors() {
   }
   return out.sort((x, y) => x.limit - y.limit || x.key.localeCompare(y.key) || Number(y.deflate) - Number(x.deflate));
 }
-const machine = { cpus: cpus().length, cpu: cpus()[0]?.model, memGiB: Math.round(totalmem() / 2 ** 30), chromium: chromiumVersion, node: process.version };
+machine ??= { cpus: cpus().length, cpu: cpus()[0]?.model, memGiB: Math.round(totalmem() / 2 ** 30), chromium: chromiumVersion, node: process.version };
 const results = {
   schema: 1,
-  date: new Date().toISOString(),
+  date,
   machine,
   rounds,
   filter: FILTER,
@@ -260,7 +276,7 @@ writeFileSync(join(out, 'results.json'), JSON.stringify(results, null, 1) + '\n'
 const kb = (n) => (n / 1000).toFixed(n < 10000 ? 1 : 0);
 const ms = (n) => n.toFixed(n < 100 ? 1 : 0);
 let md = `# Browser benchmark: a REQ in headless Chromium\n\n`;
-md += `${new Date().toISOString().slice(0, 10)}, Chromium ${chromiumVersion}, ${machine.cpus} cores (${machine.cpu}), shared with other work; `;
+md += `${date.slice(0, 10)}, Chromium ${chromiumVersion}, ${machine.cpus} cores (${machine.cpu}), shared with other work; `;
 md += `relay and browser on the same machine, loopback. Medians of ${rounds} interleaved rounds per row. `;
 md += `Filter \`${JSON.stringify(FILTER)}\` with \`limit\` ${sizes.join(' and ')}, on the corpus plus ${generated} generated events (seed 7).\n\n`;
 md += `- socket KB: bytes from the relay on the TCP socket (counted by a proxy), WebSocket framing and permessage-deflate included\n`;
@@ -314,17 +330,20 @@ if (FLOORS.length > 0) {
   md += `plus its verifier's time above, which already holds the parallelism it gets on this host (main thread: 1; workers: what the pool reached). `;
   md += `"overlapped" is the lower bound if verification ran entirely alongside the transfer: the larger of the two.\n\n`;
   for (const limit of sizes) {
-    md += `### Clients against their floor, ${limit.toLocaleString('en-US')} events\n\n| | client | deflate | transfer + decode ms | verification ms | floor ms | overlapped ms | last verified ms | last verified / floor |\n|---|---|---|---|---|---|---|---|---|\n`;
+    md += `### Clients against their floor, ${limit.toLocaleString('en-US')} events\n\n| | client | deflate | transfer + decode ms | verification ms | floor ms | overlapped ms | last verified ms | last verified / floor | last verified / overlapped |\n|---|---|---|---|---|---|---|---|---|---|\n`;
     for (const f of floors.filter((f) => f.limit === limit)) {
-      md += `| (${f.key}) | ${CLIENTS.find((c) => c.key === f.key).label} | ${f.deflate ? 'on' : 'off'} | ${ms(f.transferMs)} | ${ms(f.verifyMs)} | ${ms(f.floorMs)} | ${ms(f.overlapMs)} | ${ms(f.lastVerifiedMs)} | ${(f.lastVerifiedMs / f.floorMs).toFixed(2)}× |\n`;
+      md += `| (${f.key}) | ${CLIENTS.find((c) => c.key === f.key).label} | ${f.deflate ? 'on' : 'off'} | ${ms(f.transferMs)} | ${ms(f.verifyMs)} | ${ms(f.floorMs)} | ${ms(f.overlapMs)} | ${ms(f.lastVerifiedMs)} | ${(f.lastVerifiedMs / f.floorMs).toFixed(2)}× | ${(f.lastVerifiedMs / f.overlapMs).toFixed(2)}× |\n`;
     }
     md += `\n`;
   }
   const limit = sizes[sizes.length - 1];
   md += `### What the floors allow (${limit.toLocaleString('en-US')} events)\n\n`;
   md += `Speed-up of (d) measured, next to the ratio of the floors: (d) as it runs (verification on the main thread), and the package at its best on this host `;
-  md += `(the lowest floor of (d), (g), (h)); then the best measured of (d), (g), (h).\n\n`;
-  md += `| | deflate | (d) measured | floors: (d) | floors: package at best | best measured of (d), (g), (h) |\n|---|---|---|---|---|---|\n`;
+  md += `(the lowest floor of (d), (g), (h)); the same with overlapped floors; a bound for the package with both cores to itself `;
+  md += `(the other client's overlapped floor against the larger of (f) and half the package's main-thread verification time: `;
+  md += `verification split perfectly over two cores alongside the transfer, as if the relay and the rest of the machine took no CPU); `;
+  md += `then the best measured of (d), (g), (h).\n\n`;
+  md += `| | deflate | (d) measured | floors: (d) | floors: package at best | overlapped: (d) | overlapped: package at best | both cores, bound | best measured of (d), (g), (h) |\n|---|---|---|---|---|---|---|---|---|\n`;
   for (const vs of ['a', 'b']) {
     for (const deflate of [true, false]) {
       const other = cf(limit, vs, deflate);
@@ -332,8 +351,10 @@ if (FLOORS.length > 0) {
       const ours = ['d', 'g', 'h'].map((k) => cf(limit, k, deflate)).filter(Boolean);
       if (!other || !d) continue;
       const bestFloor = Math.min(...ours.map((o) => o.floorMs));
+      const bestOverlap = Math.min(...ours.map((o) => o.overlapMs));
       const bestRun = ours.reduce((a, b) => (b.lastVerifiedMs < a.lastVerifiedMs ? b : a));
-      md += `| vs (${vs}) | ${deflate ? 'on' : 'off'} | ${(other.lastVerifiedMs / d.lastVerifiedMs).toFixed(2)}× | ${(other.floorMs / d.floorMs).toFixed(2)}× | ${(other.floorMs / bestFloor).toFixed(2)}× | ${(other.lastVerifiedMs / bestRun.lastVerifiedMs).toFixed(2)}× (${bestRun.key}) |\n`;
+      const x = (n) => `${n.toFixed(2)}×`;
+      md += `| vs (${vs}) | ${deflate ? 'on' : 'off'} | ${x(other.lastVerifiedMs / d.lastVerifiedMs)} | ${x(other.floorMs / d.floorMs)} | ${x(other.floorMs / bestFloor)} | ${x(other.overlapMs / d.overlapMs)} | ${x(other.overlapMs / bestOverlap)} | ${x(other.overlapMs / d.twoCoreMs)} | ${x(other.lastVerifiedMs / bestRun.lastVerifiedMs)} (${bestRun.key}) |\n`;
     }
   }
   md += `\n`;
