@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Browser benchmark: a REQ returning 1,000 and 10,000 events, timed in
 # headless Chromium for nostr-tools (noble, nostr-wasm) and the js/ package
-# (JSON, nostrwire.v1), with and without permessage-deflate.
+# (JSON, nostrwire.v1), with and without permessage-deflate, and in the same
+# rounds each verifier alone on the same events in memory (the floor).
 #   scripts/bench-browser.sh [--out DIR] [--rounds N]
 # Builds the release binary and the js/ package, installs Chromium if it is
 # missing, and writes results.json, report.md and chart.svg to DIR

@@ -4,8 +4,11 @@
 //   (b) nostr-tools with nostr-wasm verification, over JSON
 //   (c) this package over JSON
 //   (d) this package over nostrwire.v1
-// each against a relay with permessage-deflate on and one with it off.
-// Writes results.json, report.md and chart.svg to --out.
+// each against a relay with permessage-deflate on and one with it off, and
+// in the same rounds the verification floor: the same events verified in
+// memory, no network, by each client's verifier (page.js `window.floor`).
+// Writes results.json, report.md and chart.svg to --out; `--from
+// results.json` writes them again from a run's raw rounds, running nothing.
 import { execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, writeFileSync, readFileSync, createWriteStream } from 'node:fs';
 import { createServer, connect } from 'node:net';
@@ -23,9 +26,9 @@ const opt = (name, fallback) => {
 };
 const root = resolve(new URL('../..', import.meta.url).pathname);
 const out = resolve(opt('--out', join(root, 'bench-runs', `${new Date().toISOString().slice(0, 10)}-browser`)));
-const rounds = Number(opt('--rounds', '5'));
-const sizes = opt('--sizes', '1000,10000').split(',').map(Number);
-const generated = Number(opt('--generate', '24000'));
+let rounds = Number(opt('--rounds', '5'));
+let sizes = opt('--sizes', '1000,10000').split(',').map(Number);
+let generated = Number(opt('--generate', '24000'));
 const FILTER = { kinds: [1, 6, 7] };
 
 const CLIENTS = [
@@ -41,11 +44,42 @@ const CLIENTS = [
   { key: 'g', client: 'ours-workers-1', transport: 'binary', label: 'nostrwire, nostrwire.v1, 1 verifier worker' },
   { key: 'h', client: 'ours-workers-2', transport: 'binary', label: 'nostrwire, nostrwire.v1, 2 verifier workers' },
 ].filter((c) => !opt('--only') || opt('--only').split(',').includes(c.key));
+// The verification floor: each verifier over the REQ's events in memory.
+const FLOORS = [
+  { key: 'noble', label: 'noble (nostr-tools verifyEvent), main thread', clients: ['a'] },
+  { key: 'tools-wasm', label: 'nostr-wasm (nostr-tools/wasm verifyEvent), main thread', clients: ['b'] },
+  { key: 'ours', label: 'nostrwire verifyEvents (nostr-wasm), main thread', clients: ['c', 'd'] },
+  { key: 'id-hash', label: 'id hash only: nostr-wasm, every id altered so the check ends before the signature', clients: [] },
+  { key: 'pool-1', label: 'nostrwire, 1 verifier worker', clients: ['g'] },
+  { key: 'pool-2', label: 'nostrwire, 2 verifier workers', clients: ['h'] },
+].filter(() => !args.includes('--no-floor'));
+// --floors pool-2,pool-2-256,...: other verifiers to time (pool-N-B: batches of B).
+if (opt('--floors')) {
+  FLOORS.length = 0;
+  for (const key of opt('--floors').split(',')) FLOORS.push({ key, label: key, clients: [] });
+}
 
 mkdirSync(out, { recursive: true });
 const work = mkdtempSync(join(tmpdir(), 'nostrwire-bench-browser-'));
 const log = (...m) => console.error(`[${new Date().toISOString().slice(11, 19)}]`, ...m);
 
+const variants = [];
+for (const c of CLIENTS) for (const deflate of [true, false]) variants.push({ ...c, deflate });
+for (const f of FLOORS) variants.push({ key: f.key, floor: f.key, label: f.label, deflate: false });
+
+let runs = [];
+let floorRuns = [];
+let packageSizes;
+let chromiumVersion;
+let machine;
+let date = new Date().toISOString();
+if (opt('--from')) {
+  const old = JSON.parse(readFileSync(opt('--from'), 'utf8'));
+  ({ runs, floorRuns = [], packageSizes, machine, date, rounds } = old);
+  ({ generated } = old.data);
+  sizes = [...new Set(runs.map((r) => r.limit))].sort((a, b) => a - b);
+  chromiumVersion = machine.chromium;
+} else {
 // ---------------------------------------------------------------- data
 log(`filling a relay: the corpus plus ${generated} generated events`);
 const gen = join(work, 'generated.jsonl');
@@ -92,7 +126,7 @@ async function bundleSize(contents) {
   const bytes = Buffer.concat(r.outputFiles.map((f) => Buffer.from(f.contents)));
   return { min: bytes.length, gzip: gzipSync(bytes, { level: 9 }).length };
 }
-const packageSizes = {
+packageSizes = {
   a: await bundleSize("export { Relay } from 'nostr-tools/relay'; export { verifyEvent } from 'nostr-tools/pure';"),
   b: await bundleSize("export { AbstractRelay } from 'nostr-tools/abstract-relay'; export { setNostrWasm, verifyEvent } from 'nostr-tools/wasm'; export { initNostrWasm } from 'nostr-wasm';"),
   c: JSON.parse(readFileSync(resolve(root, 'js/dist/browser/sizes.json'), 'utf8')).total,
@@ -105,13 +139,16 @@ await bundlePage(resolve(root, 'js/bench/page.js'), pageDir, { minify: true });
 cpSync(resolve(root, 'js/dist/browser/verify-worker.js'), join(pageDir, 'verify-worker.js'));
 const site = await serveDir(pageDir);
 const browser = await launch(['--enable-precise-memory-info', '--js-flags=--expose-gc']);
-const chromiumVersion = await browser.version();
+chromiumVersion = await browser.version();
 
 async function once(config, deflate, limit) {
   const page = await openPage(browser, site.url);
   const p = proxies[deflate ? 'on' : 'off'];
   p.counter.down = p.counter.up = 0;
   try {
+    if (config.floor) {
+      return await page.evaluate((o) => window.floor(o), { method: config.floor, url: p.url, limit, filter: FILTER });
+    }
     const r = await page.evaluate((o) => window.run(o), {
       client: config.client, transport: config.transport, url: p.url, limit, filter: FILTER,
     });
@@ -122,19 +159,20 @@ async function once(config, deflate, limit) {
   }
 }
 
-const variants = [];
-for (const c of CLIENTS) for (const deflate of [true, false]) variants.push({ ...c, deflate });
-
 log('warm-up');
 for (const v of variants) await once(v, v.deflate, sizes[0]);
 
-const runs = [];
 for (let round = 1; round <= rounds; round++) {
   // Interleaved: every variant once per round and size, the order rotated.
   const order = variants.map((_, i) => variants[(i + round) % variants.length]);
   for (const limit of sizes) {
     for (const v of order) {
       const r = await once(v, v.deflate, limit);
+      if (v.floor) {
+        floorRuns.push({ round, limit, key: v.key, ...r });
+        log(`round ${round} floor ${v.key} ${limit}: ${r.valid}/${r.events} valid, ${r.verifyMs.toFixed(0)} ms`);
+        continue;
+      }
       runs.push({ round, limit, key: v.key, deflate: v.deflate, ...r });
       log(`round ${round} ${v.key}${v.deflate ? '+deflate' : ''} ${limit}: ${r.events} events, EOSE ${r.eoseMs.toFixed(0)} ms, last verified ${r.lastVerifiedMs.toFixed(0)} ms, ${r.socketBytesDown} B, long tasks ${r.longTasks}`);
     }
@@ -146,6 +184,7 @@ proxies.on.close();
 proxies.off.close();
 await relays.on.stop();
 await relays.off.stop();
+}
 
 // ---------------------------------------------------------------- report
 const median = (xs) => {
@@ -154,8 +193,20 @@ const median = (xs) => {
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 };
 const summary = [];
+const floorSummary = [];
 for (const limit of sizes) {
-  for (const v of variants) {
+  for (const f of FLOORS) {
+    const rs = floorRuns.filter((r) => r.limit === limit && r.key === f.key);
+    floorSummary.push({
+      limit, key: f.key, label: f.label, clients: f.clients,
+      events: median(rs.map((r) => r.events)), valid: median(rs.map((r) => r.valid)),
+      verifyMs: median(rs.map((r) => r.verifyMs)),
+      minMs: Math.min(...rs.map((r) => r.verifyMs)), maxMs: Math.max(...rs.map((r) => r.verifyMs)),
+      longTasks: median(rs.map((r) => r.longTasks)),
+      workerStartMs: median(rs.map((r) => r.workerStartMs ?? 0)),
+    });
+  }
+  for (const v of variants.filter((v) => !v.floor)) {
     const rs = runs.filter((r) => r.limit === limit && r.key === v.key && r.deflate === v.deflate);
     summary.push({
       limit, key: v.key, label: v.label, deflate: v.deflate, transport: rs[0].transport, events: median(rs.map((r) => r.events)),
@@ -172,24 +223,60 @@ for (const limit of sizes) {
   }
 }
 const find = (limit, key, deflate) => summary.find((s) => s.limit === limit && s.key === key && s.deflate === deflate);
-const machine = { cpus: cpus().length, cpu: cpus()[0]?.model, memGiB: Math.round(totalmem() / 2 ** 30), chromium: chromiumVersion, node: process.version };
+const findFloor = (limit, key) => floorSummary.find((f) => f.limit === limit && f.key === key);
+// Each client's floor on this host: its transfer and decode without
+// verification ((e) over JSON, (f) over nostrwire.v1, same deflate) plus
+// its verifier's in-memory time, measured with the parallelism it uses
+// (main thread: 1; workers: what the pool achieved here). `overlapMs` is
+// the bound if verification overlapped the transfer entirely.
+function clientFloors() {
+  const out = [];
+  if (FLOORS.length === 0) return out;
+  for (const limit of sizes) {
+    for (const f of FLOORS) {
+      for (const key of f.clients) {
+        for (const deflate of [true, false]) {
+          const s = find(limit, key, deflate);
+          const t = find(limit, s?.transport === 'binary' ? 'f' : 'e', deflate);
+          const v = findFloor(limit, f.key);
+          if (!s || !t || !v) continue;
+          out.push({
+            limit, key, deflate, verifier: f.key,
+            transferMs: t.lastVerifiedMs, verifyMs: v.verifyMs,
+            floorMs: t.lastVerifiedMs + v.verifyMs,
+            overlapMs: Math.max(t.lastVerifiedMs, v.verifyMs),
+            // Both cores verifying, nothing else running: main-thread
+            // verification time halved, overlapped with the transfer.
+            twoCoreMs: Math.max(t.lastVerifiedMs, findFloor(limit, f.key === 'noble' ? 'noble' : f.key === 'tools-wasm' ? 'tools-wasm' : 'ours').verifyMs / 2),
+            lastVerifiedMs: s.lastVerifiedMs,
+          });
+        }
+      }
+    }
+  }
+  return out.sort((x, y) => x.limit - y.limit || x.key.localeCompare(y.key) || Number(y.deflate) - Number(x.deflate));
+}
+machine ??= { cpus: cpus().length, cpu: cpus()[0]?.model, memGiB: Math.round(totalmem() / 2 ** 30), chromium: chromiumVersion, node: process.version };
 const results = {
   schema: 1,
-  date: new Date().toISOString(),
+  date,
   machine,
   rounds,
   filter: FILTER,
   data: { corpus: 'testdata/real-events.jsonl', generated, seed: 7 },
   packageSizes,
   summary,
+  floorSummary,
+  clientFloors: clientFloors(),
   runs,
+  floorRuns,
 };
 writeFileSync(join(out, 'results.json'), JSON.stringify(results, null, 1) + '\n');
 
 const kb = (n) => (n / 1000).toFixed(n < 10000 ? 1 : 0);
 const ms = (n) => n.toFixed(n < 100 ? 1 : 0);
 let md = `# Browser benchmark: a REQ in headless Chromium\n\n`;
-md += `${new Date().toISOString().slice(0, 10)}, Chromium ${chromiumVersion}, ${machine.cpus} cores (${machine.cpu}), shared with other work; `;
+md += `${date.slice(0, 10)}, Chromium ${chromiumVersion}, ${machine.cpus} cores (${machine.cpu}), shared with other work; `;
 md += `relay and browser on the same machine, loopback. Medians of ${rounds} interleaved rounds per row. `;
 md += `Filter \`${JSON.stringify(FILTER)}\` with \`limit\` ${sizes.join(' and ')}, on the corpus plus ${generated} generated events (seed 7).\n\n`;
 md += `- socket KB: bytes from the relay on the TCP socket (counted by a proxy), WebSocket framing and permessage-deflate included\n`;
@@ -222,6 +309,55 @@ for (const limit of sizes) {
   row('(d) no main-thread long task', (on) => `${d(on).longTasks} (median): ${mark(d(on).longTasks === 0)}`);
   row('package ≤ 120 KB min+gzip', () => `${kb(packageSizes.d.gzip)} KB: ${mark(packageSizes.d.gzip <= 120000)}`);
   md += '\n';
+}
+if (FLOORS.length > 0) {
+  const floors = results.clientFloors;
+  const cf = (limit, key, deflate) => floors.find((f) => f.limit === limit && f.key === key && f.deflate === deflate);
+  md += `## Verification floor\n\n`;
+  md += `In the same page and the same rounds: the REQ's events fetched without verification, then verified in memory with no network, `;
+  md += `each verifier on fresh copies of them (parsed before the clock starts). The workers are started and their verifier loaded before the clock starts; `;
+  md += `the events go to them in batches of 64, as the Relay sends them, and the time ends when the last verdict is back on the main thread.\n\n`;
+  for (const limit of sizes) {
+    md += `### ${limit.toLocaleString('en-US')} events in memory\n\n| verifier | used by | valid | ms (median) | min–max ms | µs per event | long tasks |\n|---|---|---|---|---|---|---|\n`;
+    for (const f of floorSummary.filter((f) => f.limit === limit)) {
+      md += `| ${f.label} | ${f.clients.map((c) => `(${c})`).join(', ') || '—'} | ${f.valid}/${f.events} | ${ms(f.verifyMs)} | ${ms(f.minMs)}–${ms(f.maxMs)} | ${((f.verifyMs * 1000) / f.events).toFixed(0)} | ${f.longTasks} |\n`;
+    }
+    const starts = floorSummary.filter((f) => f.limit === limit && f.workerStartMs > 0);
+    if (starts.length) md += `\nStarting the workers and loading their verifier, before the clock: ${starts.map((f) => `${f.key} ${ms(f.workerStartMs)} ms`).join(', ')} (median); (g) and (h) pay it when their Relay is created.\n`;
+    md += `\n`;
+  }
+  md += `A client's floor here: its transfer and decode without verification ((e) for JSON, (f) for nostrwire.v1, same deflate setting) `;
+  md += `plus its verifier's time above, which already holds the parallelism it gets on this host (main thread: 1; workers: what the pool reached). `;
+  md += `"overlapped" is the lower bound if verification ran entirely alongside the transfer: the larger of the two.\n\n`;
+  for (const limit of sizes) {
+    md += `### Clients against their floor, ${limit.toLocaleString('en-US')} events\n\n| | client | deflate | transfer + decode ms | verification ms | floor ms | overlapped ms | last verified ms | last verified / floor | last verified / overlapped |\n|---|---|---|---|---|---|---|---|---|---|\n`;
+    for (const f of floors.filter((f) => f.limit === limit)) {
+      md += `| (${f.key}) | ${CLIENTS.find((c) => c.key === f.key).label} | ${f.deflate ? 'on' : 'off'} | ${ms(f.transferMs)} | ${ms(f.verifyMs)} | ${ms(f.floorMs)} | ${ms(f.overlapMs)} | ${ms(f.lastVerifiedMs)} | ${(f.lastVerifiedMs / f.floorMs).toFixed(2)}× | ${(f.lastVerifiedMs / f.overlapMs).toFixed(2)}× |\n`;
+    }
+    md += `\n`;
+  }
+  const limit = sizes[sizes.length - 1];
+  md += `### What the floors allow (${limit.toLocaleString('en-US')} events)\n\n`;
+  md += `Speed-up of (d) measured, next to the ratio of the floors: (d) as it runs (verification on the main thread), and the package at its best on this host `;
+  md += `(the lowest floor of (d), (g), (h)); the same with overlapped floors; a bound for the package with both cores to itself `;
+  md += `(the other client's overlapped floor against the larger of (f) and half the package's main-thread verification time: `;
+  md += `verification split perfectly over two cores alongside the transfer, as if the relay and the rest of the machine took no CPU); `;
+  md += `then the best measured of (d), (g), (h).\n\n`;
+  md += `| | deflate | (d) measured | floors: (d) | floors: package at best | overlapped: (d) | overlapped: package at best | both cores, bound | best measured of (d), (g), (h) |\n|---|---|---|---|---|---|---|---|---|\n`;
+  for (const vs of ['a', 'b']) {
+    for (const deflate of [true, false]) {
+      const other = cf(limit, vs, deflate);
+      const d = cf(limit, 'd', deflate);
+      const ours = ['d', 'g', 'h'].map((k) => cf(limit, k, deflate)).filter(Boolean);
+      if (!other || !d) continue;
+      const bestFloor = Math.min(...ours.map((o) => o.floorMs));
+      const bestOverlap = Math.min(...ours.map((o) => o.overlapMs));
+      const bestRun = ours.reduce((a, b) => (b.lastVerifiedMs < a.lastVerifiedMs ? b : a));
+      const x = (n) => `${n.toFixed(2)}×`;
+      md += `| vs (${vs}) | ${deflate ? 'on' : 'off'} | ${x(other.lastVerifiedMs / d.lastVerifiedMs)} | ${x(other.floorMs / d.floorMs)} | ${x(other.floorMs / bestFloor)} | ${x(other.overlapMs / d.overlapMs)} | ${x(other.overlapMs / bestOverlap)} | ${x(other.overlapMs / d.twoCoreMs)} | ${x(other.lastVerifiedMs / bestRun.lastVerifiedMs)} (${bestRun.key}) |\n`;
+    }
+  }
+  md += `\n`;
 }
 md += `Events received per run: ${[...new Set(summary.map((s) => `${s.limit}→${s.events}`))].join(', ')}.\n\n`;
 md += `![time until the last event is verified](chart.svg)\n\nRaw runs: \`results.json\`. Reproduce: \`scripts/bench-browser.sh --out DIR\`.\n`;

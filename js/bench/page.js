@@ -4,11 +4,15 @@
 //   ours        this package's Relay over `transport` (json | binary)
 //   ours-unverified  the same without signature checks
 //   ours-workers-N   the same, verifying in N Web Workers
+// and `window.floor`: the time to verify events already in memory, no
+// network (the verification floor of each client, in the same page).
 import { Relay as ToolsRelay } from 'nostr-tools/relay';
 import { AbstractRelay } from 'nostr-tools/abstract-relay';
 import { setNostrWasm, verifyEvent as toolsWasmVerify } from 'nostr-tools/wasm';
+import { verifyEvent as toolsNobleVerify } from 'nostr-tools/pure';
 import { initNostrWasm } from 'nostr-wasm';
-import { Relay, initVerifier } from '../src/index.ts';
+import { Relay, initVerifier, verifyEvents } from '../src/index.ts';
+import { VerifierPool } from '../src/pool.ts';
 
 // Every WebSocket the page opens reports when EOSE arrives and how many
 // message bytes it delivered (after permessage-deflate; socket bytes are
@@ -99,6 +103,75 @@ window.run = async ({ client, url, transport, limit, filter }) => {
     longTaskMs: longTasks.reduce((a, b) => a + b, 0),
     peakHeapBytes: peakHeap,
     heapBeforeBytes: heapBefore,
+  };
+};
+
+// The verification floor: fetches the REQ's events without verifying them,
+// then times one verifier over fresh copies of them (parsed before the
+// clock starts, so no verdict is cached), in this page, with no network.
+//   noble       nostr-tools' verifyEvent (@noble/curves), main thread: (a)
+//   tools-wasm  nostr-tools/wasm's verifyEvent (nostr-wasm), main thread: (b)
+//   ours        this package's verifyEvents, main thread in slices: (c), (d)
+//   id-hash     nostr-wasm with every id altered, so each check ends after
+//               the id hash, before the signature: the id's share
+//   pool-N      this package's VerifierPool with N workers, batches as the
+//               Relay sends them: (g), (h)
+window.floor = async ({ method, url, limit, filter }) => {
+  const relay = await Relay.connect(url, { transport: 'json', verifyEvent: false });
+  const texts = await new Promise((resolve) => {
+    const got = [];
+    const sub = relay.subscribe([{ ...filter, limit }], {
+      eoseTimeout: 600000,
+      onevent(e) {
+        got.push(JSON.stringify(e));
+      },
+      oneose() {
+        sub.close();
+        resolve(got);
+      },
+    });
+  });
+  relay.close();
+  const events = texts.map((t) => JSON.parse(t));
+  if (method === 'id-hash') for (const e of events) e.id = (e.id[0] === '0' ? '1' : '0') + e.id.slice(1);
+  let pool = null;
+  let startMs = 0;
+  if (method === 'tools-wasm' || method === 'id-hash') setNostrWasm(await initNostrWasm());
+  if (method === 'ours') await initVerifier();
+  // pool-N, or pool-N-B for batches of B events instead of 64.
+  const [, workers, batchSize = 64] = method.split('-').map(Number);
+  if (method.startsWith('pool-')) {
+    const n = workers;
+    const t = performance.now();
+    pool = new VerifierPool(n, new URL('verify-worker.js', location.href));
+    // Every worker started and its verifier loaded before the clock starts.
+    const warm = JSON.parse(texts[0]);
+    await Promise.all(Array.from({ length: n }, () => pool.verify([warm])));
+    startMs = performance.now() - t;
+  }
+  if (window.gc) window.gc();
+  await new Promise((r) => setTimeout(r, 50));
+  longTasks.length = 0;
+  let verdicts;
+  const start = performance.now();
+  if (method === 'noble') verdicts = events.map((e) => toolsNobleVerify(e));
+  else if (method === 'tools-wasm' || method === 'id-hash') verdicts = events.map((e) => toolsWasmVerify(e));
+  else if (method === 'ours') verdicts = await verifyEvents(events);
+  else {
+    const batches = [];
+    for (let i = 0; i < events.length; i += batchSize) batches.push(pool.verify(events.slice(i, i + batchSize)));
+    verdicts = (await Promise.all(batches)).flat();
+  }
+  const ms = performance.now() - start;
+  pool?.close();
+  await new Promise((r) => setTimeout(r, 100));
+  return {
+    events: events.length,
+    valid: verdicts.filter((v) => v === true).length,
+    verifyMs: ms,
+    workerStartMs: startMs,
+    longTasks: longTasks.length,
+    longTaskMs: longTasks.reduce((a, b) => a + b, 0),
   };
 };
 window.ready = true;
