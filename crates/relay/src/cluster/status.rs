@@ -72,6 +72,9 @@ pub(super) fn render_metrics(state: &State, out: &mut String) {
         .applied_sequence()
         .unwrap_or_else(|_| state.applied.load(Ordering::Relaxed));
     let last = state.stream_last.load(Ordering::Relaxed).max(applied);
+    let connected = state.context.get().is_some_and(|context| {
+        context.client().connection_state() == async_nats::connection::State::Connected
+    });
     let node = &state.node;
     let mut gauge = |name: &str, help: &str, kind: &str, v: u64| {
         let _ = writeln!(
@@ -79,6 +82,12 @@ pub(super) fn render_metrics(state: &State, out: &mut String) {
             "# HELP {name} {help}\n# TYPE {name} {kind}\n{name}{{node=\"{node}\"}} {v}"
         );
     };
+    gauge(
+        "nostrwire_cluster_connected",
+        "1 while this node is connected to NATS and the stream exists.",
+        "gauge",
+        u64::from(connected),
+    );
     gauge(
         "nostrwire_cluster_applied_sequence",
         "Stream sequence this node's store is applied up to.",
