@@ -15,8 +15,8 @@ use futures_util::{SinkExt, StreamExt};
 use nostrwire_event::{message::write, EventId, Filter, Kind, RelayMessage, SignedFields};
 use tokio_tungstenite::tungstenite::Message;
 
-mod support;
 mod cluster_support;
+mod support;
 use cluster_support::{connect, event, publish, query, Cluster};
 
 fn one_at_a_time() -> MutexGuard<'static, ()> {
@@ -268,11 +268,7 @@ fn stream_leader(cluster: &Cluster) -> usize {
         .and_then(|p| p["name"].as_str())
         .expect("the stream has a leader")
         .to_string();
-    leader
-        .trim_start_matches("nats")
-        .parse::<usize>()
-        .unwrap()
-        - 1
+    leader.trim_start_matches("nats").parse::<usize>().unwrap() - 1
 }
 
 fn check_refusals(published: &[Published]) {
@@ -293,7 +289,8 @@ fn assert_none_lost(cluster: &Cluster, nodes: &[usize], published: &[Published])
         let ids = exported_ids(&cluster.nodes[i].export());
         let missing = acknowledged.iter().filter(|id| !ids.contains(**id)).count();
         assert_eq!(
-            missing, 0,
+            missing,
+            0,
             "{} lacks {missing} of {} acknowledged events",
             cluster.nodes[i].name,
             acknowledged.len()
@@ -338,8 +335,11 @@ fn kill_9_of_the_stream_leader_loses_no_acknowledged_event() {
         .iter()
         .map(|p| p.acknowledged.len())
         .sum::<usize>();
+    let mut reasons: Vec<&String> = published.iter().flat_map(|p| &p.refused).collect();
+    reasons.sort();
+    reasons.dedup();
     eprintln!(
-        "killed nats{}: {late} acknowledged, {} refused",
+        "killed nats{}: {late} acknowledged, {} refused {reasons:?}",
         leader + 1,
         published.iter().map(|p| p.refused.len()).sum::<usize>()
     );

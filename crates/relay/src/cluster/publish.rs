@@ -11,6 +11,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use async_nats::jetstream;
 use async_nats::jetstream::context::PublishAckFuture;
 use async_nats::jetstream::message::PublishMessage;
 use async_nats::HeaderMap;
@@ -21,6 +22,9 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use super::{ephemeral_subject, events_subject, State, NODE_HEADER};
 use crate::msg::Accepted;
 use crate::store::Presence;
+
+/// Pause before publishing again an event the stream did not acknowledge.
+const RETRY_AFTER: Duration = Duration::from_millis(100);
 
 /// What the ingest workers hand to the publisher.
 #[derive(Debug)]
@@ -114,60 +118,108 @@ async fn publish_event(state: &Arc<State>, subject: &str, accepted: Accepted) {
     };
     let payload = Bytes::copy_from_slice(accepted.event.record());
     let token = lock(state).insert(accepted);
+    let deadline = tokio::time::Instant::now() + state.publish_timeout();
+    match send(state, context, subject, &id, payload.clone(), deadline).await {
+        Ok(ack) => {
+            let (state, context, subject) = (state.clone(), context.clone(), subject.to_string());
+            tokio::spawn(async move {
+                confirm(
+                    &state, &context, &subject, &id, token, payload, ack, deadline,
+                )
+                .await
+            });
+        }
+        Err(reason) => refuse_waiting(state, &id, token, &reason),
+    }
+}
+
+/// Hands one copy of the event to the NATS connection.
+async fn send(
+    state: &State,
+    context: &jetstream::Context,
+    subject: &str,
+    id: &EventId,
+    payload: Bytes,
+    deadline: tokio::time::Instant,
+) -> Result<PublishAckFuture, String> {
     let message = PublishMessage::build()
         .payload(payload)
         .message_id(id.to_hex())
         .header(NODE_HEADER, state.node.as_str());
-    let sent = tokio::time::timeout(
-        state.publish_timeout(),
-        context.send_publish(subject.to_string(), message),
-    )
-    .await;
-    match sent {
-        Ok(Ok(ack)) => {
-            tokio::spawn(confirm(state.clone(), id, token, ack));
-        }
-        Ok(Err(e)) => refuse_waiting(state, &id, token, &e.to_string()),
-        Err(_) => refuse_waiting(state, &id, token, "NATS takes no more messages"),
+    match tokio::time::timeout_at(deadline, context.send_publish(subject.to_string(), message))
+        .await
+    {
+        Ok(Ok(ack)) => Ok(ack),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err("NATS takes no more messages".into()),
     }
 }
 
-/// Waits for JetStream's acknowledgement. Usually the reader hands the
-/// event to the writer, which answers; this answers when the stream did
-/// not take the event, or already held it (a duplicate within the
-/// duplicate window) at a sequence the reader had passed.
-async fn confirm(state: Arc<State>, id: EventId, token: u64, ack: PublishAckFuture) {
-    let acked = tokio::time::timeout(state.publish_timeout(), ack).await;
-    let sequence = match acked {
-        Ok(Ok(ack)) => ack.sequence,
-        Ok(Err(e)) => return refuse_waiting(&state, &id, token, &e.to_string()),
-        Err(_) => {
-            let reason = format!(
+/// Waits for JetStream's acknowledgement, publishing the event again
+/// (the same message id: JetStream keeps one copy) while the stream has no
+/// leader, until the deadline. Usually the reader hands the event to the
+/// writer, which answers; this answers when the stream did not take the
+/// event, or already held it (a duplicate within the duplicate window) at
+/// a sequence the reader had passed.
+#[allow(clippy::too_many_arguments)]
+async fn confirm(
+    state: &State,
+    context: &jetstream::Context,
+    subject: &str,
+    id: &EventId,
+    token: u64,
+    payload: Bytes,
+    mut ack: PublishAckFuture,
+    deadline: tokio::time::Instant,
+) {
+    let sequence = loop {
+        let reason = match tokio::time::timeout_at(deadline, ack).await {
+            Ok(Ok(ack)) => break ack.sequence,
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => format!(
                 "no acknowledgement within {} ms",
                 state.settings.publish_timeout_ms
-            );
-            return refuse_waiting(&state, &id, token, &reason);
+            ),
+        };
+        // A leader election takes a moment: try again while there is time.
+        tokio::time::sleep(RETRY_AFTER).await;
+        if tokio::time::Instant::now() + RETRY_AFTER >= deadline {
+            return refuse_waiting(state, id, token, &reason);
         }
+        ack = match send(state, context, subject, id, payload.clone(), deadline).await {
+            Ok(ack) => ack,
+            Err(reason) => return refuse_waiting(state, id, token, &reason),
+        };
     };
     state.stream_last.fetch_max(sequence, Ordering::Relaxed);
     let passed = {
-        let mut waiters = lock(&state);
+        let mut waiters = lock(state);
         if sequence <= waiters.forwarded {
-            waiters.remove(&id, token)
+            waiters.remove(id, token)
         } else {
             None
         }
     };
     if let Some(accepted) = passed {
-        answer_applied(&state, accepted, sequence).await;
+        answer_applied(state, context, accepted, sequence).await;
     }
 }
 
 /// Answers a publisher whose event the stream held before, once the store
 /// has applied the stream up to it: the verdict the store would give.
-async fn answer_applied(state: &State, accepted: Accepted, sequence: u64) {
+async fn answer_applied(
+    state: &State,
+    context: &jetstream::Context,
+    accepted: Accepted,
+    sequence: u64,
+) {
+    // As of now: a deletion that followed the event counts.
+    let last = match context.get_stream(&state.settings.stream).await {
+        Ok(stream) => stream.cached_info().state.last_sequence.max(sequence),
+        Err(_) => sequence,
+    };
     let deadline = Instant::now() + state.publish_timeout();
-    while state.store.applied_sequence().unwrap_or(0) < sequence && Instant::now() < deadline {
+    while state.store.applied_sequence().unwrap_or(0) < last && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
     let id = accepted.event.id();
