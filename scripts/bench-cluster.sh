@@ -9,6 +9,10 @@
 #     and NATS server during the run (/proc), hence CPU per event;
 #   latency: a publisher on node 1 at 1,000 events/s for 10 s, a live
 #     subscriber on node 3: time from EVENT to the subscriber;
+#   publish-node1: the same with every connection on node 1, which splits
+#     a node's CPU per event into applying (nodes 2, 3) and taking a
+#     client's event (node 1 less the others); per-thread CPU (writer,
+#     ingest, cluster, ...) from /proc/PID/task;
 #   lag: each node's nostrwire_cluster_lag sampled during the publish run;
 #   catch-up: node 3 stopped while CATCHUP events are published, then
 #     restarted: events it applied per second until it has them all.
@@ -82,6 +86,9 @@ urls="ws://127.0.0.1:17781,ws://127.0.0.1:17782,ws://127.0.0.1:17783"
 sampler=$!
 "$bench" publish "$urls" "$events" 12 16 "$pids" | tee "$out/cluster-publish.json"
 kill "$sampler"
+# Every client on node 1: nodes 2 and 3 only apply, node 1 also takes the
+# clients' events (parse, verify, publish).
+"$bench" publish ws://127.0.0.1:17781 "$events" 12 16 "$pids" | tee "$out/cluster-publish-node1.json"
 "$bench" latency ws://127.0.0.1:17781 ws://127.0.0.1:17783 1000 10 | tee "$out/cluster-latency.json"
 
 echo "== catch-up: node 3 stopped while $catchup events are published, then restarted"
@@ -116,38 +123,4 @@ EOF
 cat "$out/catchup.json"
 scripts/cluster.sh down --dir "$c" >/dev/null
 
-python3 - "$out" <<'EOF' | tee "$out/summary.md"
-import json, sys, statistics
-out = sys.argv[1]
-load = lambda name: json.load(open(f"{out}/{name}"))
-single, cluster = load("single-publish.json"), load("cluster-publish.json")
-single_lat, cluster_lat, catch = load("single-latency.json"), load("cluster-latency.json"), load("catchup.json")
-pids = open(f"{out}/cluster-pids.txt").read().split(": ")[1].strip().split(",")
-names = ["relay1", "relay2", "relay3", "nats1", "nats2", "nats3"]
-cpu = cluster["cpu_seconds"]
-single_cpu = list(single["cpu_seconds"].values())[0]
-single_us = 1e6 * single_cpu / single["accepted"]
-print("| run | events/s | CPU µs per event |")
-print("|---|---:|---:|")
-print(f"| single relay | {single['events_per_second']} | {single_us:.1f} |")
-print(f"| cluster, all 6 processes | {cluster['events_per_second']} | {1e6 * sum(cpu.values()) / cluster['accepted']:.1f} |")
-for pid, name in zip(pids, names):
-    us = 1e6 * cpu[pid] / cluster["accepted"]
-    ratio = f" ({us / single_us:.2f}× single)" if name.startswith("relay") else ""
-    print(f"| cluster, {name} | | {us:.1f}{ratio} |")
-print()
-print("| live delivery at 1,000 events/s | received | p50 ms | p90 ms | p99 ms | max ms |")
-print("|---|---:|---:|---:|---:|---:|")
-for label, l in [("single relay (same node)", single_lat), ("cluster, node 1 → node 3", cluster_lat)]:
-    print(f"| {label} | {l['received']}/{l['sent']} | {l['p50_ms']} | {l['p90_ms']} | {l['p99_ms']} | {l['max_ms']} |")
-lags = [[int(v) for v in line.split()[1:] if v.isdigit()] for line in open(f"{out}/cluster-lag.tsv")]
-flat = [v for row in lags for v in row]
-if flat:
-    print()
-    print(f"replication lag during the publish run ({len(lags)} samples, 200 ms apart): "
-          f"mean {statistics.mean(flat):.0f}, max {max(flat)} messages")
-print()
-print(f"catch-up: {catch['events']} events in {catch['seconds_from_start']} s from the restart "
-      f"(process start included): {catch['events_per_second']} events/s, "
-      f"{catch['cpu_us_per_event']} CPU µs per event applied")
-EOF
+python3 scripts/lib/cluster_summary.py "$out" | tee "$out/summary.md"

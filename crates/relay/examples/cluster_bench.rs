@@ -36,7 +36,10 @@ fn main() {
             args[2].parse().expect("EVENTS"),
             args[3].parse().expect("CONNECTIONS"),
             args[4].parse().expect("WINDOW"),
-            args[5].split(',').map(|p| p.parse().expect("PID")).collect(),
+            args[5]
+                .split(',')
+                .map(|p| p.parse().expect("PID"))
+                .collect(),
         )),
         Some("latency") if args.len() == 5 => runtime.block_on(latency(
             &args[1],
@@ -82,25 +85,74 @@ fn cpu_seconds(pid: u32) -> f64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
     let fields: Vec<&str> = after_name.split_whitespace().collect();
-    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
     // Fields 14 and 15 of stat; 12 and 13 after the name and state.
     // SAFETY: sysconf reads a constant.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
     (ticks(11) + ticks(12)) / hz
 }
 
-async fn publish(urls: Vec<String>, events: usize, connections: usize, window: usize, pids: Vec<u32>) {
+/// CPU seconds of each thread role of a process (`/proc/PID/task`), by
+/// thread name without its number (`ingest-0` and `ingest-1` → `ingest`).
+fn thread_seconds(pid: u32) -> HashMap<String, f64> {
+    let mut out = HashMap::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return out;
+    };
+    // SAFETY: sysconf reads a constant.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    for task in tasks.flatten() {
+        let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        let name = stat[open + 1..close]
+            .trim_end_matches(|c: char| c.is_ascii_digit())
+            .trim_end_matches('-')
+            .to_string();
+        let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+        let ticks = |i: usize| {
+            fields
+                .get(i)
+                .and_then(|v| v.parse::<f64>().ok())
+                .unwrap_or(0.0)
+        };
+        *out.entry(name).or_default() += (ticks(11) + ticks(12)) / hz;
+    }
+    out
+}
+
+async fn publish(
+    urls: Vec<String>,
+    events: usize,
+    connections: usize,
+    window: usize,
+    pids: Vec<u32>,
+) {
     let per = events / connections;
     let signed: Vec<Vec<Event>> = (0..connections)
-        .map(|c| (0..per).map(|i| note(1000 + c as u64, i, "bench")).collect())
+        .map(|c| {
+            (0..per)
+                .map(|i| note(1000 + c as u64, i, "bench"))
+                .collect()
+        })
         .collect();
     let cpu_before: Vec<f64> = pids.iter().map(|&p| cpu_seconds(p)).collect();
+    let threads_before: Vec<HashMap<String, f64>> =
+        pids.iter().map(|&p| thread_seconds(p)).collect();
     let started = Instant::now();
     let mut tasks = Vec::new();
     for (c, batch) in signed.into_iter().enumerate() {
         let url = urls[c % urls.len()].clone();
         tasks.push(tokio::spawn(async move {
-            let (ws, _) = tokio_tungstenite::connect_async(&url).await.expect("connect");
+            let (ws, _) = tokio_tungstenite::connect_async(&url)
+                .await
+                .expect("connect");
             let (mut tx, mut rx) = ws.split();
             let total = batch.len();
             let (mut sent, mut answered, mut accepted) = (0, 0, 0);
@@ -135,26 +187,44 @@ async fn publish(urls: Vec<String>, events: usize, connections: usize, window: u
         .zip(&cpu_before)
         .map(|(&p, before)| format!("\"{p}\":{:.3}", cpu_seconds(p) - before))
         .collect();
+    let threads: Vec<String> = pids
+        .iter()
+        .zip(&threads_before)
+        .map(|(&p, before)| {
+            let mut roles: Vec<String> = thread_seconds(p)
+                .into_iter()
+                .map(|(name, after)| {
+                    (
+                        name.clone(),
+                        after - before.get(&name).copied().unwrap_or(0.0),
+                    )
+                })
+                .filter(|(_, used)| *used > 0.0)
+                .map(|(name, used)| format!("\"{name}\":{used:.3}"))
+                .collect();
+            roles.sort();
+            format!("\"{p}\":{{{}}}", roles.join(","))
+        })
+        .collect();
     println!(
-        "{{\"events\":{},\"accepted\":{accepted},\"seconds\":{seconds:.3},\"events_per_second\":{:.0},\"cpu_seconds\":{{{}}}}}",
+        "{{\"events\":{},\"accepted\":{accepted},\"seconds\":{seconds:.3},\"events_per_second\":{:.0},\"cpu_seconds\":{{{}}},\"thread_seconds\":{{{}}}}}",
         per * connections,
         accepted as f64 / seconds,
-        cpu.join(",")
+        cpu.join(","),
+        threads.join(",")
     );
 }
 
 async fn latency(from: &str, to: &str, rate: u64, seconds: u64) {
     let count = (rate * seconds) as usize;
-    let events: Vec<Event> = (0..count).map(|i| note(7, i, "latency")).collect();
+    // A tag of this run only: the subscription sees nothing stored before.
+    let tag = format!("latency-{}", std::process::id());
+    let events: Vec<Event> = (0..count).map(|i| note(7, i, &tag)).collect();
     let sent: Arc<Mutex<HashMap<EventId, Instant>>> = Arc::default();
 
     let (subscriber, _) = tokio_tungstenite::connect_async(to).await.expect("connect");
     let (mut sub_tx, mut sub_rx) = subscriber.split();
-    let filter = Filter::new().with_tag(b't', vec!["latency".into()]);
-    let filter = Filter {
-        since: Some(Timestamp::new(now()).expect("time")),
-        ..filter
-    };
+    let filter = Filter::new().with_tag(b't', vec![tag.clone()]);
     let mut req = Vec::new();
     write::req(&mut req, "latency", &[filter]);
     sub_tx
@@ -165,7 +235,8 @@ async fn latency(from: &str, to: &str, rate: u64, seconds: u64) {
     let receiver = tokio::spawn(async move {
         let mut latencies = Vec::with_capacity(count);
         while latencies.len() < count {
-            let Ok(Some(Ok(msg))) = tokio::time::timeout(Duration::from_secs(10), sub_rx.next()).await
+            let Ok(Some(Ok(msg))) =
+                tokio::time::timeout(Duration::from_secs(10), sub_rx.next()).await
             else {
                 break;
             };
@@ -181,14 +252,20 @@ async fn latency(from: &str, to: &str, rate: u64, seconds: u64) {
     });
     tokio::time::sleep(Duration::from_millis(500)).await;
 
-    let (publisher, _) = tokio_tungstenite::connect_async(from).await.expect("connect");
+    let (publisher, _) = tokio_tungstenite::connect_async(from)
+        .await
+        .expect("connect");
     let (mut pub_tx, mut pub_rx) = publisher.split();
     // Drain the OKs.
     let oks = tokio::spawn(async move {
         let mut ok = 0usize;
-        while let Ok(Some(Ok(msg))) = tokio::time::timeout(Duration::from_secs(10), pub_rx.next()).await {
+        while let Ok(Some(Ok(msg))) =
+            tokio::time::timeout(Duration::from_secs(10), pub_rx.next()).await
+        {
             if let Message::Text(text) = msg {
-                if let Ok(RelayMessage::Ok { accepted: true, .. }) = RelayMessage::parse(text.as_bytes()) {
+                if let Ok(RelayMessage::Ok { accepted: true, .. }) =
+                    RelayMessage::parse(text.as_bytes())
+                {
                     ok += 1;
                 }
             }

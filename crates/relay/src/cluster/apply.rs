@@ -108,11 +108,20 @@ fn forward(state: &State, sequence: u64, record: &[u8]) -> Result<(), ClusterErr
             sequence: Some(sequence),
         },
     };
-    // The writer's inbox is bounded: waiting here is the backpressure that
-    // paces the consumer.
-    let sent =
-        tokio::task::block_in_place(|| state.writer_tx.send(WriterMsg::Event(Box::new(accepted))));
-    sent.map_err(|_| ClusterError::Stream("the writer has stopped".into()))
+    // The writer's inbox is bounded: waiting for room is the backpressure
+    // that paces the consumer (off the runtime's worker, which other tasks
+    // need meanwhile).
+    let stopped = || ClusterError::Stream("the writer has stopped".into());
+    match state
+        .writer_tx
+        .try_send(WriterMsg::Event(Box::new(accepted)))
+    {
+        Ok(()) => Ok(()),
+        Err(crossbeam_channel::TrySendError::Full(msg)) => {
+            tokio::task::block_in_place(|| state.writer_tx.send(msg)).map_err(|_| stopped())
+        }
+        Err(crossbeam_channel::TrySendError::Disconnected(_)) => Err(stopped()),
+    }
 }
 
 fn admit(state: &State, record: &[u8]) -> Result<crate::store::Admitted, ClusterError> {
