@@ -3,7 +3,8 @@
 //! served by the others and every node ends with the same events; no
 //! acknowledged event is lost when a NATS server or a relay node is killed
 //! with `kill -9`; without a NATS quorum writes are refused and reads
-//! served. One test at a time: each runs three NATS servers and three
+//! served; a wiped node rebuilds from the stream or from another node's
+//! compacted copy. One test at a time: each runs three NATS servers and three
 //! relays.
 
 use std::collections::HashSet;
@@ -445,4 +446,66 @@ fn without_a_nats_quorum_writes_are_refused_and_reads_served() {
         let ids = exported_ids(&node.export());
         assert!(ids.contains(&hex(&before.id)) && ids.contains(&hex(&after.id)));
     }
+}
+
+#[test]
+fn a_wiped_node_rebuilds_from_the_stream_or_from_a_compacted_copy() {
+    let _one = one_at_a_time();
+    let Some(mut cluster) = Cluster::start(3) else {
+        return;
+    };
+    let urls: Vec<String> = cluster.nodes.iter().map(|n| n.url()).collect();
+    let rt = runtime();
+    let publish_notes = |url: String, from: usize, to: usize| {
+        rt.block_on(async move {
+            let mut ws = connect(&url).await;
+            for i in from..to {
+                let note = event(50, 1, &[], &format!("rebuild {i}"), 0);
+                assert!(publish(&mut ws, &note).await.accepted);
+            }
+        })
+    };
+    publish_notes(urls[0].clone(), 0, 100);
+    let all = [0, 1, 2];
+    converge(&cluster, &all);
+
+    // Wiped: node 3 starts from nothing and reads the whole stream.
+    cluster.nodes[2].stop();
+    std::fs::remove_dir_all(&cluster.nodes[2].data).unwrap();
+    cluster.nodes[2].restart();
+    cluster.wait_connected(&cluster.nodes[2]);
+    converge(&cluster, &all);
+    assert_eq!(cluster.nodes[2].export(), cluster.nodes[0].export());
+
+    // From a compacted copy of node 1: the copy carries node 1's applied
+    // sequence, and node 3 reads only what came after it.
+    cluster.nodes[2].stop();
+    std::fs::remove_dir_all(&cluster.nodes[2].data).unwrap();
+    let copied = cluster.nodes[0].gauge("applied_sequence").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_nostrwire"))
+        .arg("compact")
+        .arg("--data")
+        .arg(&cluster.nodes[0].data)
+        .arg("--output")
+        .arg(&cluster.nodes[2].data)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    publish_notes(urls[1].clone(), 100, 150);
+    cluster.nodes[2].restart();
+    let resumed = cluster.nodes[2].gauge("applied_sequence").unwrap();
+    assert!(
+        resumed >= copied,
+        "started at {resumed}, the copy holds {copied}"
+    );
+    cluster.wait_connected(&cluster.nodes[2]);
+    converge(&cluster, &all);
+    let exports: Vec<Vec<String>> = cluster.nodes.iter().map(|n| n.export()).collect();
+    assert_eq!(exports[0].len(), 150);
+    assert_eq!(exports[2], exports[0]);
+    assert_eq!(exports[1], exports[0]);
 }
