@@ -82,6 +82,18 @@ fn events_published_on_one_node_are_served_by_all_and_agree() {
         live.send(Message::text(String::from_utf8(req).unwrap()))
             .await
             .unwrap();
+        // Live from EOSE on.
+        loop {
+            let msg = tokio::time::timeout(Duration::from_secs(10), live.next())
+                .await
+                .expect("EOSE in time")
+                .unwrap()
+                .unwrap();
+            let Message::Text(text) = msg else { continue };
+            if let Ok(RelayMessage::Eose(_)) = RelayMessage::parse(text.as_bytes()) {
+                break;
+            }
+        }
 
         // Notes published on node 1.
         let notes: Vec<_> = (0..20)
