@@ -262,17 +262,7 @@ async fn publish_until(url: String, author: u64, stop: Arc<AtomicBool>) -> Publi
 
 /// The NATS server that leads the stream's group.
 fn stream_leader(cluster: &Cluster) -> usize {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_nostrwire"))
-        .args(["cluster", "status", "--json", "--config"])
-        .arg(&cluster.nodes[0].config)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let status = cluster.status().expect("cluster status");
     let leader = status["peers"]
         .as_array()
         .unwrap()

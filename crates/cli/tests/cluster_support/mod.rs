@@ -262,7 +262,41 @@ impl Cluster {
         for node in &cluster.nodes {
             cluster.wait_connected(node);
         }
+        cluster.wait_stream_replicated();
         Some(cluster)
+    }
+
+    /// `nostrwire cluster status --json`, as node 1's configuration sees
+    /// the cluster; None while it cannot be read.
+    pub fn status(&self) -> Option<serde_json::Value> {
+        let out = Command::new(env!("CARGO_BIN_EXE_nostrwire"))
+            .args(["cluster", "status", "--json", "--config"])
+            .arg(&self.nodes[0].config)
+            .output()
+            .unwrap();
+        out.status
+            .success()
+            .then(|| serde_json::from_slice(&out.stdout).unwrap())
+    }
+
+    /// Waits until the stream has a leader and its three copies are
+    /// current: a new stream takes a moment to elect one, and a write
+    /// before that is refused.
+    pub fn wait_stream_replicated(&self) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let ready = self.status().is_some_and(|status| {
+                let peers = status["peers"].as_array().cloned().unwrap_or_default();
+                peers.len() == 3
+                    && peers.iter().any(|p| p["leader"] == true)
+                    && peers.iter().all(|p| p["current"] == true)
+            });
+            if ready {
+                return;
+            }
+            assert!(Instant::now() < deadline, "the stream has no leader");
+            std::thread::sleep(Duration::from_millis(250));
+        }
     }
 
     /// Waits until `node` reports a connection to the stream.
