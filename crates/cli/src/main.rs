@@ -61,6 +61,9 @@ enum Command {
     /// the run completed (failures are counted in the report), 2 on a usage
     /// error or when a relay cannot be reached.
     Load(Box<cmd::load::Args>),
+    /// A relay cluster on NATS JetStream (docs/cluster.md).
+    #[command(subcommand)]
+    Cluster(cmd::cluster::Command),
     /// Benchmarks, measured against named competitors in the same run.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -98,6 +101,7 @@ fn main() -> ExitCode {
         Command::Generate(args) => cmd::generate::run(args),
         Command::Verify(args) => cmd::verify::run(args),
         Command::Load(args) => cmd::load::run(*args),
+        Command::Cluster(command) => cmd::cluster::run(command),
         Command::Convert(args) => cmd::convert::run(args),
         Command::Dict(args) => cmd::dict::run(args),
         Command::Inspect(args) => cmd::inspect::run(args),

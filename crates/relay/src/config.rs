@@ -301,6 +301,20 @@ settings! {
         "Longest the writer holds a transaction open for connections that published in its last two commits (0: commit at once); see ARCHITECTURE.md, group commit."
     query_slice: usize = 2_000; reloadable = false;
         "Index entries one query examines before yielding to others."
+
+    [cluster: ClusterSettings] "Several relays that hold the same events through a NATS JetStream stream (docs/cluster.md). Off by default: a single relay needs none of it."
+    enabled: bool = false; reloadable = false;
+        "Join a cluster: publish every admitted event to the stream, answer `OK` once it is applied in stream order, and store and fan out the events the other nodes publish."
+    urls: Vec<String> = vec!["nats://127.0.0.1:4222".into()]; reloadable = false;
+        "NATS servers to connect to (any one of the NATS cluster will do; the client learns the others)."
+    stream: String = "nostrwire".into(); reloadable = false;
+        "JetStream stream that holds the events (subject `STREAM.events`; ephemeral events cross on `STREAM.ephemeral`, the nodes' progress is in the key-value bucket `STREAM-nodes`). Created when missing."
+    replicas: usize = 3; reloadable = false;
+        "Copies of the stream NATS keeps (1–5); a write is acknowledged once a majority of them holds it."
+    node: String = String::new(); reloadable = false;
+        "This node's name in `nostrwire cluster status` (letters, digits, `-`, `_`; empty: the listen address with `-` for `.` and `:`)."
+    publish_timeout_ms: u64 = 2_000; reloadable = false;
+        "Longest an event waits for JetStream's acknowledgement before it is refused with `error: cluster unavailable`."
 }
 
 impl Config {
@@ -357,6 +371,7 @@ impl Config {
             admin.is_empty() || nostrwire_event::PublicKey::from_hex(admin).is_ok(),
             "info.pubkey: {admin:?} is not a public key (64 hex characters)"
         );
+        self.cluster.validate()?;
         let plugin = &self.policy.plugin;
         anyhow::ensure!(
             plugin.as_os_str().is_empty() || plugin.is_file(),
@@ -373,6 +388,41 @@ impl Config {
         } else {
             self.relay.url.clone()
         }
+    }
+}
+
+impl ClusterSettings {
+    /// Checks the names NATS would refuse, before anything connects.
+    fn validate(&self) -> anyhow::Result<()> {
+        if !self.enabled {
+            return Ok(());
+        }
+        let plain = |s: &str| {
+            !s.is_empty()
+                && s.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        };
+        anyhow::ensure!(!self.urls.is_empty(), "cluster.urls: no NATS server given");
+        anyhow::ensure!(
+            plain(&self.stream),
+            "cluster.stream: {:?} is not a stream name (letters, digits, - and _)",
+            self.stream
+        );
+        anyhow::ensure!(
+            self.node.is_empty() || plain(&self.node),
+            "cluster.node: {:?} is not a node name (letters, digits, - and _)",
+            self.node
+        );
+        anyhow::ensure!(
+            (1..=5).contains(&self.replicas),
+            "cluster.replicas must be 1 to 5, not {}",
+            self.replicas
+        );
+        anyhow::ensure!(
+            self.publish_timeout_ms > 0,
+            "cluster.publish_timeout_ms must be above 0"
+        );
+        Ok(())
     }
 }
 

@@ -757,6 +757,9 @@ fn event_message<E: SignedFields>(
     }
     if event.kind().is_ephemeral() {
         conn.outbox.send_ok(id, true, "");
+        if let Some(cluster) = &shared.cluster {
+            cluster.publish_ephemeral(&record);
+        }
         match Admitted::new(record, json) {
             Ok(event) => {
                 let live = Arc::new(LiveEvent { serial: 0, event });
@@ -778,10 +781,16 @@ fn event_message<E: SignedFields>(
     let accepted = Accepted {
         event: admitted,
         received: arrival.received,
-        reply: conn.outbox.clone(),
+        reply: conn.outbox.clone().into(),
         conn: conn.id,
         admission: arrival.admission,
+        sequence: None,
     };
+    // In a cluster the event goes to the stream; it reaches the writer
+    // when this node applies the stream in order.
+    if let Some(cluster) = &shared.cluster {
+        return cluster.publish(accepted);
+    }
     if shared
         .writer_tx
         .send(WriterMsg::Event(Box::new(accepted)))

@@ -10,7 +10,10 @@
 //!   environment, up to date with the writer's commits.
 //! - [`query`] (stage 6a): REQ and COUNT on read snapshots, time-sliced.
 //! - [`fanout`] (stage 6b): live subscriptions, indexed by id, author, kind, tag.
+//! - [`cluster`] (stage 6, `[cluster]` only): events through a NATS
+//!   JetStream stream shared by several relays, applied in stream order.
 
+pub mod cluster;
 pub mod config;
 pub mod fanout;
 pub mod indexer;
@@ -95,6 +98,9 @@ pub struct Shared {
     pub ingest_room: Arc<tokio::sync::Semaphore>,
     /// The size of `ingest_room`.
     pub ingest_room_bytes: usize,
+    /// In a cluster (`[cluster]`): the link to the stream that admitted
+    /// events go to instead of the writer.
+    pub cluster: Option<cluster::Cluster>,
     ingest_tx: Vec<Sender<IngestMsg>>,
 }
 
@@ -314,6 +320,22 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
         2 * config.limits.max_message_bytes,
         tokio::sync::Semaphore::MAX_PERMITS,
     );
+    let cluster = config
+        .cluster
+        .enabled
+        .then(|| {
+            cluster::Cluster::start(
+                &config.cluster,
+                cluster::Links {
+                    store: store.clone(),
+                    writer_tx: writer_tx.clone(),
+                    fanout_tx: fanout_tx.clone(),
+                    public_url: config.public_url(),
+                    listen: addr.to_string(),
+                },
+            )
+        })
+        .transpose()?;
     let shared = Arc::new(Shared {
         current: RwLock::new(Arc::new(config.clone())),
         config,
@@ -333,6 +355,7 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
         ingest_room: Arc::new(tokio::sync::Semaphore::new(ingest_room_bytes)),
         ingest_room_bytes,
         ingest_tx,
+        cluster,
     });
 
     let mut roles: Vec<(&str, JoinHandle<()>)> = Vec::new();
@@ -423,6 +446,9 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
             }
             for h in query_handles {
                 let _ = h.join();
+            }
+            if let Some(cluster) = &main_shared.cluster {
+                cluster.shutdown();
             }
             let _ = main_shared.writer_tx.send(WriterMsg::Shutdown);
             let _ = main_shared.fanout_tx.send(FanoutMsg::Shutdown);

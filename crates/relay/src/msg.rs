@@ -465,11 +465,45 @@ pub struct Accepted {
     /// When the socket layer read the EVENT frame (for the write latency).
     pub received: Instant,
     /// Who to answer.
-    pub reply: Outbox,
+    pub reply: Reply,
     /// The connection that published it (group commit counts publishers).
     pub conn: ConnId,
     /// The room its frame holds until the `OK`.
     pub admission: Admission,
+    /// In a cluster: the event's sequence in the stream, recorded with the
+    /// batch that stores it (`None`: a single relay's event).
+    pub sequence: Option<u64>,
+}
+
+/// Who the writer answers for an event: the connection that published it;
+/// in a cluster, nobody (another node's event) or every client of this node
+/// that published it while it was on its way.
+#[derive(Clone, Debug, Default)]
+pub struct Reply(Vec<Outbox>);
+
+impl Reply {
+    /// Nobody to answer.
+    pub fn nobody() -> Reply {
+        Reply(Vec::new())
+    }
+
+    /// Answers these clients too.
+    pub fn join(&mut self, other: Reply) {
+        self.0.extend(other.0);
+    }
+
+    /// Sends `OK` to each.
+    pub fn send_ok(&self, id: &EventId, accepted: bool, message: &str) {
+        for outbox in &self.0 {
+            outbox.send_ok(id, accepted, message);
+        }
+    }
+}
+
+impl From<Outbox> for Reply {
+    fn from(outbox: Outbox) -> Reply {
+        Reply(vec![outbox])
+    }
 }
 
 /// Inbox of the writer.

@@ -326,6 +326,9 @@ async fn connection(
             }
             let stats = shared.store.stats().ok();
             let mut body = shared.metrics.render(stats);
+            if let Some(cluster) = &shared.cluster {
+                cluster.render_metrics(&mut body);
+            }
             let queued = shared.ingest_room_bytes - shared.ingest_room.available_permits();
             body.push_str(&format!(
                 "# HELP nostrwire_ingest_queue_bytes Bytes of client messages read and not yet handled (limits.ingest_queue_bytes).\n\

@@ -16,7 +16,7 @@ use crate::msg::{Accepted, ConnId, FanoutMsg, LiveEvent, WriterMsg};
 use crate::store::Verdict;
 use crate::Shared;
 
-fn ok(reply: &crate::msg::Outbox, id: &nostrwire_event::EventId, accepted: bool, message: &str) {
+fn ok(reply: &crate::msg::Reply, id: &nostrwire_event::EventId, accepted: bool, message: &str) {
     reply.send_ok(id, accepted, message);
 }
 
@@ -162,6 +162,8 @@ impl Publishers {
 
 fn commit(shared: &Shared, batch: &mut Vec<Accepted>) {
     // The events go to the store as one slice; who to answer stays here.
+    // In a cluster, the stream position the batch reaches (docs/cluster.md).
+    let sequence = batch.iter().filter_map(|a| a.sequence).max();
     let mut events = Vec::with_capacity(batch.len());
     let mut senders = Vec::with_capacity(batch.len());
     for a in batch.drain(..) {
@@ -169,7 +171,11 @@ fn commit(shared: &Shared, batch: &mut Vec<Accepted>) {
         senders.push((a.received, a.reply, a.admission));
     }
     shared.metrics.writer_batch.observe(events.len() as f64);
-    let verdicts = match shared.store.submit(&events, crate::now()) {
+    let submitted = match sequence {
+        Some(sequence) => shared.store.submit_at(&events, crate::now(), sequence),
+        None => shared.store.submit(&events, crate::now()),
+    };
+    let verdicts = match submitted {
         Ok(v) => v,
         Err(e) => {
             tracing::error!("write failed: {e}");

@@ -201,6 +201,21 @@ pub trait EventStore: Send + Sync + 'static {
     /// [`EventStore::index_past_lag`] next.
     fn submit(&self, batch: &[Admitted], now: u64) -> StoreResult<Vec<Verdict>>;
 
+    /// [`EventStore::submit`] for a batch read from a replicated log (a
+    /// relay cluster's stream): records in the same transaction that the
+    /// log is applied up to `sequence`, so a restart, or a compacted copy,
+    /// resumes right after it ([`EventStore::applied_sequence`]).
+    fn submit_at(&self, batch: &[Admitted], now: u64, sequence: u64) -> StoreResult<Vec<Verdict>> {
+        let _ = sequence;
+        self.submit(batch, now)
+    }
+
+    /// The log position the last [`EventStore::submit_at`] recorded (0:
+    /// none).
+    fn applied_sequence(&self) -> StoreResult<u64> {
+        Ok(0)
+    }
+
     /// Writes the waiting index entries when more wait than the store's
     /// index lag allows, a transaction's worth per call (all of them when
     /// far more wait); returns whether it wrote. Call it after

@@ -220,14 +220,20 @@ impl EventStore for LmdbStore {
     }
 
     fn submit(&self, batch: &[Admitted], now: u64) -> StoreResult<Vec<Verdict>> {
-        let mut wtxn = self.env.write_txn()?;
-        let mut verdicts = Vec::with_capacity(batch.len());
-        for event in batch {
-            verdicts.push(self.apply_one(&mut wtxn, event, now)?);
-        }
-        self.delete_applied_removals(&mut wtxn)?;
-        wtxn.commit()?;
-        Ok(verdicts)
+        self.submit_batch(batch, now, None)
+    }
+
+    fn submit_at(&self, batch: &[Admitted], now: u64, sequence: u64) -> StoreResult<Vec<Verdict>> {
+        self.submit_batch(batch, now, Some(sequence))
+    }
+
+    fn applied_sequence(&self) -> StoreResult<u64> {
+        let txn = self.env.read_txn()?;
+        Ok(self
+            .meta
+            .get(&txn, schema::APPLIED_SEQUENCE)?
+            .and_then(|v| <[u8; 8]>::try_from(v).ok())
+            .map_or(0, u64::from_le_bytes))
     }
 
     fn index_past_lag(&self) -> StoreResult<bool> {
@@ -698,5 +704,29 @@ impl LmdbStore {
             table::TAG => self.tag,
             _ => unreachable!("not a time index: {name}"),
         }
+    }
+}
+
+impl LmdbStore {
+    /// One batch, one transaction; with `sequence`, the replicated log's
+    /// position it brings the database to, written in the same transaction.
+    fn submit_batch(
+        &self,
+        batch: &[Admitted],
+        now: u64,
+        sequence: Option<u64>,
+    ) -> StoreResult<Vec<Verdict>> {
+        let mut wtxn = self.env.write_txn()?;
+        let mut verdicts = Vec::with_capacity(batch.len());
+        for event in batch {
+            verdicts.push(self.apply_one(&mut wtxn, event, now)?);
+        }
+        self.delete_applied_removals(&mut wtxn)?;
+        if let Some(sequence) = sequence {
+            self.meta
+                .put(&mut wtxn, schema::APPLIED_SEQUENCE, &sequence.to_le_bytes())?;
+        }
+        wtxn.commit()?;
+        Ok(verdicts)
     }
 }

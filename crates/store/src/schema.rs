@@ -70,6 +70,11 @@ pub mod table {
     pub const META: &str = "meta";
 }
 
+/// `meta` key of the replicated log's position the database is applied up
+/// to (a relay cluster's stream sequence, u64 LE), written in the
+/// transaction of the batch that reached it.
+pub const APPLIED_SEQUENCE: &[u8] = b"applied_sequence";
+
 /// Length of the `created_at ‖ serial` suffix.
 pub const TIME_SUFFIX: usize = 16;
 

@@ -404,6 +404,28 @@ fn a_waiting_id_counts_only_with_its_row() {
     );
 }
 
+#[test]
+fn the_applied_sequence_is_written_with_its_batch_and_carried_by_a_compacted_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    assert_eq!(store.applied_sequence().unwrap(), 0);
+    let keys = Keys::derive(3, 9);
+    let (_, first) = note(&keys, "first");
+    let (_, second) = note(&keys, "second");
+    assert_eq!(
+        store.submit_at(&[first.admitted()], 0, 41).unwrap(),
+        vec![Verdict::Stored(1)]
+    );
+    assert_eq!(store.applied_sequence().unwrap(), 41);
+    // A batch submitted without a position leaves the recorded one.
+    store.submit(&[second.admitted()], 0).unwrap();
+    assert_eq!(store.applied_sequence().unwrap(), 41);
+    let copy = tempfile::tempdir().unwrap();
+    store.compact_to(copy.path(), &mut |_, _| {}).unwrap();
+    drop(store);
+    assert_eq!(open(copy.path()).applied_sequence().unwrap(), 41);
+}
+
 /// Records as admitted events (their JSON rendered from the record).
 trait Admit {
     fn admitted(self) -> Admitted;

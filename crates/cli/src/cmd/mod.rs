@@ -3,6 +3,7 @@
 pub mod bench_codec;
 pub mod bench_formats;
 pub mod bench_wire;
+pub mod cluster;
 pub mod compact;
 pub mod convert;
 pub mod dict;

@@ -1,0 +1,508 @@
+//! A relay cluster on NATS JetStream (docs/cluster.md), against real
+//! `nats-server` processes on loopback: events published on one node are
+//! served by the others and every node ends with the same events; no
+//! acknowledged event is lost when a NATS server or a relay node is killed
+//! with `kill -9`; without a NATS quorum writes are refused and reads
+//! served; a wiped node rebuilds from the stream or from another node's
+//! compacted copy. One test at a time: each runs three NATS servers and three
+//! relays.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use futures_util::{SinkExt, StreamExt};
+use nostrwire_event::{message::write, EventId, Filter, Kind, RelayMessage, SignedFields};
+use tokio_tungstenite::tungstenite::Message;
+
+mod cluster_support;
+mod support;
+use cluster_support::{connect, event, publish, query, Cluster};
+
+fn one_at_a_time() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn hex(id: &EventId) -> String {
+    id.to_hex()
+}
+
+/// The ids in a node's export.
+fn exported_ids(lines: &[String]) -> HashSet<String> {
+    lines
+        .iter()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["id"].as_str().unwrap().to_string()
+        })
+        .collect()
+}
+
+/// Waits until every node in `nodes` has applied everything the stream
+/// holds (as the nodes last saw it).
+fn converge(cluster: &Cluster, nodes: &[usize]) -> u64 {
+    // The nodes refresh the stream's last sequence every second.
+    std::thread::sleep(Duration::from_millis(1500));
+    let last = cluster.stream_sequence(nodes);
+    cluster.wait_applied(nodes, last, Duration::from_secs(60));
+    last
+}
+
+#[test]
+fn events_published_on_one_node_are_served_by_all_and_agree() {
+    let _one = one_at_a_time();
+    let Some(cluster) = Cluster::start(3) else {
+        return;
+    };
+    let urls: Vec<String> = cluster.nodes.iter().map(|n| n.url()).collect();
+    runtime().block_on(async {
+        let mut n1 = connect(&urls[0]).await;
+        let mut n2 = connect(&urls[1]).await;
+        let mut n3 = connect(&urls[2]).await;
+
+        // A live subscriber on node 3, for notes and ephemeral events.
+        let mut live = connect(&urls[2]).await;
+        let filter = Filter {
+            kinds: Some(vec![Kind(1), Kind(20001)]),
+            ..Filter::new()
+        }
+        .with_tag(b't', vec!["live".into()]);
+        let mut req = Vec::new();
+        write::req(&mut req, "live", &[filter]);
+        live.send(Message::text(String::from_utf8(req).unwrap()))
+            .await
+            .unwrap();
+        // Live from EOSE on.
+        loop {
+            let msg = tokio::time::timeout(Duration::from_secs(10), live.next())
+                .await
+                .expect("EOSE in time")
+                .unwrap()
+                .unwrap();
+            let Message::Text(text) = msg else { continue };
+            if let Ok(RelayMessage::Eose(_)) = RelayMessage::parse(text.as_bytes()) {
+                break;
+            }
+        }
+
+        // Notes published on node 1.
+        let notes: Vec<_> = (0..20)
+            .map(|i| event(1, 1, &[&["t", "live"]], &format!("note {i}"), 0))
+            .collect();
+        for note in &notes {
+            let answer = publish(&mut n1, note).await;
+            assert!(answer.accepted, "{answer:?}");
+            assert_eq!(answer.message, "");
+        }
+        // Read your own writes: node 1 has them once it said OK.
+        let mut by_id = Filter::new();
+        by_id.ids = Some(notes.iter().map(|e| e.id).collect());
+        let mut expected: Vec<EventId> = notes.iter().map(|e| e.id).collect();
+        expected.sort();
+        assert_eq!(query(&mut n1, by_id.clone()).await, expected);
+
+        // The subscriber on node 3 gets them live.
+        let mut seen = HashSet::new();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while seen.len() < notes.len() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let msg = tokio::time::timeout(left, live.next())
+                .await
+                .expect("every note live on node 3")
+                .unwrap()
+                .unwrap();
+            let Message::Text(text) = msg else { continue };
+            if let Ok(RelayMessage::Event { event, .. }) = RelayMessage::parse(text.as_bytes()) {
+                seen.insert(hex(event.id()));
+            }
+        }
+
+        // An ephemeral event published on node 1 reaches node 3's
+        // subscriber, and is stored nowhere.
+        let ephemeral = event(1, 20001, &[&["t", "live"]], "ephemeral", 0);
+        assert!(publish(&mut n1, &ephemeral).await.accepted);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let msg = tokio::time::timeout(left, live.next())
+                .await
+                .expect("the ephemeral event live on node 3")
+                .unwrap()
+                .unwrap();
+            let Message::Text(text) = msg else { continue };
+            if let Ok(RelayMessage::Event { event, .. }) = RelayMessage::parse(text.as_bytes()) {
+                if *event.id() == ephemeral.id {
+                    break;
+                }
+            }
+        }
+
+        // The same event again, on another node: a duplicate, as on a
+        // single relay.
+        let again = publish(&mut n2, &notes[0]).await;
+        assert!(again.accepted, "{again:?}");
+        assert!(again.message.starts_with("duplicate:"), "{again:?}");
+
+        // Two versions of a replaceable and of an addressable event, on two
+        // nodes at once: the newer is kept everywhere, whichever the stream
+        // ordered first.
+        let old_profile = event(2, 0, &[], "{\"name\":\"old\"}", 20);
+        let new_profile = event(2, 0, &[], "{\"name\":\"new\"}", 10);
+        let old_article = event(2, 30023, &[&["d", "a"]], "old article", 20);
+        let new_article = event(2, 30023, &[&["d", "a"]], "new article", 10);
+        let (old_p, new_p) = tokio::join!(
+            publish(&mut n2, &old_profile),
+            publish(&mut n3, &new_profile)
+        );
+        assert!(new_p.accepted, "{new_p:?}");
+        assert!(
+            old_p.accepted || old_p.message.starts_with("duplicate:"),
+            "{old_p:?}"
+        );
+        let (new_a, old_a) = tokio::join!(
+            publish(&mut n2, &new_article),
+            publish(&mut n3, &old_article)
+        );
+        assert!(new_a.accepted, "{new_a:?}");
+        assert!(
+            old_a.accepted || old_a.message.starts_with("duplicate:"),
+            "{old_a:?}"
+        );
+
+        // A deletion on node 3 of notes published on node 1; publishing a
+        // deleted note again is refused on any node.
+        let deleted: Vec<String> = notes[..5].iter().map(|e| hex(&e.id)).collect();
+        let tags: Vec<Vec<&str>> = deleted.iter().map(|id| vec!["e", id.as_str()]).collect();
+        let tags: Vec<&[&str]> = tags.iter().map(Vec::as_slice).collect();
+        let deletion = event(1, 5, &tags, "", 0);
+        assert!(publish(&mut n3, &deletion).await.accepted);
+        let refused = publish(&mut n1, &notes[1]).await;
+        assert!(
+            !refused.accepted && refused.message.starts_with("blocked:"),
+            "{refused:?}"
+        );
+    });
+
+    let all = [0, 1, 2];
+    converge(&cluster, &all);
+    let exports: Vec<Vec<String>> = cluster.nodes.iter().map(|n| n.export()).collect();
+    // 15 notes, a profile, an article, a deletion.
+    assert_eq!(exports[0].len(), 18, "{:#?}", exports[0]);
+    assert_eq!(exports[0], exports[1], "node 1 and node 2 differ");
+    assert_eq!(exports[0], exports[2], "node 1 and node 3 differ");
+    let text = exports[0].join("\n");
+    assert!(text.contains("new article") && !text.contains("old article"));
+    assert!(text.contains("\\\"new\\\"") && !text.contains("\\\"old\\\""));
+    assert!(!text.contains("\"ephemeral\""));
+}
+
+/// What a closed-loop publisher saw.
+#[derive(Default)]
+struct Published {
+    acknowledged: Vec<String>,
+    refused: Vec<String>,
+}
+
+/// Publishes notes to `url`, one at a time, until `stop` (or the socket
+/// breaks, or 60 s pass).
+async fn publish_until(url: String, author: u64, stop: Arc<AtomicBool>) -> Published {
+    let mut out = Published::default();
+    let Ok((mut ws, _)) = tokio_tungstenite::connect_async(&url).await else {
+        return out;
+    };
+    let started = Instant::now();
+    let mut i = 0;
+    while !stop.load(Ordering::Relaxed) && started.elapsed() < Duration::from_secs(60) {
+        i += 1;
+        let note = event(author, 1, &[&["t", "load"]], &format!("{author}/{i}"), 0);
+        let mut frame = Vec::new();
+        write::client_event(&mut frame, &note);
+        if ws
+            .send(Message::text(String::from_utf8(frame).unwrap()))
+            .await
+            .is_err()
+        {
+            return out;
+        }
+        loop {
+            let msg = match tokio::time::timeout(Duration::from_secs(20), ws.next()).await {
+                Ok(Some(Ok(msg))) => msg,
+                _ => return out,
+            };
+            let Message::Text(text) = msg else { continue };
+            if let Ok(RelayMessage::Ok {
+                event_id,
+                accepted,
+                message,
+            }) = RelayMessage::parse(text.as_bytes())
+            {
+                if event_id == note.id {
+                    if accepted {
+                        out.acknowledged.push(hex(&note.id));
+                    } else {
+                        out.refused.push(message.to_string());
+                    }
+                    break;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The NATS server that leads the stream's group.
+fn stream_leader(cluster: &Cluster) -> usize {
+    let status = cluster.status().expect("cluster status");
+    let leader = status["peers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["leader"] == true)
+        .and_then(|p| p["name"].as_str())
+        .expect("the stream has a leader")
+        .to_string();
+    leader.trim_start_matches("nats").parse::<usize>().unwrap() - 1
+}
+
+fn check_refusals(published: &[Published]) {
+    for p in published {
+        for message in &p.refused {
+            assert!(
+                message.starts_with("error: cluster unavailable"),
+                "unexpected refusal: {message}"
+            );
+        }
+    }
+}
+
+/// Every acknowledged event is in the export of every node in `nodes`.
+fn assert_none_lost(cluster: &Cluster, nodes: &[usize], published: &[Published]) -> usize {
+    let acknowledged: Vec<&String> = published.iter().flat_map(|p| &p.acknowledged).collect();
+    for &i in nodes {
+        let ids = exported_ids(&cluster.nodes[i].export());
+        let missing = acknowledged.iter().filter(|id| !ids.contains(**id)).count();
+        assert_eq!(
+            missing,
+            0,
+            "{} lacks {missing} of {} acknowledged events",
+            cluster.nodes[i].name,
+            acknowledged.len()
+        );
+    }
+    acknowledged.len()
+}
+
+#[test]
+fn kill_9_of_the_stream_leader_loses_no_acknowledged_event() {
+    let _one = one_at_a_time();
+    let Some(mut cluster) = Cluster::start(3) else {
+        return;
+    };
+    let leader = stream_leader(&cluster);
+    let stop = Arc::new(AtomicBool::new(false));
+    let rt = runtime();
+    let publishers: Vec<_> = cluster
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| rt.spawn(publish_until(n.url(), 10 + i as u64, stop.clone())))
+        .collect();
+    std::thread::sleep(Duration::from_secs(2));
+    cluster.nats[leader].kill();
+    std::thread::sleep(Duration::from_secs(5));
+    stop.store(true, Ordering::Relaxed);
+    let published: Vec<Published> = publishers
+        .into_iter()
+        .map(|p| rt.block_on(p).unwrap())
+        .collect();
+    check_refusals(&published);
+    let all = [0, 1, 2];
+    converge(&cluster, &all);
+    let acknowledged = assert_none_lost(&cluster, &all, &published);
+    assert!(acknowledged > 30, "only {acknowledged} events acknowledged");
+    let exports: Vec<Vec<String>> = cluster.nodes.iter().map(|n| n.export()).collect();
+    assert_eq!(exports[0], exports[1]);
+    assert_eq!(exports[0], exports[2]);
+    let mut reasons: Vec<&String> = published.iter().flat_map(|p| &p.refused).collect();
+    reasons.sort();
+    reasons.dedup();
+    eprintln!(
+        "killed nats{}: {acknowledged} acknowledged, {} refused {reasons:?}",
+        leader + 1,
+        published.iter().map(|p| p.refused.len()).sum::<usize>()
+    );
+}
+
+#[test]
+fn kill_9_of_a_relay_node_loses_nothing_and_it_catches_up() {
+    let _one = one_at_a_time();
+    let Some(mut cluster) = Cluster::start(3) else {
+        return;
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let rt = runtime();
+    let mut publishers: Vec<_> = cluster
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| rt.spawn(publish_until(n.url(), 20 + i as u64, stop.clone())))
+        .collect();
+    std::thread::sleep(Duration::from_secs(2));
+    // Node 2 dies; its publisher's socket breaks; the others go on.
+    cluster.nodes[1].kill();
+    std::thread::sleep(Duration::from_secs(2));
+    cluster.nodes[1].restart();
+    publishers.push(rt.spawn(publish_until(cluster.nodes[1].url(), 30, stop.clone())));
+    std::thread::sleep(Duration::from_secs(2));
+    stop.store(true, Ordering::Relaxed);
+    let published: Vec<Published> = publishers
+        .into_iter()
+        .map(|p| rt.block_on(p).unwrap())
+        .collect();
+    check_refusals(&published);
+    cluster.wait_connected(&cluster.nodes[1]);
+    let all = [0, 1, 2];
+    converge(&cluster, &all);
+    let acknowledged = assert_none_lost(&cluster, &all, &published);
+    assert!(acknowledged > 30, "only {acknowledged} events acknowledged");
+    let exports: Vec<Vec<String>> = cluster.nodes.iter().map(|n| n.export()).collect();
+    assert_eq!(exports[0], exports[1], "the restarted node differs");
+    assert_eq!(exports[0], exports[2]);
+}
+
+#[test]
+fn without_a_nats_quorum_writes_are_refused_and_reads_served() {
+    let _one = one_at_a_time();
+    let Some(mut cluster) = Cluster::start(3) else {
+        return;
+    };
+    let urls: Vec<String> = cluster.nodes.iter().map(|n| n.url()).collect();
+    let rt = runtime();
+    let before = event(40, 1, &[], "before", 0);
+    rt.block_on(async {
+        let mut n1 = connect(&urls[0]).await;
+        assert!(publish(&mut n1, &before).await.accepted);
+    });
+    // Two of three NATS servers gone: no majority for any write.
+    cluster.nats[0].kill();
+    cluster.nats[1].kill();
+    rt.block_on(async {
+        let mut n1 = connect(&urls[0]).await;
+        let during = event(40, 1, &[], "during", 0);
+        let started = Instant::now();
+        let answer = publish(&mut n1, &during).await;
+        assert!(!answer.accepted, "{answer:?}");
+        assert!(
+            answer.message.starts_with("error: cluster unavailable ("),
+            "{answer:?}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(15));
+        // Reads are served from the local store.
+        let mut by_id = Filter::new();
+        by_id.ids = Some(vec![before.id]);
+        for url in &urls {
+            let mut ws = connect(url).await;
+            assert_eq!(query(&mut ws, by_id.clone()).await, vec![before.id]);
+        }
+    });
+    // Quorum back: writes are taken again.
+    cluster.nats[0].restart();
+    cluster.nats[1].restart();
+    let after = rt.block_on(async {
+        let mut n1 = connect(&urls[0]).await;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut i = 0;
+        loop {
+            i += 1;
+            let attempt = event(40, 1, &[], &format!("after {i}"), 0);
+            let answer = publish(&mut n1, &attempt).await;
+            if answer.accepted {
+                return attempt;
+            }
+            assert!(
+                answer.message.starts_with("error: cluster unavailable"),
+                "{answer:?}"
+            );
+            assert!(Instant::now() < deadline, "writes not back: {answer:?}");
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    });
+    let all = [0, 1, 2];
+    converge(&cluster, &all);
+    for node in &cluster.nodes {
+        let ids = exported_ids(&node.export());
+        assert!(ids.contains(&hex(&before.id)) && ids.contains(&hex(&after.id)));
+    }
+}
+
+#[test]
+fn a_wiped_node_rebuilds_from_the_stream_or_from_a_compacted_copy() {
+    let _one = one_at_a_time();
+    let Some(mut cluster) = Cluster::start(3) else {
+        return;
+    };
+    let urls: Vec<String> = cluster.nodes.iter().map(|n| n.url()).collect();
+    let rt = runtime();
+    let publish_notes = |url: String, from: usize, to: usize| {
+        rt.block_on(async move {
+            let mut ws = connect(&url).await;
+            for i in from..to {
+                let note = event(50, 1, &[], &format!("rebuild {i}"), 0);
+                assert!(publish(&mut ws, &note).await.accepted);
+            }
+        })
+    };
+    publish_notes(urls[0].clone(), 0, 100);
+    let all = [0, 1, 2];
+    converge(&cluster, &all);
+
+    // Wiped: node 3 starts from nothing and reads the whole stream.
+    cluster.nodes[2].stop();
+    std::fs::remove_dir_all(&cluster.nodes[2].data).unwrap();
+    cluster.nodes[2].restart();
+    cluster.wait_connected(&cluster.nodes[2]);
+    converge(&cluster, &all);
+    assert_eq!(cluster.nodes[2].export(), cluster.nodes[0].export());
+
+    // From a compacted copy of node 1: the copy carries node 1's applied
+    // sequence, and node 3 reads only what came after it.
+    cluster.nodes[2].stop();
+    std::fs::remove_dir_all(&cluster.nodes[2].data).unwrap();
+    let copied = cluster.nodes[0].gauge("applied_sequence").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_nostrwire"))
+        .arg("compact")
+        .arg("--data")
+        .arg(&cluster.nodes[0].data)
+        .arg("--output")
+        .arg(&cluster.nodes[2].data)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    publish_notes(urls[1].clone(), 100, 150);
+    cluster.nodes[2].restart();
+    let resumed = cluster.nodes[2].gauge("applied_sequence").unwrap();
+    assert!(
+        resumed >= copied,
+        "started at {resumed}, the copy holds {copied}"
+    );
+    cluster.wait_connected(&cluster.nodes[2]);
+    converge(&cluster, &all);
+    let exports: Vec<Vec<String>> = cluster.nodes.iter().map(|n| n.export()).collect();
+    assert_eq!(exports[0].len(), 150);
+    assert_eq!(exports[2], exports[0]);
+    assert_eq!(exports[1], exports[0]);
+}

@@ -1,0 +1,132 @@
+//! The stream, in order → the writer. An ordered consumer (no acks: the
+//! position that counts is the one the store records with each batch,
+//! `EventStore::submit_at`) starts after the store's applied sequence, so
+//! a restarted node resumes where its last commit left off, and a new or
+//! wiped one, or one started from another node's `compact` copy, reads
+//! what it lacks. When the consumer breaks (a NATS server gone), a new one
+//! starts after the last sequence handed to the writer.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_nats::jetstream;
+use async_nats::jetstream::consumer::pull::OrderedConfig;
+use async_nats::jetstream::consumer::DeliverPolicy;
+use futures_util::StreamExt;
+use nostrwire_event::SignedFields;
+use nostrwire_wire::EventView;
+
+use super::publish::lock;
+use super::{events_subject, ClusterError, State};
+use crate::msg::{Accepted, Admission, Reply, WriterMsg};
+
+/// Reads the stream until the node stops.
+pub(super) async fn run(state: Arc<State>) {
+    while !state.stopping.load(Ordering::Relaxed) {
+        let Some(context) = state.ready().await else {
+            return;
+        };
+        let start = lock(&state).forwarded + 1;
+        if let Err(e) = consume(&state, &context, start).await {
+            tracing::warn!("reading the cluster stream from {start}: {e}; starting again");
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+}
+
+async fn consume(
+    state: &State,
+    context: &jetstream::Context,
+    start: u64,
+) -> Result<(), ClusterError> {
+    let stream_error = |e: &dyn std::fmt::Display| ClusterError::Stream(e.to_string());
+    let stream = context
+        .get_stream(&state.settings.stream)
+        .await
+        .map_err(|e| stream_error(&e))?;
+    let consumer = stream
+        .create_consumer(OrderedConfig {
+            filter_subject: events_subject(&state.settings.stream),
+            deliver_policy: DeliverPolicy::ByStartSequence {
+                start_sequence: start,
+            },
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| stream_error(&e))?;
+    let mut messages = consumer.messages().await.map_err(|e| stream_error(&e))?;
+    while let Some(message) = messages.next().await {
+        let message = message.map_err(|e| stream_error(&e))?;
+        let info = message.info().map_err(|e| stream_error(&e))?;
+        let sequence = info.stream_sequence;
+        state
+            .stream_last
+            .fetch_max(sequence + info.pending, Ordering::Relaxed);
+        if state.stopping.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        match forward(state, sequence, &message.payload) {
+            Err(ClusterError::Record(e)) => {
+                // Not from a node: passed over, never applied.
+                tracing::error!("stream message {sequence} is not an event record: {e}");
+                let mut waiters = lock(state);
+                waiters.forwarded = waiters.forwarded.max(sequence);
+            }
+            other => other?,
+        }
+    }
+    Err(ClusterError::Stream("the consumer ended".into()))
+}
+
+/// Hands the event at `sequence` to the writer: this node's publishers'
+/// own admitted event when they wait for it, otherwise the record admitted
+/// here.
+fn forward(state: &State, sequence: u64, record: &[u8]) -> Result<(), ClusterError> {
+    let id = EventView::decode(record)
+        .map(|view| *view.id())
+        .map_err(|e| ClusterError::Record(e.to_string()))?;
+    let waiting = {
+        let mut waiters = lock(state);
+        if sequence <= waiters.forwarded {
+            return Ok(());
+        }
+        waiters.forwarded = sequence;
+        waiters.take(&id)
+    };
+    let accepted = match waiting {
+        Some(mut accepted) => {
+            accepted.sequence = Some(sequence);
+            accepted
+        }
+        None => Accepted {
+            event: admit(state, record)?,
+            received: Instant::now(),
+            reply: Reply::nobody(),
+            conn: 0,
+            admission: Admission::none(),
+            sequence: Some(sequence),
+        },
+    };
+    // The writer's inbox is bounded: waiting for room is the backpressure
+    // that paces the consumer (off the runtime's worker, which other tasks
+    // need meanwhile).
+    let stopped = || ClusterError::Stream("the writer has stopped".into());
+    match state
+        .writer_tx
+        .try_send(WriterMsg::Event(Box::new(accepted)))
+    {
+        Ok(()) => Ok(()),
+        Err(crossbeam_channel::TrySendError::Full(msg)) => {
+            tokio::task::block_in_place(|| state.writer_tx.send(msg)).map_err(|_| stopped())
+        }
+        Err(crossbeam_channel::TrySendError::Disconnected(_)) => Err(stopped()),
+    }
+}
+
+fn admit(state: &State, record: &[u8]) -> Result<crate::store::Admitted, ClusterError> {
+    let json = EventView::decode(record)
+        .map_err(|e| ClusterError::Record(e.to_string()))?
+        .to_json_bytes();
+    Ok(state.store.admit(record.to_vec(), json)?)
+}

@@ -1,0 +1,42 @@
+//! Ephemeral events (kinds 20000–29999) between nodes: published on a
+//! plain NATS subject, never in the stream, and handed straight to this
+//! node's fan-out, as the node that received them did with its own.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use futures_util::StreamExt;
+
+use super::{ephemeral_subject, State, NODE_HEADER};
+use crate::msg::{FanoutMsg, LiveEvent};
+use crate::store::Admitted;
+
+/// Delivers the other nodes' ephemeral events until the node stops.
+pub(super) async fn receive(state: Arc<State>, client: async_nats::Client) {
+    let subject = ephemeral_subject(&state.settings.stream);
+    let mut subscription = match client.subscribe(subject).await {
+        Ok(subscription) => subscription,
+        Err(e) => {
+            tracing::error!("cannot subscribe to the cluster's ephemeral events: {e}");
+            return;
+        }
+    };
+    while let Some(message) = subscription.next().await {
+        let from_here = message
+            .headers
+            .as_ref()
+            .and_then(|h| h.get(NODE_HEADER))
+            .is_some_and(|node| node.as_str() == state.node);
+        if from_here {
+            continue;
+        }
+        match Admitted::from_record(message.payload.to_vec()) {
+            Ok(event) => {
+                state.ephemeral_in.fetch_add(1, Ordering::Relaxed);
+                let live = Arc::new(LiveEvent { serial: 0, event });
+                let _ = state.fanout_tx.try_send(FanoutMsg::Events(vec![live]));
+            }
+            Err(e) => tracing::warn!("an ephemeral event from the cluster is not a record: {e}"),
+        }
+    }
+}
