@@ -8,7 +8,7 @@
 //! relays.
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -213,16 +213,40 @@ struct Published {
     refused: Vec<String>,
 }
 
-/// Publishes notes to `url`, one at a time, until `stop` (or the socket
-/// breaks, or 60 s pass).
-async fn publish_until(url: String, author: u64, stop: Arc<AtomicBool>) -> Published {
+/// Sustained ingest shared by the publishers: when to stop, and how many
+/// events were acknowledged so far (so a test kills a process after a
+/// number of acknowledgements, not after a time).
+#[derive(Default)]
+struct Load {
+    stop: AtomicBool,
+    acknowledged: AtomicU64,
+}
+
+impl Load {
+    /// Waits until `more` events beyond those acknowledged so far are.
+    fn wait_for(&self, more: u64) {
+        let target = self.acknowledged.load(Ordering::Relaxed) + more;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while self.acknowledged.load(Ordering::Relaxed) < target {
+            assert!(
+                Instant::now() < deadline,
+                "{more} more events not acknowledged within 60 s"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// Publishes notes to `url`, one at a time, until `load.stop` (or the
+/// socket breaks, or 60 s pass).
+async fn publish_until(url: String, author: u64, load: Arc<Load>) -> Published {
     let mut out = Published::default();
     let Ok((mut ws, _)) = tokio_tungstenite::connect_async(&url).await else {
         return out;
     };
     let started = Instant::now();
     let mut i = 0;
-    while !stop.load(Ordering::Relaxed) && started.elapsed() < Duration::from_secs(60) {
+    while !load.stop.load(Ordering::Relaxed) && started.elapsed() < Duration::from_secs(60) {
         i += 1;
         let note = event(author, 1, &[&["t", "load"]], &format!("{author}/{i}"), 0);
         let mut frame = Vec::new();
@@ -249,6 +273,7 @@ async fn publish_until(url: String, author: u64, stop: Arc<AtomicBool>) -> Publi
                 if event_id == note.id {
                     if accepted {
                         out.acknowledged.push(hex(&note.id));
+                        load.acknowledged.fetch_add(1, Ordering::Relaxed);
                     } else {
                         out.refused.push(message.to_string());
                     }
@@ -309,18 +334,19 @@ fn kill_9_of_the_stream_leader_loses_no_acknowledged_event() {
         return;
     };
     let leader = stream_leader(&cluster);
-    let stop = Arc::new(AtomicBool::new(false));
+    let load = Arc::new(Load::default());
     let rt = runtime();
     let publishers: Vec<_> = cluster
         .nodes
         .iter()
         .enumerate()
-        .map(|(i, n)| rt.spawn(publish_until(n.url(), 10 + i as u64, stop.clone())))
+        .map(|(i, n)| rt.spawn(publish_until(n.url(), 10 + i as u64, load.clone())))
         .collect();
-    std::thread::sleep(Duration::from_secs(2));
+    load.wait_for(50);
     cluster.nats[leader].kill();
-    std::thread::sleep(Duration::from_secs(5));
-    stop.store(true, Ordering::Relaxed);
+    // Writes resume once the two others have elected a leader.
+    load.wait_for(50);
+    load.stop.store(true, Ordering::Relaxed);
     let published: Vec<Published> = publishers
         .into_iter()
         .map(|p| rt.block_on(p).unwrap())
@@ -349,22 +375,22 @@ fn kill_9_of_a_relay_node_loses_nothing_and_it_catches_up() {
     let Some(mut cluster) = Cluster::start(3) else {
         return;
     };
-    let stop = Arc::new(AtomicBool::new(false));
+    let load = Arc::new(Load::default());
     let rt = runtime();
     let mut publishers: Vec<_> = cluster
         .nodes
         .iter()
         .enumerate()
-        .map(|(i, n)| rt.spawn(publish_until(n.url(), 20 + i as u64, stop.clone())))
+        .map(|(i, n)| rt.spawn(publish_until(n.url(), 20 + i as u64, load.clone())))
         .collect();
-    std::thread::sleep(Duration::from_secs(2));
+    load.wait_for(50);
     // Node 2 dies; its publisher's socket breaks; the others go on.
     cluster.nodes[1].kill();
-    std::thread::sleep(Duration::from_secs(2));
+    load.wait_for(50);
     cluster.nodes[1].restart();
-    publishers.push(rt.spawn(publish_until(cluster.nodes[1].url(), 30, stop.clone())));
-    std::thread::sleep(Duration::from_secs(2));
-    stop.store(true, Ordering::Relaxed);
+    publishers.push(rt.spawn(publish_until(cluster.nodes[1].url(), 30, load.clone())));
+    load.wait_for(50);
+    load.stop.store(true, Ordering::Relaxed);
     let published: Vec<Published> = publishers
         .into_iter()
         .map(|p| rt.block_on(p).unwrap())

@@ -200,8 +200,23 @@ async fn confirm(
             None
         }
     };
-    if let Some(accepted) = passed {
-        answer_applied(state, context, accepted, sequence).await;
+    match passed {
+        Some(accepted) => answer_applied(state, context, accepted, sequence).await,
+        None => answer_if_unapplied(state, id, token).await,
+    }
+}
+
+/// The stream's reader answers an acknowledged event once it hands it to
+/// the writer. When it is late (its consumer being created again after a
+/// NATS server failed), the client is told, after the publish timeout,
+/// what is already certain: the stream holds the event, so every node
+/// will apply it. The reader then applies it with nobody to answer.
+async fn answer_if_unapplied(state: &State, id: &EventId, token: u64) {
+    tokio::time::sleep(state.publish_timeout()).await;
+    let waiting = lock(state).remove(id, token);
+    if let Some(accepted) = waiting {
+        tracing::debug!("event {id} acknowledged by the stream, not applied yet: OK sent");
+        accepted.reply.send_ok(id, true, "");
     }
 }
 
