@@ -49,12 +49,15 @@ fn exported_ids(lines: &[String]) -> HashSet<String> {
 }
 
 /// Waits until every node in `nodes` has applied everything the stream
-/// holds (as the nodes last saw it).
+/// holds (as the nodes last saw it). A reader whose NATS server died makes a
+/// new consumer after two missed one-second heartbeats; 30 s is room for a
+/// loaded machine, and well short of the minute a reader with async-nats'
+/// 15 s heartbeats would stall for.
 fn converge(cluster: &Cluster, nodes: &[usize]) -> u64 {
     // The nodes refresh the stream's last sequence every second.
     std::thread::sleep(Duration::from_millis(1500));
     let last = cluster.stream_sequence(nodes);
-    cluster.wait_applied(nodes, last, Duration::from_secs(60));
+    cluster.wait_applied(nodes, last, Duration::from_secs(30));
     last
 }
 

@@ -1,18 +1,25 @@
-//! The stream, in order → the writer. An ordered consumer (no acks: the
-//! position that counts is the one the store records with each batch,
-//! `EventStore::submit_at`) starts after the store's applied sequence, so
-//! a restarted node resumes where its last commit left off, and a new or
-//! wiped one, or one started from another node's `compact` copy, reads
-//! what it lacks. When the consumer breaks (a NATS server gone), a new one
-//! starts after the last sequence handed to the writer.
+//! The stream, in order → the writer. An ephemeral pull consumer of one
+//! replica (no acks: the position that counts is the one the store records
+//! with each batch, `EventStore::submit_at`) starts after the store's
+//! applied sequence, so a restarted node resumes where its last commit left
+//! off, and a new or wiped one, or one started from another node's
+//! `compact` copy, reads what it lacks.
+//!
+//! The consumer lives on one NATS server. When that server goes, nothing
+//! more arrives and nothing says so but the missing idle heartbeats; they
+//! come every [`HEARTBEAT`], so within two of them the reader drops the
+//! consumer and makes a new one after the last sequence handed to the
+//! writer. (async-nats' ordered consumer does the same, but its heartbeat is
+//! fixed at 15 s and it waits for two misses: a minute of a node serving
+//! nothing new after a server's death.) A gap in the consumer's own
+//! sequence is handled the same way, so no event is passed over.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream;
-use async_nats::jetstream::consumer::pull::OrderedConfig;
-use async_nats::jetstream::consumer::DeliverPolicy;
+use async_nats::jetstream::consumer::{pull, AckPolicy, DeliverPolicy};
 use futures_util::StreamExt;
 use nostrwire_event::SignedFields;
 use nostrwire_wire::EventView;
@@ -20,6 +27,21 @@ use nostrwire_wire::EventView;
 use super::publish::lock;
 use super::{events_subject, ClusterError, State};
 use crate::msg::{Accepted, Admission, Reply, WriterMsg};
+
+/// How often the consumer's server says it is there while it has nothing
+/// to send; two missed in a row and the consumer is made again.
+const HEARTBEAT: Duration = Duration::from_secs(1);
+
+/// How long one pull request waits for messages (the server allows a
+/// heartbeat of at most half of it).
+const PULL_EXPIRES: Duration = Duration::from_secs(5);
+
+/// How long the server keeps a consumer nobody pulls from: one left by a
+/// reader that made a new one is deleted after this.
+const INACTIVE: Duration = Duration::from_secs(30);
+
+/// Messages a pull asks for.
+const BATCH: usize = 500;
 
 /// Reads the stream until the node stops.
 pub(super) async fn run(state: Arc<State>) {
@@ -46,19 +68,40 @@ async fn consume(
         .await
         .map_err(|e| stream_error(&e))?;
     let consumer = stream
-        .create_consumer(OrderedConfig {
+        .create_consumer(pull::Config {
             filter_subject: events_subject(&state.settings.stream),
             deliver_policy: DeliverPolicy::ByStartSequence {
                 start_sequence: start,
             },
+            ack_policy: AckPolicy::None,
+            num_replicas: 1,
+            memory_storage: true,
+            inactive_threshold: INACTIVE,
             ..Default::default()
         })
         .await
         .map_err(|e| stream_error(&e))?;
-    let mut messages = consumer.messages().await.map_err(|e| stream_error(&e))?;
+    let mut messages = consumer
+        .stream()
+        .max_messages_per_batch(BATCH)
+        .expires(PULL_EXPIRES)
+        .heartbeat(HEARTBEAT)
+        .messages()
+        .await
+        .map_err(|e| stream_error(&e))?;
+    let mut consumer_sequence = 0;
     while let Some(message) = messages.next().await {
+        // A missed heartbeat, a deleted consumer, a server gone: all end
+        // this consumer, and `run` makes another.
         let message = message.map_err(|e| stream_error(&e))?;
         let info = message.info().map_err(|e| stream_error(&e))?;
+        if info.consumer_sequence != consumer_sequence + 1 {
+            return Err(ClusterError::Stream(format!(
+                "the consumer skipped from {consumer_sequence} to {}",
+                info.consumer_sequence
+            )));
+        }
+        consumer_sequence = info.consumer_sequence;
         let sequence = info.stream_sequence;
         state
             .stream_last
