@@ -74,7 +74,7 @@ pub fn run(shared: Arc<Shared>, inbox: Receiver<WriterMsg>) {
             }
             next = inbox.try_recv().ok();
             if next.is_none() && batch.len() < expected {
-                next = inbox.recv_deadline(deadline).ok();
+                next = wait_for_more(&inbox, deadline, expected - batch.len());
             }
         }
         if !batch.is_empty() {
@@ -101,6 +101,27 @@ pub fn run(shared: Arc<Shared>, inbox: Receiver<WriterMsg>) {
     }
     if let Err(e) = shared.store.sync() {
         tracing::error!("final sync failed: {e}");
+    }
+}
+
+/// How often a lingering writer looks at its inbox.
+const LINGER_SLICE: Duration = Duration::from_micros(250);
+
+/// Waits until `wanted` more messages are queued or `deadline` passes, then
+/// takes the next one. It sleeps in slices and counts what came rather than
+/// sleeping on the inbox: woken by each event, the writer went through a
+/// context switch for nearly every event it stored.
+fn wait_for_more(
+    inbox: &Receiver<WriterMsg>,
+    deadline: Instant,
+    wanted: usize,
+) -> Option<WriterMsg> {
+    loop {
+        let now = Instant::now();
+        if now >= deadline || inbox.len() >= wanted {
+            return inbox.try_recv().ok();
+        }
+        std::thread::sleep(LINGER_SLICE.min(deadline - now));
     }
 }
 
