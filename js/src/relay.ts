@@ -127,6 +127,14 @@ export class Relay {
     return relay;
   }
 
+  /**
+   * Why the verifier workers (`workers: N`) stopped, or `null`: they could
+   * not load or crashed, and events are verified on the main thread since.
+   */
+  get workerFailure(): Error | null {
+    return this.pool?.failure ?? null;
+  }
+
   get connected(): boolean {
     return this.ws !== null && this.transport !== null;
   }

@@ -52,6 +52,18 @@ for (const transport of ['binary', 'json', 'auto']) {
 test('Chromium, binary transport with events verified in two Web Workers', { skip }, async () => {
   const result = await page.evaluate((url) => window.scenario(url, 'binary', { workers: 2 }), relay.url);
   check(result, 'binary');
+  assert.equal(result.workerFailure, null);
+});
+
+test('Chromium, verifier workers that cannot load: events are verified on the main thread', { skip }, async () => {
+  const result = await page.evaluate(
+    (url) => window.scenario(url, 'binary', { workers: 2, workerUrl: new URL('/no-such-worker.js', location.href) }),
+    relay.url,
+  );
+  // Stored events still arrive verified, the forged one is still refused,
+  // and the relay says why the workers stopped.
+  check(result, 'binary');
+  assert.match(result.workerFailure, /verifier worker failed/);
 });
 
 test('Chromium falls back to JSON against a relay with the binary transport off', { skip }, async () => {

@@ -55,6 +55,7 @@ async function scenario(url, transport, options = {}) {
   for (let i = 0; i < 100 && !r.authChallenge; i++) await new Promise((res) => setTimeout(res, 20));
   out.auth = await r.auth(async (t) => finalizeEvent(t, sk)).then((m) => `ok ${m}`, (e) => `refused ${e.message}`);
   out.verifier = verifierName();
+  out.workerFailure = r.workerFailure?.message ?? null;
   r.close();
   return out;
 }
