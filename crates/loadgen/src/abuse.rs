@@ -710,12 +710,8 @@ async fn delivers_live(target: &Target, conn: &mut Conn) -> bool {
     }
     let deadline = tokio::time::Instant::now() + target.timeout;
     loop {
-        let incoming = match timeout_at(deadline, conn.reader.next()).await {
-            Ok(Ok(i)) => i,
-            _ => return false,
-        };
-        let Admitted::Text(t) = incoming else {
-            continue;
+        let Ok(Some(t)) = conn.reader.next_text_before(deadline).await else {
+            return false;
         };
         if let Ok(RelayMessage::Event {
             subscription_id,
@@ -766,13 +762,10 @@ async fn fetch_ids(
     let deadline = tokio::time::Instant::now() + timeout;
     let mut got = HashSet::new();
     loop {
-        let incoming = match timeout_at(deadline, conn.reader.next()).await {
-            Err(_) => return Err("no EOSE within the timeout".into()),
-            Ok(Err(e)) => return Err(e.to_string()),
-            Ok(Ok(i)) => i,
-        };
-        let Admitted::Text(t) = incoming else {
-            continue;
+        let t = match conn.reader.next_text_before(deadline).await {
+            Ok(Some(t)) => t,
+            Ok(None) => return Err("no EOSE within the timeout".into()),
+            Err(e) => return Err(e.to_string()),
         };
         match RelayMessage::parse(t) {
             Ok(RelayMessage::Event {
@@ -811,13 +804,10 @@ async fn subscribe(
         .map_err(|_| Failure::ConnectionLost)?;
     let deadline = tokio::time::Instant::from_std(t0 + timeout);
     loop {
-        let incoming = match timeout_at(deadline, conn.reader.next()).await {
-            Err(_) => return Err(Failure::Timeout),
-            Ok(Err(e)) => return Err(e.as_failure()),
-            Ok(Ok(i)) => i,
-        };
-        let Admitted::Text(t) = incoming else {
-            continue;
+        let t = match conn.reader.next_text_before(deadline).await {
+            Ok(Some(t)) => t,
+            Ok(None) => return Err(Failure::Timeout),
+            Err(e) => return Err(e.as_failure()),
         };
         match RelayMessage::parse(t) {
             Ok(RelayMessage::Eose(s)) if s == sub => return Ok((sub, t0.elapsed())),
@@ -1341,11 +1331,8 @@ async fn challenge(conn: &mut Conn, wait: Duration) -> Option<String> {
     // `Some(true)`: the relay closed the probe itself; `Some(false)`: EOSE.
     let mut answered: Option<bool> = None;
     while found.is_none() || answered.is_none() {
-        let Ok(Ok(incoming)) = timeout_at(deadline, conn.reader.next()).await else {
+        let Ok(Some(t)) = conn.reader.next_text_before(deadline).await else {
             break;
-        };
-        let Admitted::Text(t) = incoming else {
-            continue;
         };
         match RelayMessage::parse(t) {
             Ok(RelayMessage::Auth(c)) => found = Some(c.into_owned()),
@@ -1725,13 +1712,10 @@ async fn search_supported(conn: &mut Conn, timeout: Duration) -> Result<(), Stri
         .map_err(|e| format!("connection failed: {e}"))?;
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
-        let incoming = match timeout_at(deadline, conn.reader.next()).await {
-            Err(_) => return Err("no EOSE for a one-word search".into()),
-            Ok(Err(e)) => return Err(format!("connection failed: {e}")),
-            Ok(Ok(i)) => i,
-        };
-        let Admitted::Text(t) = incoming else {
-            continue;
+        let t = match conn.reader.next_text_before(deadline).await {
+            Ok(Some(t)) => t,
+            Ok(None) => return Err("no EOSE for a one-word search".into()),
+            Err(e) => return Err(format!("connection failed: {e}")),
         };
         match RelayMessage::parse(t) {
             Ok(RelayMessage::Event {
@@ -1856,13 +1840,10 @@ async fn wait_ok(
 ) -> Result<(bool, String), String> {
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
-        let incoming = match timeout_at(deadline, conn.reader.next()).await {
-            Err(_) => return Err("no OK within the timeout".into()),
-            Ok(Err(e)) => return Err(e.to_string()),
-            Ok(Ok(i)) => i,
-        };
-        let Admitted::Text(t) = incoming else {
-            continue;
+        let t = match conn.reader.next_text_before(deadline).await {
+            Ok(Some(t)) => t,
+            Ok(None) => return Err("no OK within the timeout".into()),
+            Err(e) => return Err(e.to_string()),
         };
         if let Ok(RelayMessage::Ok {
             event_id,

@@ -1530,13 +1530,10 @@ async fn probe_search(
     let deadline = tokio::time::Instant::now() + timeout;
     let mut events = 0;
     loop {
-        let incoming = match timeout_at(deadline, conn.reader.next()).await {
-            Err(_) => return Err("no EOSE for a search query within the timeout".into()),
-            Ok(Err(e)) => return Err(format!("connection failed: {e}")),
-            Ok(Ok(i)) => i,
-        };
-        let Admitted::Text(t) = incoming else {
-            continue;
+        let t = match conn.reader.next_text_before(deadline).await {
+            Ok(Some(t)) => t,
+            Ok(None) => return Err("no EOSE for a search query within the timeout".into()),
+            Err(e) => return Err(format!("connection failed: {e}")),
         };
         match RelayMessage::parse(t) {
             Ok(RelayMessage::Event {

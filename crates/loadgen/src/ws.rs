@@ -204,6 +204,29 @@ impl WsReader {
         }
         Ok(self.frames.message())
     }
+
+    /// The next text message that arrives before `deadline`, passing over
+    /// other frames (pings are not answered); `Ok(None)` once the deadline
+    /// has passed. Cancel-safe, as [`WsReader::next`].
+    pub async fn next_text_before(
+        &mut self,
+        deadline: tokio::time::Instant,
+    ) -> Result<Option<&[u8]>, Error> {
+        loop {
+            match tokio::time::timeout_at(deadline, self.next()).await {
+                Err(_) => return Ok(None),
+                Ok(Err(e)) => return Err(e),
+                Ok(Ok(Admitted::Text(_))) => break,
+                Ok(Ok(_)) => {}
+            }
+        }
+        // The message `next` just moved to, taken again: returning it from
+        // inside the loop would hold the reader borrowed across iterations.
+        match self.frames.message() {
+            Admitted::Text(text) => Ok(Some(text)),
+            _ => unreachable!("the loop stops at a text message"),
+        }
+    }
 }
 
 /// The writing half of a connection. Frames are queued into one buffer and
