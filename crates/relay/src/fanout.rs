@@ -143,8 +143,10 @@ impl Index {
                 }
             }
         }
-        // Indexed terms of the event, computed once if a search filter asks.
-        let mut terms: Option<Option<EventTerms>> = None;
+        // Indexed terms of the event: as admitted, or computed once if a
+        // search filter asks.
+        let admitted_terms = event.event.search_terms();
+        let mut computed: Option<Option<EventTerms>> = None;
         let mut done: HashSet<*const Sub> = HashSet::new();
         let mut dead = Vec::new();
         for key in keys {
@@ -162,8 +164,13 @@ impl Index {
                 }
                 // Parsed once, when the REQ came (at most `search.max_terms` terms).
                 if let Some(query) = &sub.searches[i] {
-                    let terms = terms.get_or_insert_with(|| EventTerms::of(&view));
-                    if !terms.as_ref().is_some_and(|t| t.contains_all(query)) {
+                    let terms = match admitted_terms {
+                        Some(terms) => terms,
+                        None => computed
+                            .get_or_insert_with(|| EventTerms::of(&view))
+                            .as_ref(),
+                    };
+                    if !terms.is_some_and(|t| t.contains_all(query)) {
                         continue;
                     }
                 }

@@ -193,7 +193,7 @@ pub trait EventStore: Send + Sync + 'static {
     /// JSON) and prepares its stored form (compressed). Threads that verify
     /// events call it, so the one writer neither decodes nor compresses.
     fn admit(&self, record: Vec<u8>, json: Vec<u8>) -> StoreResult<Admitted> {
-        Admitted::derive(record, json, |_| Ok(None))
+        Admitted::derive(record, json, |_| Ok(None), false)
     }
 
     /// Applies a batch of admitted events in one transaction and returns

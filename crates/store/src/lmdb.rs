@@ -61,6 +61,9 @@ pub struct LmdbStore {
     /// Rows of `search_removed` the search index has applied; the writer
     /// deletes them in its next transaction.
     pub(crate) search_applied: Mutex<std::collections::HashSet<u64>>,
+    /// The search terms of events stored since the search index last
+    /// caught up, as admitted (bounded; the indexer reads the rest).
+    pub(crate) fresh_terms: crate::search::fresh::FreshTerms,
     pub(crate) pending: Db,
     pub(crate) removed: Db,
     /// serial → the end of a stored value cut to fit its pages.
@@ -211,12 +214,17 @@ impl EventStore for LmdbStore {
     }
 
     fn admit(&self, record: Vec<u8>, json: Vec<u8>) -> StoreResult<Admitted> {
-        Admitted::derive(record, json, |record| {
-            Ok(match self.stored_form(record)? {
-                Cow::Owned(stored) => Some(stored),
-                Cow::Borrowed(_) => None,
-            })
-        })
+        Admitted::derive(
+            record,
+            json,
+            |record| {
+                Ok(match self.stored_form(record)? {
+                    Cow::Owned(stored) => Some(stored),
+                    Cow::Borrowed(_) => None,
+                })
+            },
+            self.search.is_some(),
+        )
     }
 
     fn submit(&self, batch: &[Admitted], now: u64) -> StoreResult<Vec<Verdict>> {
@@ -643,6 +651,7 @@ impl LmdbStore {
             search: None,
             search_removed: db(table::SEARCH_REMOVED)?,
             search_applied: Mutex::default(),
+            fresh_terms: Default::default(),
             pending: db(table::PENDING)?,
             waiting_ids: RwLock::default(),
             in_flight: Mutex::default(),
@@ -727,6 +736,13 @@ impl LmdbStore {
                 .put(&mut wtxn, schema::APPLIED_SEQUENCE, &sequence.to_le_bytes())?;
         }
         wtxn.commit()?;
+        if self.search.is_some() {
+            for (event, verdict) in batch.iter().zip(&verdicts) {
+                if let (Verdict::Stored(serial), Some(terms)) = (verdict, &event.search_terms) {
+                    self.fresh_terms.offer(*serial, terms.clone());
+                }
+            }
+        }
         Ok(verdicts)
     }
 }

@@ -440,3 +440,152 @@ impl Admit for Vec<u8> {
 fn admit(record: Vec<u8>) -> Admitted {
     Admitted::from_record(record).expect("a valid record")
 }
+
+#[test]
+fn the_search_index_built_from_admitted_terms_is_the_one_built_from_stored_records() {
+    use nostrwire_event::Tag;
+    // `fresh`: events admitted by the store, whose terms the indexer takes
+    // as admitted; `read`: the same events without terms, which the indexer
+    // reads, decompresses and decodes from the database.
+    let (fresh_dir, read_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (fresh, read) = (open(fresh_dir.path()), open(read_dir.path()));
+    let keys = Keys::derive(5, 1);
+    let words = [
+        "apple",
+        "pear",
+        "plum",
+        "fig",
+        "kiwi",
+        "lime",
+        "Ünïcode",
+        "naïve",
+    ];
+    let event = |kind: u16, at: u64, tags: Vec<Tag>, content: String| {
+        let event = UnsignedEvent::new(
+            &keys,
+            Timestamp::new(at).unwrap(),
+            Kind(kind),
+            tags,
+            &content,
+        )
+        .sign(&keys);
+        (
+            event.id,
+            nostrwire_wire::encode_event(&event),
+            event.to_json_bytes(),
+        )
+    };
+    // Each event as (id, nwb record, JSON).
+    type Signed = (EventId, Vec<u8>, Vec<u8>);
+    let mut batches: Vec<Vec<Signed>> = Vec::new();
+    for b in 0..4u64 {
+        let mut batch = Vec::new();
+        for i in 0..25u64 {
+            let n = (b * 25 + i) as usize;
+            let content = format!(
+                "{} {} {}",
+                words[n % 8],
+                words[(n * 3 + 1) % 8],
+                words[n % 3]
+            );
+            let (kind, tags) = match n % 5 {
+                0 => (
+                    30023,
+                    vec![
+                        Tag::from_strs(&["d", &format!("a{n}")]),
+                        Tag::from_strs(&["title", words[(n + 2) % 8]]),
+                    ],
+                ),
+                1 => (1, vec![Tag::from_strs(&["t", words[(n + 5) % 8]])]),
+                2 => (7, Vec::new()), // not indexed
+                _ => (1, Vec::new()),
+            };
+            batch.push(event(kind, 1_000 + n as u64, tags, content));
+        }
+        // A profile, replaced in a later batch before the indexer runs.
+        batch.push(event(
+            0,
+            900 + b,
+            Vec::new(),
+            format!(
+                r#"{{"name":"{}","about":"{}"}}"#,
+                words[b as usize],
+                words[7 - b as usize]
+            ),
+        ));
+        batches.push(batch);
+    }
+    // A deletion of an event stored earlier, before anything is indexed.
+    let victim = batches[1][3].0;
+    let deletion = event(
+        5,
+        2_000,
+        vec![Tag::from_strs(&["e", &victim.to_hex()])],
+        String::new(),
+    );
+    batches.push(vec![deletion]);
+    for batch in &batches {
+        let admitted: Vec<Admitted> = batch
+            .iter()
+            .map(|(_, record, json)| fresh.admit(record.clone(), json.clone()).unwrap())
+            .collect();
+        assert!(admitted.iter().all(|a| a.search_terms.is_some()));
+        fresh.submit(&admitted, 0).unwrap();
+        let records: Vec<Admitted> = batch
+            .iter()
+            .map(|(_, record, _)| admit(record.clone()))
+            .collect();
+        read.submit(&records, 0).unwrap();
+    }
+    assert!(
+        fresh.fresh_terms.len() > 90,
+        "stored events' terms are held"
+    );
+    assert_eq!(read.fresh_terms.len(), 0);
+    while fresh.index_search(7, 0).unwrap() {}
+    while read.index_search(7, 0).unwrap() {}
+    assert_eq!(
+        fresh.fresh_terms.len(),
+        0,
+        "taken or forgotten once indexed"
+    );
+    // The same postings, byte for byte, and the same totals.
+    let dump = |store: &LmdbStore| {
+        let index = store.search.as_ref().unwrap();
+        let stxn = index.env.read_txn().unwrap();
+        let rows: Vec<(Vec<u8>, Vec<u8>)> = index
+            .postings
+            .iter(&stxn)
+            .unwrap()
+            .map(|item| {
+                let (k, v) = item.unwrap();
+                (k.to_vec(), v.to_vec())
+            })
+            .collect();
+        (rows, index.totals(&stxn).unwrap())
+    };
+    let (fresh_rows, fresh_totals) = dump(&fresh);
+    let (read_rows, read_totals) = dump(&read);
+    assert!(!fresh_rows.is_empty());
+    assert_eq!(fresh_totals, read_totals);
+    assert_eq!(fresh_rows, read_rows);
+    // And searches agree (the deleted event is in neither).
+    for word in words {
+        let results = |store: &LmdbStore| {
+            let filter = Filter {
+                search: Some(word.to_lowercase()),
+                ..Filter::new()
+            };
+            let mut cursor = QueryCursor::new(500);
+            while store.scan(&filter, &mut cursor, 7, 0).unwrap() == ScanStatus::More {}
+            cursor
+                .into_results()
+                .iter()
+                .map(|f| f.id)
+                .collect::<Vec<EventId>>()
+        };
+        let found = results(&fresh);
+        assert!(!found.contains(&victim));
+        assert_eq!(found, results(&read), "{word}");
+    }
+}

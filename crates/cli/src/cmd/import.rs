@@ -52,7 +52,7 @@ pub struct Args {
 }
 
 enum Outcome {
-    Ready(Admitted),
+    Ready(Box<Admitted>),
     Rejected(&'static str),
 }
 
@@ -162,7 +162,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                         Ok(()) => {
                             let record = nostrwire_wire::encode_json_event(&e);
                             match store.admit(record, e.to_json_bytes()) {
-                                Ok(admitted) => Outcome::Ready(admitted),
+                                Ok(admitted) => Outcome::Ready(Box::new(admitted)),
                                 Err(_) => Outcome::Rejected("internal"),
                             }
                         }
@@ -172,7 +172,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let mut records = Vec::with_capacity(outcomes.len());
             for o in outcomes {
                 match o {
-                    Outcome::Ready(r) => records.push(r),
+                    Outcome::Ready(r) => records.push(*r),
                     Outcome::Rejected(reason) => *counts.entry(reason).or_default() += 1,
                 }
             }

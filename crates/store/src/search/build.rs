@@ -9,6 +9,7 @@ use heed::{RoTxn, RwTxn};
 
 use crate::lmdb::{LmdbStore, OpenOptions, SEARCH_DIR};
 use crate::schema::{self, Posting};
+use crate::search::fresh::FreshTerms;
 use crate::search::index::{self as search_index, SearchIndex};
 use crate::search::{self, EventTerms};
 use crate::value::{decode, unpack};
@@ -170,6 +171,7 @@ impl LmdbStore {
         txn: &RoTxn<'_>,
         (above, upto): (u64, u64),
         max: usize,
+        fresh: Option<&FreshTerms>,
         mut f: impl FnMut(u64, Option<EventTerms>),
     ) -> StoreResult<(usize, Option<u64>)> {
         let (lower, upper) = (schema::serial_bytes(above), schema::serial_bytes(upto));
@@ -182,8 +184,13 @@ impl LmdbStore {
             let (k, value) = item?;
             let serial = schema::serial_from(k)
                 .ok_or_else(|| StoreError::Corrupt("bad serial key".into()))?;
-            let (_, record) = self.read_value(txn, k, value)?;
-            f(serial, EventTerms::of(&decode(&record)?));
+            match fresh.and_then(|fresh| fresh.take(serial)) {
+                Some(terms) => f(serial, terms),
+                None => {
+                    let (_, record) = self.read_value(txn, k, value)?;
+                    f(serial, EventTerms::of(&decode(&record)?));
+                }
+            }
             walked += 1;
             last = Some(serial);
         }
@@ -282,20 +289,26 @@ impl LmdbStore {
             Default::default();
         let (mut added_docs, mut added_tokens) = (0u64, 0u64);
         let (walked, walked_to) = match from < last {
-            true => self.walk_unindexed(&txn, (from, u64::MAX), max, |serial, terms| {
-                let Some(terms) = terms else {
-                    return;
-                };
-                added_docs += 1;
-                added_tokens += u64::from(terms.len);
-                for (term, tf) in terms.terms {
-                    added.entry(term).or_default().push(Posting {
-                        serial,
-                        tf,
-                        len: schema::stored_length(terms.len),
-                    });
-                }
-            })?,
+            true => self.walk_unindexed(
+                &txn,
+                (from, u64::MAX),
+                max,
+                Some(&self.fresh_terms),
+                |serial, terms| {
+                    let Some(terms) = terms else {
+                        return;
+                    };
+                    added_docs += 1;
+                    added_tokens += u64::from(terms.len);
+                    for (term, tf) in terms.terms {
+                        added.entry(term).or_default().push(Posting {
+                            serial,
+                            tf,
+                            len: schema::stored_length(terms.len),
+                        });
+                    }
+                },
+            )?,
             false => (0, None),
         };
         drop(txn);
@@ -363,6 +376,8 @@ impl LmdbStore {
                 .unwrap_or_else(|e| e.into_inner())
                 .extend(applied);
         }
+        // Indexed, or removed before the walk came to them.
+        self.fresh_terms.forget_through(reached);
         let behind = |mark: u64| last.saturating_sub(mark) > self.search_max_unindexed;
         if behind(from) {
             if !behind(reached) {

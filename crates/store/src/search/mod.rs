@@ -4,6 +4,7 @@
 //! test live events against a search filter with exactly the same rules.
 
 pub(crate) mod build;
+pub(crate) mod fresh;
 pub(crate) mod index;
 pub(crate) mod scan;
 

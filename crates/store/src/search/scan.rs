@@ -75,8 +75,12 @@ impl LmdbStore {
             unreachable!("search tail plan");
         };
         let t = &mut *tail;
-        let (walked, last) =
-            self.walk_unindexed(txn, (t.walked_to, t.upper), budget, |serial, terms| {
+        let (walked, last) = self.walk_unindexed(
+            txn,
+            (t.walked_to, t.upper),
+            budget,
+            None,
+            |serial, terms| {
                 let Some(terms) = terms else {
                     return;
                 };
@@ -95,7 +99,8 @@ impl LmdbStore {
                     t.matches
                         .push((serial, tfs, schema::stored_length(terms.len)));
                 }
-            })?;
+            },
+        )?;
         cursor.examined += walked as u64;
         if walked == budget && last.is_some_and(|s| s < t.upper) {
             t.walked_to = last.unwrap_or(t.walked_to);
