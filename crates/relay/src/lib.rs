@@ -16,7 +16,6 @@
 pub mod cluster;
 pub mod config;
 pub mod fanout;
-pub mod indexer;
 pub mod ingest;
 pub mod metrics;
 pub mod msg;
@@ -76,9 +75,8 @@ pub struct Shared {
     pub writer_tx: Sender<WriterMsg>,
     /// The fan-out inbox.
     pub fanout_tx: Sender<FanoutMsg>,
-    /// Signals the search indexer that the writer committed (capacity 1:
-    /// a signal already waiting stands for any number of commits).
-    pub search_kick: Sender<()>,
+    /// The search index's thread, told of each commit (with `search.enabled`).
+    pub search_indexer: Option<search::SearchIndexer>,
     /// The query pool's queue (connections take turns).
     pub queries: query::Queue,
     /// Publishing rules (`[policy]` lists), replaced on reload.
@@ -304,7 +302,6 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
     // senders wait, back to the sockets, which then stop being read.
     let (writer_tx, writer_rx) = bounded(WRITER_QUEUE.max(config.performance.writer_batch));
     let (fanout_tx, fanout_rx) = bounded(FANOUT_QUEUE);
-    let (search_kick, search_rx) = bounded(1);
     let n_ingest = threads(config.performance.ingest_threads);
     let n_query = threads(config.performance.query_threads);
     let mut ingest_rx = Vec::new();
@@ -336,6 +333,13 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
             )
         })
         .transpose()?;
+    let search_indexer = match config.search.enabled {
+        true => Some(search::SearchIndexer::spawn(
+            store.clone(),
+            config.search.index_lag,
+        )?),
+        false => None,
+    };
     let shared = Arc::new(Shared {
         current: RwLock::new(Arc::new(config.clone())),
         config,
@@ -345,7 +349,7 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
         metrics: Metrics::default(),
         writer_tx,
         fanout_tx,
-        search_kick,
+        search_indexer,
         queries: query::Queue::default(),
         write_policy: RwLock::new(Arc::new(write_policy)),
         rate,
@@ -370,13 +374,6 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
         "writer",
         spawn("writer", Box::new(move || writer::run(s, writer_rx))),
     ));
-    if shared.config.search.enabled {
-        let s = shared.clone();
-        roles.push((
-            "search",
-            spawn("search", Box::new(move || indexer::run(s, search_rx))),
-        ));
-    }
     let s = shared.clone();
     roles.push((
         "fanout",
@@ -452,9 +449,11 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
             }
             let _ = main_shared.writer_tx.send(WriterMsg::Shutdown);
             let _ = main_shared.fanout_tx.send(FanoutMsg::Shutdown);
-            let _ = main_shared.search_kick.try_send(());
             for (_, h) in roles {
                 let _ = h.join();
+            }
+            if let Some(indexer) = &main_shared.search_indexer {
+                indexer.stop();
             }
             tracing::info!("relay stopped");
         })?;

@@ -80,7 +80,9 @@ pub fn run(shared: Arc<Shared>, inbox: Receiver<WriterMsg>) {
         if !batch.is_empty() {
             publishers.record(batch.iter().map(|a| a.conn));
             commit(&shared, &mut batch);
-            let _ = shared.search_kick.try_send(());
+            if let Some(indexer) = &shared.search_indexer {
+                indexer.committed();
+            }
             unindexed = true;
             if !training && shared.store.wants_dictionaries().unwrap_or(false) {
                 training = true;

@@ -6,12 +6,15 @@
 pub(crate) mod build;
 pub(crate) mod fresh;
 pub(crate) mod index;
+mod indexer;
 pub(crate) mod scan;
 
 use std::collections::HashMap;
 
 use nostrwire_event::{Kind, PreimageFields};
 use nostrwire_wire::EventView;
+
+pub use indexer::SearchIndexer;
 
 /// Shortest indexed term, in characters.
 pub const MIN_TERM_CHARS: usize = 2;
