@@ -3,11 +3,11 @@
 //! Thread roles (one file each), connected by typed inboxes (`msg.rs`):
 //! - [`server`] (stage 1): tokio sockets; HTTP (NIP-11, metrics) and
 //!   WebSocket frames; parses nothing but the HTTP request head.
-//! - [`ingest`] (stages 2–5): parse, policy, duplicate check, verify, on a
+//! - [`ingest`] (stages 2–5): parse, policy, verify, admit, on a
 //!   worker pool; all frames of one connection go to the same worker, in order.
 //! - [`writer`] (stage 6a): the one thread that writes; group commit, then `OK`.
-//! - [`indexer`] (stage 6a): brings the search index, in its own LMDB
-//!   environment, up to date with the writer's commits.
+//! - the store's [`search::SearchIndexer`] (stage 6a): brings the search
+//!   index, in its own LMDB environment, up to date with the writer's commits.
 //! - [`query`] (stage 6a): REQ and COUNT on read snapshots, time-sliced.
 //! - [`fanout`] (stage 6b): live subscriptions, indexed by id, author, kind, tag.
 //! - [`cluster`] (stage 6, `[cluster]` only): events through a NATS
