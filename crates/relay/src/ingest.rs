@@ -420,6 +420,7 @@ fn open_sub(
         ));
     };
     Ok(Arc::new(Sub {
+        address: conn.ip,
         conn: conn.id,
         id,
         filters,

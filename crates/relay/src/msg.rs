@@ -540,6 +540,8 @@ pub enum Phase {
 /// One REQ subscription.
 #[derive(Debug)]
 pub struct Sub {
+    /// The client's address: the query pool's turns go by address first.
+    pub address: std::net::IpAddr,
     /// The connection.
     pub conn: ConnId,
     /// Subscription id chosen by the client.

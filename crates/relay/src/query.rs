@@ -5,6 +5,7 @@
 //! starve another's.
 
 use std::collections::HashSet;
+use std::net::IpAddr;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -13,12 +14,13 @@ use nostrwire_event::message::write;
 
 use crate::msg::{Held, Phase, QueryKind, Sub};
 use crate::store::{Found, QueryCursor, ScanStatus, StoreError};
-use crate::turns::Turns;
+use crate::turns::AddressTurns;
 use crate::Shared;
 
-/// The query pool's queue: a queue of jobs per connection, and the
-/// connections with work in turn, so each slice goes to the next
-/// connection, not the next job.
+/// The query pool's queue: a queue of jobs per connection, and the client
+/// addresses with work in turn, then their connections, so each slice goes
+/// to the next client, not the next job (nor the next of one client's many
+/// connections).
 #[derive(Debug)]
 pub struct Queue {
     state: Mutex<Waiting>,
@@ -27,7 +29,7 @@ pub struct Queue {
 
 #[derive(Debug)]
 struct Waiting {
-    jobs: Turns<Job>,
+    jobs: AddressTurns<IpAddr, Job>,
     /// Jobs waiting for their connection to read (stored results paced by
     /// its queue), each until the time it is tried again: parked rather
     /// than turned over and over.
@@ -42,7 +44,7 @@ impl Default for Queue {
     fn default() -> Self {
         Queue {
             state: Mutex::new(Waiting {
-                jobs: Turns::new(1),
+                jobs: AddressTurns::default(),
                 parked: Vec::new(),
             }),
             ready: Condvar::new(),
@@ -53,12 +55,12 @@ impl Default for Queue {
 impl Queue {
     /// Adds a job at the back of its connection's queue.
     pub fn push(&self, job: Job) {
-        let conn = job.sub.conn;
+        let (address, conn) = (job.sub.address, job.sub.conn);
         self.state
             .lock()
             .expect("query queue")
             .jobs
-            .push(conn, job, 1);
+            .push(address, conn, job);
         self.ready.notify_one();
     }
 
@@ -81,8 +83,8 @@ impl Queue {
                 .partition::<Vec<_>, _>(|(at, _)| *at <= now);
             state.parked = later;
             for (_, job) in due {
-                let conn = job.sub.conn;
-                state.jobs.push(conn, job, 1);
+                let (address, conn) = (job.sub.address, job.sub.conn);
+                state.jobs.push(address, conn, job);
             }
             if let Some(job) = state.jobs.pop() {
                 return Some(job);

@@ -1,10 +1,11 @@
 //! Connections take turns: a queue per connection, served by deficit round
 //! robin, so a connection with much work waiting (many queries, large
 //! messages) never makes another connection's small piece of work wait
-//! for all of it. Used by the ingest workers (work measured in bytes) and
-//! the query pool (in slices).
+//! for all of it. Used by the ingest workers (work measured in bytes) and,
+//! grouped by client address ([`AddressTurns`]), the query pool (in slices).
 
 use std::collections::{HashMap, VecDeque};
+use std::hash::Hash;
 
 use crate::msg::ConnId;
 
@@ -98,9 +99,116 @@ impl<T> Turns<T> {
     }
 }
 
+/// Client addresses take turns, one item each, and the connections of one
+/// address take turns within its share ([`Turns`]): a client with twenty
+/// connections gets one turn among the clients, not twenty. For work of
+/// equal cost per item (the query pool's slices).
+#[derive(Debug)]
+pub struct AddressTurns<A, T> {
+    by_address: HashMap<A, Turns<T>>,
+    /// Addresses with work, in the order they get their next turn.
+    turn: VecDeque<A>,
+    len: usize,
+}
+
+impl<A: Copy + Eq + Hash, T> Default for AddressTurns<A, T> {
+    fn default() -> Self {
+        AddressTurns {
+            by_address: HashMap::new(),
+            turn: VecDeque::new(),
+            len: 0,
+        }
+    }
+}
+
+impl<A: Copy + Eq + Hash, T> AddressTurns<A, T> {
+    /// Queues `item` behind the connection's earlier items.
+    pub fn push(&mut self, address: A, conn: ConnId, item: T) {
+        let connections = self
+            .by_address
+            .entry(address)
+            .or_insert_with(|| Turns::new(1));
+        if connections.is_empty() {
+            self.turn.push_back(address);
+        }
+        connections.push(conn, item, 1);
+        self.len += 1;
+    }
+
+    /// The next address's next connection's next item.
+    pub fn pop(&mut self) -> Option<T> {
+        let address = self.turn.pop_front()?;
+        let connections = self
+            .by_address
+            .get_mut(&address)
+            .expect("an address in turn has work");
+        let item = connections.pop().expect("an address in turn has work");
+        if connections.is_empty() {
+            self.by_address.remove(&address);
+        } else {
+            self.turn.push_back(address);
+        }
+        self.len -= 1;
+        Some(item)
+    }
+
+    /// Items waiting.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when nothing waits.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::Turns;
+    use super::{AddressTurns, Turns};
+
+    #[test]
+    fn a_client_with_many_connections_gets_one_turn_among_clients() {
+        let mut t = AddressTurns::default();
+        // Address 9 opens four connections with three jobs each; address 1
+        // has one job behind them.
+        for conn in 10..14 {
+            for i in 0..3 {
+                t.push(9, conn, format!("a{conn}.{i}"));
+            }
+        }
+        t.push(1, 1, "probe".to_string());
+        assert_eq!(t.len(), 13);
+        let order: Vec<String> = std::iter::from_fn(|| t.pop()).collect();
+        // Second, not thirteenth.
+        assert_eq!(order[1], "probe");
+        // Within the address, its connections take turns in order.
+        let theirs: Vec<&str> = order
+            .iter()
+            .filter(|s| *s != "probe")
+            .map(String::as_str)
+            .collect();
+        assert_eq!(&theirs[..5], ["a10.0", "a11.0", "a12.0", "a13.0", "a10.1"]);
+        assert!(t.is_empty());
+    }
+
+    #[test]
+    fn addresses_alternate_and_each_connection_keeps_its_order() {
+        let mut t = AddressTurns::default();
+        for i in 0..6u64 {
+            t.push('x', i % 2, ('x', i % 2, i));
+            t.push('y', 7, ('y', 7, i));
+        }
+        let got: Vec<(char, u64, u64)> = std::iter::from_fn(|| t.pop()).collect();
+        let addresses: String = got.iter().map(|g| g.0).collect();
+        assert_eq!(addresses, "xyxyxyxyxyxy");
+        for conn in [0, 1, 7] {
+            let mine: Vec<u64> = got.iter().filter(|g| g.1 == conn).map(|g| g.2).collect();
+            let mut sorted = mine.clone();
+            sorted.sort_unstable();
+            assert_eq!(mine, sorted);
+        }
+    }
 
     #[test]
     fn connections_take_turns_whatever_they_queued() {
