@@ -10,6 +10,7 @@
 //! to the connection's budget.
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -27,7 +28,7 @@ use crate::query::Job;
 use crate::ratelimit::Budget;
 use crate::search::Query;
 use crate::store::Admitted;
-use crate::turns::Turns;
+use crate::turns::AddressTurns;
 use crate::Shared;
 use nostrwire_wire::transport::{self, ClientFrame};
 use nostrwire_wire::EventView;
@@ -67,10 +68,11 @@ pub fn run(shared: Arc<Shared>, inbox: Receiver<IngestMsg>) {
         }),
         ..Subs::default()
     };
-    // Frames wait here, by connection, and are taken in turns: a
-    // connection's megabyte messages never hold up another's small one
-    // for longer than the message being handled.
-    let mut turns: Turns<Work> = Turns::new(TURN_BYTES);
+    // Frames wait here, by client address and connection, and are taken
+    // in turns: one client's megabyte messages, over however many
+    // connections, never hold up another's small one for longer than the
+    // message being handled.
+    let mut turns: AddressTurns<IpAddr, Work> = AddressTurns::new(TURN_BYTES);
     let mut stopping = false;
     loop {
         // Everything waiting joins the turns (bounded by the admission
@@ -87,10 +89,18 @@ pub fn run(shared: Arc<Shared>, inbox: Receiver<IngestMsg>) {
             match msg {
                 IngestMsg::Frame(conn, bytes, received, admission) => {
                     let cost = bytes.len() as u64 + 64;
-                    turns.push(conn.id, Work::Frame(conn, bytes, received, admission), cost);
+                    let (address, id) = (conn.ip, conn.id);
+                    turns.push(
+                        address,
+                        id,
+                        Work::Frame(conn, bytes, received, admission),
+                        cost,
+                    );
                 }
                 // After the connection's last frame.
-                IngestMsg::Closed(conn) => turns.push(conn, Work::Closed(conn), 1),
+                IngestMsg::Closed(conn, address) => {
+                    turns.push(address, conn, Work::Closed(conn), 1)
+                }
                 IngestMsg::SyncReady(ready) => subs.sync.ready(&shared, ready),
                 IngestMsg::Shutdown => stopping = true,
             }

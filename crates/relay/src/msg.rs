@@ -433,8 +433,8 @@ pub enum IngestMsg {
     /// A frame from a client, when the socket layer read it, and the room
     /// it holds in the queues.
     Frame(Arc<Conn>, Vec<u8>, Instant, Admission),
-    /// The connection closed.
-    Closed(ConnId),
+    /// The connection (from this address) closed.
+    Closed(ConnId, std::net::IpAddr),
     /// A NIP-77 sync session's items were collected by the query pool.
     SyncReady(SyncItems),
     /// Finish and exit.

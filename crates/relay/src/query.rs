@@ -44,7 +44,7 @@ impl Default for Queue {
     fn default() -> Self {
         Queue {
             state: Mutex::new(Waiting {
-                jobs: AddressTurns::default(),
+                jobs: AddressTurns::new(1),
                 parked: Vec::new(),
             }),
             ready: Condvar::new(),
@@ -60,7 +60,7 @@ impl Queue {
             .lock()
             .expect("query queue")
             .jobs
-            .push(address, conn, job);
+            .push(address, conn, job, 1);
         self.ready.notify_one();
     }
 
@@ -84,7 +84,7 @@ impl Queue {
             state.parked = later;
             for (_, job) in due {
                 let (address, conn) = (job.sub.address, job.sub.conn);
-                state.jobs.push(address, conn, job);
+                state.jobs.push(address, conn, job, 1);
             }
             if let Some(job) = state.jobs.pop() {
                 return Some(job);

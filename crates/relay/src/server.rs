@@ -453,7 +453,7 @@ async fn connection(
         .connections_open
         .fetch_sub(1, Ordering::Relaxed);
     let worker = shared.ingest_for(id);
-    let _ = worker.send(IngestMsg::Closed(id));
+    let _ = worker.send(IngestMsg::Closed(id, ip));
     result
 }
 

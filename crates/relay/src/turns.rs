@@ -54,6 +54,11 @@ impl<T> Turns<T> {
     /// The next item by turns: connections in order, each taking its
     /// next item once it has saved up its cost.
     pub fn pop(&mut self) -> Option<T> {
+        self.pop_with_cost().map(|(item, _)| item)
+    }
+
+    /// [`Turns::pop`], with the item's cost.
+    fn pop_with_cost(&mut self) -> Option<(T, u64)> {
         loop {
             let conn = self.turn.pop_front()?;
             let waiting = self
@@ -84,7 +89,7 @@ impl<T> Turns<T> {
                 self.turn.push_back(conn);
             }
             self.len -= 1;
-            return Some(item);
+            return Some((item, cost));
         }
     }
 
@@ -99,57 +104,93 @@ impl<T> Turns<T> {
     }
 }
 
-/// Client addresses take turns, one item each, and the connections of one
-/// address take turns within its share ([`Turns`]): a client with twenty
-/// connections gets one turn among the clients, not twenty. For work of
-/// equal cost per item (the query pool's slices).
+/// Client addresses take turns, and the connections of one address take
+/// turns within its share ([`Turns`]): a client with twenty connections
+/// gets one turn among the clients, not twenty.
+///
+/// An address spends its quantum per turn on whatever item its connections
+/// have next, and may overdraw: an item larger than what it saved up is
+/// taken at once, and the address then sits out the turns that paid for it.
+/// So a small item of another client waits for at most one item per other
+/// client, never for a client's whole backlog.
 #[derive(Debug)]
 pub struct AddressTurns<A, T> {
-    by_address: HashMap<A, Turns<T>>,
+    by_address: HashMap<A, Share<T>>,
     /// Addresses with work, in the order they get their next turn.
     turn: VecDeque<A>,
+    quantum: u64,
     len: usize,
 }
 
-impl<A: Copy + Eq + Hash, T> Default for AddressTurns<A, T> {
-    fn default() -> Self {
-        AddressTurns {
-            by_address: HashMap::new(),
-            turn: VecDeque::new(),
-            len: 0,
-        }
-    }
+#[derive(Debug)]
+struct Share<T> {
+    connections: Turns<T>,
+    /// Saved up (positive) or overdrawn (negative) cost.
+    deficit: i64,
 }
 
 impl<A: Copy + Eq + Hash, T> AddressTurns<A, T> {
-    /// Queues `item` behind the connection's earlier items.
-    pub fn push(&mut self, address: A, conn: ConnId, item: T) {
-        let connections = self
-            .by_address
-            .entry(address)
-            .or_insert_with(|| Turns::new(1));
-        if connections.is_empty() {
+    /// Empty; each turn lets an address spend `quantum` (at least 1), and
+    /// each of its connections `quantum` within it.
+    pub fn new(quantum: u64) -> AddressTurns<A, T> {
+        AddressTurns {
+            by_address: HashMap::new(),
+            turn: VecDeque::new(),
+            quantum: quantum.max(1),
+            len: 0,
+        }
+    }
+
+    /// Queues `item` of `cost` behind the connection's earlier items.
+    pub fn push(&mut self, address: A, conn: ConnId, item: T, cost: u64) {
+        let share = self.by_address.entry(address).or_insert_with(|| Share {
+            connections: Turns::new(self.quantum),
+            deficit: 0,
+        });
+        if share.connections.is_empty() {
             self.turn.push_back(address);
         }
-        connections.push(conn, item, 1);
+        share.connections.push(conn, item, cost);
         self.len += 1;
     }
 
-    /// The next address's next connection's next item.
+    /// The next item by turns: addresses in order, then the address's
+    /// connections in order.
     pub fn pop(&mut self) -> Option<T> {
-        let address = self.turn.pop_front()?;
-        let connections = self
-            .by_address
-            .get_mut(&address)
-            .expect("an address in turn has work");
-        let item = connections.pop().expect("an address in turn has work");
-        if connections.is_empty() {
-            self.by_address.remove(&address);
-        } else {
-            self.turn.push_back(address);
+        let quantum = i64::try_from(self.quantum).unwrap_or(i64::MAX);
+        loop {
+            let address = self.turn.pop_front()?;
+            let share = self
+                .by_address
+                .get_mut(&address)
+                .expect("an address in turn has work");
+            share.deficit = share.deficit.saturating_add(quantum);
+            if share.deficit <= 0 {
+                // Still paying for an earlier large item. Alone, it need
+                // not wait a loop per quantum.
+                if self.turn.is_empty() {
+                    share.deficit = quantum;
+                } else {
+                    self.turn.push_back(address);
+                    continue;
+                }
+            }
+            let (item, cost) = share
+                .connections
+                .pop_with_cost()
+                .expect("an address in turn has work");
+            share.deficit = share
+                .deficit
+                .saturating_sub(i64::try_from(cost).unwrap_or(i64::MAX));
+            if share.connections.is_empty() {
+                // An address that leaves keeps no credit, and no debt.
+                self.by_address.remove(&address);
+            } else {
+                self.turn.push_back(address);
+            }
+            self.len -= 1;
+            return Some(item);
         }
-        self.len -= 1;
-        Some(item)
     }
 
     /// Items waiting.
@@ -169,15 +210,15 @@ mod tests {
 
     #[test]
     fn a_client_with_many_connections_gets_one_turn_among_clients() {
-        let mut t = AddressTurns::default();
+        let mut t = AddressTurns::new(1);
         // Address 9 opens four connections with three jobs each; address 1
         // has one job behind them.
         for conn in 10..14 {
             for i in 0..3 {
-                t.push(9, conn, format!("a{conn}.{i}"));
+                t.push(9, conn, format!("a{conn}.{i}"), 1);
             }
         }
-        t.push(1, 1, "probe".to_string());
+        t.push(1, 1, "probe".to_string(), 1);
         assert_eq!(t.len(), 13);
         let order: Vec<String> = std::iter::from_fn(|| t.pop()).collect();
         // Second, not thirteenth.
@@ -194,10 +235,10 @@ mod tests {
 
     #[test]
     fn addresses_alternate_and_each_connection_keeps_its_order() {
-        let mut t = AddressTurns::default();
+        let mut t = AddressTurns::new(1);
         for i in 0..6u64 {
-            t.push('x', i % 2, ('x', i % 2, i));
-            t.push('y', 7, ('y', 7, i));
+            t.push('x', i % 2, ('x', i % 2, i), 1);
+            t.push('y', 7, ('y', 7, i), 1);
         }
         let got: Vec<(char, u64, u64)> = std::iter::from_fn(|| t.pop()).collect();
         let addresses: String = got.iter().map(|g| g.0).collect();
@@ -208,6 +249,30 @@ mod tests {
             sorted.sort_unstable();
             assert_eq!(mine, sorted);
         }
+    }
+
+    #[test]
+    fn a_client_of_large_items_pays_for_them_in_turns() {
+        let mut t = AddressTurns::new(64);
+        // One address, four connections of megabyte messages; another's
+        // small messages arrive behind them.
+        for conn in 0..4 {
+            t.push("attacker", conn, format!("big{conn}"), 1 << 20);
+        }
+        for i in 0..3 {
+            t.push("probe", 9, format!("small{i}"), 100);
+        }
+        let order: Vec<String> = std::iter::from_fn(|| t.pop()).collect();
+        // At most one large item goes before each small one, and the
+        // small ones are all through before the second large one.
+        assert_eq!(order[..4], ["big0", "small0", "small1", "small2"]);
+        assert_eq!(order.len(), 7);
+        // Alone, an overdrawn address does not wait a turn per quantum.
+        t.push("attacker", 0, "again".to_string(), 1 << 20);
+        t.push("attacker", 1, "and again".to_string(), 1 << 20);
+        assert_eq!(t.pop().as_deref(), Some("again"));
+        assert_eq!(t.pop().as_deref(), Some("and again"));
+        assert!(t.is_empty());
     }
 
     #[test]
