@@ -12,13 +12,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use futures_util::{SinkExt, StreamExt};
+use futures_util::SinkExt;
 use nostrwire_event::{message::write, EventId, Filter, Kind, RelayMessage, SignedFields};
 use tokio_tungstenite::tungstenite::Message;
 
 mod cluster_support;
 mod support;
-use cluster_support::{connect, event, publish, query, Cluster};
+use cluster_support::{connect, event, next_text, publish, query, Cluster};
 
 fn one_at_a_time() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
@@ -87,12 +87,9 @@ fn events_published_on_one_node_are_served_by_all_and_agree() {
             .unwrap();
         // Live from EOSE on.
         loop {
-            let msg = tokio::time::timeout(Duration::from_secs(10), live.next())
+            let text = next_text(&mut live, Duration::from_secs(10))
                 .await
-                .expect("EOSE in time")
-                .unwrap()
-                .unwrap();
-            let Message::Text(text) = msg else { continue };
+                .expect("EOSE in time");
             if let Ok(RelayMessage::Eose(_)) = RelayMessage::parse(text.as_bytes()) {
                 break;
             }
@@ -119,12 +116,9 @@ fn events_published_on_one_node_are_served_by_all_and_agree() {
         let deadline = Instant::now() + Duration::from_secs(20);
         while seen.len() < notes.len() {
             let left = deadline.saturating_duration_since(Instant::now());
-            let msg = tokio::time::timeout(left, live.next())
+            let text = next_text(&mut live, left)
                 .await
-                .expect("every note live on node 3")
-                .unwrap()
-                .unwrap();
-            let Message::Text(text) = msg else { continue };
+                .expect("every note live on node 3");
             if let Ok(RelayMessage::Event { event, .. }) = RelayMessage::parse(text.as_bytes()) {
                 seen.insert(hex(event.id()));
             }
@@ -137,12 +131,9 @@ fn events_published_on_one_node_are_served_by_all_and_agree() {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            let msg = tokio::time::timeout(left, live.next())
+            let text = next_text(&mut live, left)
                 .await
-                .expect("the ephemeral event live on node 3")
-                .unwrap()
-                .unwrap();
-            let Message::Text(text) = msg else { continue };
+                .expect("the ephemeral event live on node 3");
             if let Ok(RelayMessage::Event { event, .. }) = RelayMessage::parse(text.as_bytes()) {
                 if *event.id() == ephemeral.id {
                     break;
@@ -262,11 +253,9 @@ async fn publish_until(url: String, author: u64, load: Arc<Load>) -> Published {
             return out;
         }
         loop {
-            let msg = match tokio::time::timeout(Duration::from_secs(20), ws.next()).await {
-                Ok(Some(Ok(msg))) => msg,
-                _ => return out,
+            let Some(text) = next_text(&mut ws, Duration::from_secs(20)).await else {
+                return out;
             };
-            let Message::Text(text) = msg else { continue };
             if let Ok(RelayMessage::Ok {
                 event_id,
                 accepted,
@@ -508,19 +497,13 @@ fn a_wiped_node_rebuilds_from_the_stream_or_from_a_compacted_copy() {
     cluster.nodes[2].stop();
     std::fs::remove_dir_all(&cluster.nodes[2].data).unwrap();
     let copied = cluster.nodes[0].gauge("applied_sequence").unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_nostrwire"))
-        .arg("compact")
-        .arg("--data")
-        .arg(&cluster.nodes[0].data)
-        .arg("--output")
-        .arg(&cluster.nodes[2].data)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::nostrwire(&[
+        "compact",
+        "--data",
+        cluster.nodes[0].data.to_str().unwrap(),
+        "--output",
+        cluster.nodes[2].data.to_str().unwrap(),
+    ]);
     publish_notes(urls[1].clone(), 100, 150);
     cluster.nodes[2].restart();
     let resumed = cluster.nodes[2].gauge("applied_sequence").unwrap();

@@ -231,6 +231,18 @@ async fn latency(from: &str, to: &str, rate: u64, seconds: u64) {
         .send(Message::text(String::from_utf8(req).expect("ASCII")))
         .await
         .expect("REQ");
+    // Live from its EOSE on (the tag is new: nothing stored comes first).
+    loop {
+        let msg = tokio::time::timeout(Duration::from_secs(10), sub_rx.next())
+            .await
+            .expect("EOSE within 10 s")
+            .expect("subscriber open")
+            .expect("subscriber frame");
+        let Message::Text(text) = msg else { continue };
+        if let Ok(RelayMessage::Eose(_)) = RelayMessage::parse(text.as_bytes()) {
+            break;
+        }
+    }
     let sent_at = sent.clone();
     let receiver = tokio::spawn(async move {
         let mut latencies = Vec::with_capacity(count);
@@ -250,7 +262,6 @@ async fn latency(from: &str, to: &str, rate: u64, seconds: u64) {
         }
         latencies
     });
-    tokio::time::sleep(Duration::from_millis(500)).await;
 
     let (publisher, _) = tokio_tungstenite::connect_async(from)
         .await

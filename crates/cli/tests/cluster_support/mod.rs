@@ -13,7 +13,7 @@ use nostrwire_event::{
     message::write, Event, EventId, Filter, Keys, Kind, RelayMessage, SignedFields, Tag, Timestamp,
     UnsignedEvent,
 };
-use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
 
 use crate::support::{free_port, http_get, wait_listening};
 
@@ -356,6 +356,19 @@ pub struct Answer {
     pub message: String,
 }
 
+/// The next text message on `ws` within `within` (other frames passed
+/// over); `None` when the time passes or the connection ends.
+pub async fn next_text(ws: &mut Socket, within: Duration) -> Option<Utf8Bytes> {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        match tokio::time::timeout_at(deadline, ws.next()).await {
+            Ok(Some(Ok(Message::Text(text)))) => return Some(text),
+            Ok(Some(Ok(_))) => {}
+            _ => return None,
+        }
+    }
+}
+
 /// Publishes `event` and waits for its `OK`.
 pub async fn publish(ws: &mut Socket, event: &Event) -> Answer {
     let mut out = Vec::new();
@@ -364,12 +377,9 @@ pub async fn publish(ws: &mut Socket, event: &Event) -> Answer {
         .await
         .unwrap();
     loop {
-        let msg = tokio::time::timeout(Duration::from_secs(20), ws.next())
+        let text = next_text(ws, Duration::from_secs(20))
             .await
-            .expect("an OK in time")
-            .unwrap()
-            .unwrap();
-        let Message::Text(text) = msg else { continue };
+            .expect("an OK in time");
         if let Ok(RelayMessage::Ok {
             event_id,
             accepted,
@@ -395,12 +405,9 @@ pub async fn query(ws: &mut Socket, filter: Filter) -> Vec<EventId> {
         .unwrap();
     let mut found = Vec::new();
     loop {
-        let msg = tokio::time::timeout(Duration::from_secs(20), ws.next())
+        let text = next_text(ws, Duration::from_secs(20))
             .await
-            .expect("EOSE in time")
-            .unwrap()
-            .unwrap();
-        let Message::Text(text) = msg else { continue };
+            .expect("EOSE in time");
         match RelayMessage::parse(text.as_bytes()).unwrap() {
             RelayMessage::Event { event, .. } => {
                 event.verify().expect("a valid stored event");
