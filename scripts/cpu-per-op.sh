@@ -6,13 +6,15 @@
 #
 #   scripts/cpu-per-op.sh [--bin PATH] [--config relay.toml] [--test event|req]
 #                         [--connections N] [--seconds S] [--threads T]
-#                         [--rounds R] [--port P]
+#                         [--rounds R] [--port P] [--empty]
 #
 # --test event (default): nostr-bench event. --test req: the relay is first
 # seeded with compare-relays' 10,000 hashtag events (`nostrwire load
 # --replay`, not timed), then nostr-bench req --limit 10. Figures are per
 # operation nostr-bench completed (as compare-relays counts them), one line
 # per thread role (ingest-0 and ingest-1 are "ingest"), then the total.
+# --empty skips the seeding: REQs that match nothing measure the REQ's
+# round trip alone (frames, parse, plan, EOSE, CLOSE).
 #
 # A relay that refuses before verifying (policy.kinds_deny = [1] in the
 # config) measures the round trip alone: WebSocket frames, parse, OK.
@@ -26,6 +28,7 @@ SECONDS_PER_RUN=20
 THREADS=1
 ROUNDS=1
 PORT=7796
+SEED=yes
 PEERS_DIR=${PEERS_DIR:-$HOME/.cache/nostrwire-peers}
 NOSTR_BENCH=${NOSTR_BENCH:-$PEERS_DIR/bin/nostr-bench}
 
@@ -39,7 +42,8 @@ while [ $# -gt 0 ]; do
         --threads) THREADS=$2; shift 2 ;;
         --rounds) ROUNDS=$2; shift 2 ;;
         --port) PORT=$2; shift 2 ;;
-        -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+        --empty) SEED=no; shift ;;
+        -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
         *) echo "unknown option: $1" >&2; exit 2 ;;
     esac
 done
@@ -70,7 +74,7 @@ if [ -z "$CONFIG" ]; then
     CONFIG="$work/relay.toml"
     printf '[rate]\nconnections_per_ip = 0\n[auth]\nchallenge_on_connect = false\n' >"$CONFIG"
 fi
-if [ "$TEST" = req ]; then
+if [ "$TEST" = req ] && [ "$SEED" = yes ]; then
     (cd "$ROOT" && cargo build --release --locked -q -p nostrwire-loadgen --example nostr_bench_seed)
     "${CARGO_TARGET_DIR:-$ROOT/target}/release/examples/nostr_bench_seed" \
         --per-tag 10 --newest "$(date +%s)" >"$work/seed.jsonl"
@@ -98,12 +102,12 @@ for round in $(seq "$ROUNDS"); do
         sleep 0.1
     done
     extra=()
-    if [ "$TEST" = req ]; then
+    if [ "$TEST" = req ] && [ "$SEED" = yes ]; then
         "$BIN" load --relay "ws://127.0.0.1:$PORT" --scenario publish --replay "$work/seed.jsonl" \
             --count 10000 --connections 100 --duration 300 --timeout 10 --rounds 1 --quiet \
             >"$work/seed.txt" 2>&1 || { echo "seeding failed: $(tail -3 "$work/seed.txt")" >&2; exit 1; }
-        extra=(--limit 10)
     fi
+    [ "$TEST" = req ] && extra=(--limit 10)
     threads_now "$relay_pid" >"$work/before"
     timeout "$((SECONDS_PER_RUN + 60))" "$NOSTR_BENCH" "$TEST" "ws://127.0.0.1:$PORT" \
         -c "$CONNS" -r "$CONNS" -k "$SECONDS_PER_RUN" -t "$THREADS" "${extra[@]}" --json \

@@ -20,7 +20,7 @@ use nostrwire_event::message::write;
 use nostrwire_event::{ClientMessage, Error, ErrorKind, EventId, SignedFields};
 
 use crate::msg::{
-    Accepted, Admission, Conn, ConnId, FanoutMsg, IngestMsg, LiveEvent, Phase, Sub, WriterMsg,
+    Admission, Conn, ConnId, FanoutMsg, IngestMsg, LiveEvent, Phase, Sub, Ticket, WriterMsg,
 };
 use crate::plugin::{Decision, Plugin};
 use crate::policy::{check_auth, first_tag_value, KindGate, WritePolicy, AUTH_KIND};
@@ -789,14 +789,12 @@ fn event_message<E: SignedFields>(
             return ok_false(shared, conn, id, "internal", "error: internal error");
         }
     };
-    let accepted = Accepted {
-        event: admitted,
+    let ticket = Ticket {
         received: arrival.received,
         reply: conn.outbox.clone().into(),
-        conn: conn.id,
         admission: arrival.admission,
-        sequence: None,
     };
+    let accepted = crate::writer::accepted(admitted, conn.id, ticket);
     // In a cluster the event goes to the stream; it reaches the writer
     // when this node applies the stream in order.
     if let Some(cluster) = &shared.cluster {

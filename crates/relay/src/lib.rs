@@ -76,7 +76,7 @@ pub struct Shared {
     /// The fan-out inbox.
     pub fanout_tx: Sender<FanoutMsg>,
     /// The search index's thread, told of each commit (with `search.enabled`).
-    pub search_indexer: Option<search::SearchIndexer>,
+    pub search_indexer: Option<Arc<search::SearchIndexer>>,
     /// The query pool's queue (connections take turns).
     pub queries: query::Queue,
     /// Publishing rules (`[policy]` lists), replaced on reload.
@@ -137,8 +137,6 @@ impl Shared {
     }
 }
 
-/// Events waiting for the writer (at least `writer_batch`).
-const WRITER_QUEUE: usize = 8_192;
 /// Messages waiting for the fan-out thread (a stored batch is one).
 const FANOUT_QUEUE: usize = 4_096;
 /// Descriptors kept for the relay's own use (database files, plugin
@@ -300,7 +298,7 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
     };
     // Bounded, like every queue between threads: a full one makes its
     // senders wait, back to the sockets, which then stop being read.
-    let (writer_tx, writer_rx) = bounded(WRITER_QUEUE.max(config.performance.writer_batch));
+    let (writer_tx, writer_rx) = writer::inbox(&config);
     let (fanout_tx, fanout_rx) = bounded(FANOUT_QUEUE);
     let n_ingest = threads(config.performance.ingest_threads);
     let n_query = threads(config.performance.query_threads);
@@ -334,10 +332,10 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
         })
         .transpose()?;
     let search_indexer = match config.search.enabled {
-        true => Some(search::SearchIndexer::spawn(
+        true => Some(Arc::new(search::SearchIndexer::spawn(
             store.clone(),
             config.search.index_lag,
-        )?),
+        )?)),
         false => None,
     };
     let shared = Arc::new(Shared {
@@ -369,11 +367,7 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
             .spawn(f)
             .expect("spawn thread")
     };
-    let s = shared.clone();
-    roles.push((
-        "writer",
-        spawn("writer", Box::new(move || writer::run(s, writer_rx))),
-    ));
+    let store_writer = writer::spawn(&shared, writer_rx)?;
     let s = shared.clone();
     roles.push((
         "fanout",
@@ -448,6 +442,7 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
                 cluster.shutdown();
             }
             let _ = main_shared.writer_tx.send(WriterMsg::Shutdown);
+            store_writer.join();
             let _ = main_shared.fanout_tx.send(FanoutMsg::Shutdown);
             for (_, h) in roles {
                 let _ = h.join();

@@ -455,24 +455,18 @@ pub struct SyncItems {
     pub items: Result<Vec<(u64, EventId)>, String>,
 }
 
-/// An event accepted for storage, as the writer receives it.
+/// An event accepted for storage, as the store's writer receives it.
+pub type Accepted = nostrwire_store::Submission<Ticket>;
+
+/// What the writer hands back with an accepted event's verdict.
 #[derive(Debug)]
-pub struct Accepted {
-    /// The event, admitted by the ingest worker
-    /// ([`crate::store::EventStore::admit`]): its record, JSON, stored form
-    /// and index keys, so that the writer neither decodes nor compresses.
-    pub event: Admitted,
+pub struct Ticket {
     /// When the socket layer read the EVENT frame (for the write latency).
     pub received: Instant,
     /// Who to answer.
     pub reply: Reply,
-    /// The connection that published it (group commit counts publishers).
-    pub conn: ConnId,
     /// The room its frame holds until the `OK`.
     pub admission: Admission,
-    /// In a cluster: the event's sequence in the stream, recorded with the
-    /// batch that stores it (`None`: a single relay's event).
-    pub sequence: Option<u64>,
 }
 
 /// Who the writer answers for an event: the connection that published it;
@@ -506,16 +500,8 @@ impl From<Outbox> for Reply {
     }
 }
 
-/// Inbox of the writer.
-#[derive(Debug)]
-pub enum WriterMsg {
-    /// Store an event.
-    Event(Box<Accepted>),
-    /// Remove expired events.
-    Purge,
-    /// Commit what is queued, sync and exit.
-    Shutdown,
-}
+/// Inbox of the store's writer.
+pub type WriterMsg = nostrwire_store::Write<Ticket>;
 
 /// An event on its way to live subscribers.
 #[derive(Debug)]

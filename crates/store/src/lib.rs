@@ -8,6 +8,7 @@
 //! | file | concern |
 //! |---|---|
 //! | `lmdb.rs` | environments, tables, opening, the schema check |
+//! | `writer.rs` | the one writer thread: group commit, then idle work |
 //! | `write.rs` | the write path: insert, replace, delete, vanish, expire |
 //! | `trailing.rs` | index entries written after their event's commit |
 //! | `read.rs`, `plan.rs` | query planning, index scans, rendering |
@@ -30,6 +31,7 @@ mod tests;
 mod trailing;
 mod value;
 mod write;
+mod writer;
 
 use nostrwire_event::{EventId, Filter};
 use nostrwire_wire::EventView;
@@ -37,6 +39,7 @@ use nostrwire_wire::EventView;
 pub use admitted::Admitted;
 pub use lmdb::{LmdbStore, OpenOptions, INDEX_TXN_WRITES};
 pub use plan::{QueryCursor, ScanStatus};
+pub use writer::{writer_inbox, Committed, Submission, Write, Writer, WriterOptions};
 
 /// Who may see an event a query found: the relay's read policy (NIP-42
 /// restricted kinds), consulted for every candidate of a scan.

@@ -26,7 +26,7 @@ use nostrwire_wire::EventView;
 
 use super::publish::lock;
 use super::{events_subject, ClusterError, State};
-use crate::msg::{Accepted, Admission, Reply, WriterMsg};
+use crate::msg::{Accepted, Admission, Reply, Ticket, WriterMsg};
 
 /// How often the consumer's server says it is there while it has nothing
 /// to send; two missed in a row and the consumer is made again.
@@ -144,11 +144,13 @@ fn forward(state: &State, sequence: u64, record: &[u8]) -> Result<(), ClusterErr
         }
         None => Accepted {
             event: admit(state, record)?,
-            received: Instant::now(),
-            reply: Reply::nobody(),
-            conn: 0,
-            admission: Admission::none(),
+            publisher: 0,
             sequence: Some(sequence),
+            ticket: Ticket {
+                received: Instant::now(),
+                reply: Reply::nobody(),
+                admission: Admission::none(),
+            },
         },
     };
     // The writer's inbox is bounded: waiting for room is the backpressure

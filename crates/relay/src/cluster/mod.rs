@@ -207,9 +207,11 @@ impl Cluster {
             let Publication::Event(accepted) = e.0 else {
                 return;
             };
-            accepted
-                .reply
-                .send_ok(accepted.event.id(), false, "error: relay is shutting down");
+            accepted.ticket.reply.send_ok(
+                accepted.event.id(),
+                false,
+                "error: relay is shutting down",
+            );
         }
     }
 

@@ -83,7 +83,7 @@ impl Waiters {
         let mut waiting = self.by_id.remove(id)?.into_iter();
         let (_, mut first) = waiting.next()?;
         for (_, other) in waiting {
-            first.reply.join(other.reply);
+            first.ticket.reply.join(other.ticket.reply);
         }
         Some(first)
     }
@@ -216,7 +216,7 @@ async fn answer_if_unapplied(state: &State, id: &EventId, token: u64) {
     let waiting = lock(state).remove(id, token);
     if let Some(accepted) = waiting {
         tracing::debug!("event {id} acknowledged by the stream, not applied yet: OK sent");
-        accepted.reply.send_ok(id, true, "");
+        accepted.ticket.reply.send_ok(id, true, "");
     }
 }
 
@@ -244,7 +244,7 @@ async fn answer_applied(
         Ok(Presence::Absent) => (false, "duplicate: a newer version of this event is stored"),
         Err(_) => (false, "error: could not store the event"),
     };
-    accepted.reply.send_ok(id, ok, message);
+    accepted.ticket.reply.send_ok(id, ok, message);
 }
 
 fn refuse_waiting(state: &State, id: &EventId, token: u64, reason: &str) {
@@ -260,7 +260,7 @@ fn refuse(state: &State, accepted: Accepted, reason: &str) {
         "event {} refused: cluster unavailable ({reason})",
         accepted.event.id()
     );
-    accepted.reply.send_ok(
+    accepted.ticket.reply.send_ok(
         accepted.event.id(),
         false,
         &format!("error: cluster unavailable ({reason})"),

@@ -1,0 +1,341 @@
+//! The one writer (thread `writer`): it drains its inbox into a batch,
+//! commits the batch in one transaction (group commit), and only then hands
+//! the batch back with each event's [`Verdict`] ([`Committed`]: the relay
+//! answers `OK` and passes stored events to fan-out) and tells the search
+//! indexer. When its inbox stays empty it brings the time-ordered indexes
+//! that trail the stored events (entries waiting in `pending` and
+//! `removed`) up to date, and once it starts the training of the
+//! database's compression dictionaries.
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+
+use crate::search::SearchIndexer;
+use crate::{Admitted, EventStore, StoreError, Verdict};
+
+/// How long the inbox must stay empty before the writer brings the trailing
+/// indexes up to date, and the most events it indexes per transaction then.
+const INDEX_WHEN_IDLE: Duration = Duration::from_millis(20);
+const INDEX_CHUNK: usize = 1_000;
+/// Most expired events one [`Write::Purge`] removes.
+const PURGE_MAX: usize = 10_000;
+/// How often a lingering writer looks at its inbox.
+const LINGER_SLICE: Duration = Duration::from_micros(250);
+
+/// An event for the writer, with what its sender needs back after the
+/// commit (`ticket`: for the relay, who to answer).
+#[derive(Debug)]
+pub struct Submission<T> {
+    /// The event.
+    pub event: Admitted,
+    /// Who published it (a connection): group commit counts publishers.
+    pub publisher: u64,
+    /// In a relay cluster, the event's position in the replicated log,
+    /// recorded with the batch that stores it ([`EventStore::submit_at`]);
+    /// `None` for a single relay's event.
+    pub sequence: Option<u64>,
+    /// Handed back with the verdict.
+    pub ticket: T,
+}
+
+/// The writer's inbox.
+#[derive(Debug)]
+pub enum Write<T> {
+    /// Store an event.
+    Event(Box<Submission<T>>),
+    /// Remove expired events (NIP-40), up to 10,000 at a time.
+    Purge,
+    /// Commit what is queued, sync and exit.
+    Shutdown,
+}
+
+/// What the writer's owner does with a batch once the writer is through
+/// with it. Called on the writer thread: keep it short.
+pub trait Committed<T>: Send {
+    /// The batch is committed: each event, in the order submitted, with
+    /// its ticket and what the store did with it.
+    fn committed(&mut self, batch: Vec<(Admitted, T, Verdict)>);
+
+    /// The batch's transaction failed: none of it is stored.
+    fn failed(&mut self, batch: Vec<(Admitted, T)>, error: &StoreError);
+}
+
+/// How the writer batches.
+#[derive(Clone, Copy, Debug)]
+pub struct WriterOptions {
+    /// Most events in one transaction.
+    pub max_batch: usize,
+    /// Longest a batch is held open for the events of publishers that are
+    /// expected to send again (see [`Publishers`]).
+    pub linger: Duration,
+}
+
+/// The writer's inbox, holding up to `capacity` messages (at least one
+/// batch; a full inbox makes senders wait).
+pub fn writer_inbox<T>(
+    capacity: usize,
+    options: &WriterOptions,
+) -> (Sender<Write<T>>, Receiver<Write<T>>) {
+    crossbeam_channel::bounded(capacity.max(options.max_batch).max(1))
+}
+
+/// The running writer (thread `writer`). It runs until [`Write::Shutdown`]:
+/// everything queued before it is committed, then the store is synced.
+#[derive(Debug)]
+pub struct Writer {
+    thread: JoinHandle<()>,
+}
+
+impl Writer {
+    /// Starts the writer of `store` on `inbox` ([`writer_inbox`]).
+    /// `search` is told of each commit; `answer` gets each committed batch.
+    pub fn spawn<T: Send + 'static>(
+        store: Arc<dyn EventStore>,
+        options: WriterOptions,
+        inbox: Receiver<Write<T>>,
+        search: Option<Arc<SearchIndexer>>,
+        answer: impl Committed<T> + 'static,
+    ) -> std::io::Result<Writer> {
+        let thread = std::thread::Builder::new()
+            .name("writer".into())
+            .spawn(move || run(&store, options, &inbox, search.as_deref(), answer))?;
+        Ok(Writer { thread })
+    }
+
+    /// Waits for the thread to end (send [`Write::Shutdown`] first).
+    pub fn join(self) {
+        let _ = self.thread.join();
+    }
+}
+
+fn run<T>(
+    store: &Arc<dyn EventStore>,
+    options: WriterOptions,
+    inbox: &Receiver<Write<T>>,
+    search: Option<&SearchIndexer>,
+    mut answer: impl Committed<T>,
+) {
+    let max_batch = options.max_batch.max(1);
+    let mut batch: Vec<Submission<T>> = Vec::with_capacity(max_batch);
+    let mut publishers = Publishers::default();
+    let mut purge = false;
+    let mut stop = false;
+    // Stored events may be waiting for their index entries.
+    let mut unindexed = true;
+    // Dictionaries are trained at most once per run, on their own thread.
+    let mut training = false;
+    loop {
+        let first = if unindexed {
+            match inbox.recv_timeout(INDEX_WHEN_IDLE) {
+                Ok(msg) => msg,
+                Err(RecvTimeoutError::Timeout) => {
+                    unindexed = match store.index_pending(INDEX_CHUNK) {
+                        Ok(more) => more,
+                        Err(e) => {
+                            tracing::error!("indexing failed: {e}");
+                            false
+                        }
+                    };
+                    continue;
+                }
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+        } else {
+            match inbox.recv() {
+                Ok(msg) => msg,
+                Err(_) => break,
+            }
+        };
+        let deadline = Instant::now() + options.linger;
+        let expected = publishers.expected().min(max_batch);
+        let mut next = Some(first);
+        while let Some(msg) = next.take() {
+            match msg {
+                Write::Event(s) => batch.push(*s),
+                Write::Purge => purge = true,
+                Write::Shutdown => stop = true,
+            }
+            if stop || batch.len() >= max_batch {
+                break;
+            }
+            next = inbox.try_recv().ok();
+            if next.is_none() && batch.len() < expected {
+                next = wait_for_more(inbox, deadline, expected - batch.len());
+            }
+        }
+        if !batch.is_empty() {
+            publishers.record(batch.iter().map(|s| s.publisher));
+            commit(&**store, &mut batch, &mut answer);
+            if let Some(search) = search {
+                search.committed();
+            }
+            // After the answers: publishers do not wait for the index batch.
+            if let Err(e) = store.index_past_lag() {
+                tracing::error!("indexing the waiting events failed: {e}");
+            }
+            unindexed = true;
+            if !training && store.wants_dictionaries().unwrap_or(false) {
+                training = true;
+                train_dictionaries(store);
+            }
+        }
+        if purge {
+            purge = false;
+            match store.purge_expired(now(), PURGE_MAX) {
+                Ok(n) if n > 0 => tracing::info!(removed = n, "purged expired events"),
+                Ok(_) => {}
+                Err(e) => tracing::error!("purge failed: {e}"),
+            }
+        }
+        if stop {
+            break;
+        }
+    }
+    if let Err(e) = store.sync() {
+        tracing::error!("final sync failed: {e}");
+    }
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Commits `batch` in one transaction and hands it to `answer`.
+fn commit<T>(
+    store: &dyn EventStore,
+    batch: &mut Vec<Submission<T>>,
+    answer: &mut impl Committed<T>,
+) {
+    // In a cluster, the log position the batch reaches (docs/cluster.md).
+    let sequence = batch.iter().filter_map(|s| s.sequence).max();
+    let mut events = Vec::with_capacity(batch.len());
+    let mut tickets = Vec::with_capacity(batch.len());
+    for s in batch.drain(..) {
+        events.push(s.event);
+        tickets.push(s.ticket);
+    }
+    let submitted = match sequence {
+        Some(sequence) => store.submit_at(&events, now(), sequence),
+        None => store.submit(&events, now()),
+    };
+    match submitted {
+        Ok(verdicts) => answer.committed(
+            events
+                .into_iter()
+                .zip(tickets)
+                .zip(verdicts)
+                .map(|((event, ticket), verdict)| (event, ticket, verdict))
+                .collect(),
+        ),
+        Err(e) => {
+            tracing::error!("write failed: {e}");
+            answer.failed(events.into_iter().zip(tickets).collect(), &e);
+        }
+    }
+}
+
+/// Waits until `wanted` more messages are queued or `deadline` passes, then
+/// takes the next one. It sleeps in slices and counts what came rather than
+/// sleeping on the inbox: woken by each event, the writer went through a
+/// context switch for nearly every event it stored.
+fn wait_for_more<T>(
+    inbox: &Receiver<Write<T>>,
+    deadline: Instant,
+    wanted: usize,
+) -> Option<Write<T>> {
+    loop {
+        let now = Instant::now();
+        if now >= deadline || inbox.len() >= wanted {
+            return inbox.try_recv().ok();
+        }
+        std::thread::sleep(LINGER_SLICE.min(deadline - now));
+    }
+}
+
+/// Trains the store's compression dictionaries on a thread of its own (it
+/// reads thousands of records and takes seconds); the writer goes on, and
+/// new records are compressed with the set once it is installed.
+fn train_dictionaries(store: &Arc<dyn EventStore>) {
+    let store = Arc::clone(store);
+    let spawned = std::thread::Builder::new()
+        .name("dictionaries".into())
+        .spawn(move || {
+            if let Err(e) = store.train_dictionaries() {
+                tracing::error!("training compression dictionaries failed: {e}");
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::error!("cannot start the dictionary training thread: {e}");
+    }
+}
+
+/// The publishers of the last two commits. With group commit, a client
+/// that waits for each `OK` before its next EVENT lands in every other
+/// batch (its event arrives while the previous batch commits), so the
+/// union of two batches is who is publishing now. The writer holds a batch
+/// open, up to [`WriterOptions::linger`], until that many events are in
+/// it: they then share one fsync instead of paying for two.
+#[derive(Default)]
+struct Publishers {
+    last: Vec<u64>,
+    before: Vec<u64>,
+}
+
+impl Publishers {
+    fn record(&mut self, publishers: impl Iterator<Item = u64>) {
+        std::mem::swap(&mut self.last, &mut self.before);
+        self.last.clear();
+        self.last.extend(publishers);
+        self.last.sort_unstable();
+        self.last.dedup();
+    }
+
+    /// Distinct publishers in the last two batches.
+    fn expected(&self) -> usize {
+        let (mut i, mut j, mut n) = (0, 0, 0);
+        while i < self.last.len() && j < self.before.len() {
+            match self.last[i].cmp(&self.before[j]) {
+                std::cmp::Ordering::Less => i += 1,
+                std::cmp::Ordering::Greater => j += 1,
+                std::cmp::Ordering::Equal => {
+                    i += 1;
+                    j += 1;
+                }
+            }
+            n += 1;
+        }
+        n + (self.last.len() - i) + (self.before.len() - j)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn batch(publishers: &[u64]) -> impl Iterator<Item = u64> + '_ {
+        publishers.iter().copied()
+    }
+
+    #[test]
+    fn publishers_are_the_distinct_publishers_of_the_last_two_batches() {
+        let mut p = Publishers::default();
+        assert_eq!(p.expected(), 0);
+        p.record(batch(&[3, 1, 3]));
+        assert_eq!(p.expected(), 2);
+        p.record(batch(&[2, 4]));
+        assert_eq!(p.expected(), 4);
+        p.record(batch(&[1, 2]));
+        assert_eq!(p.expected(), 3, "{{2, 4}} ∪ {{1, 2}}");
+        p.record(batch(&[7]));
+        assert_eq!(
+            p.expected(),
+            3,
+            "{{1, 2}} ∪ {{7}}; batch [3, 1, 3] is forgotten"
+        );
+    }
+}
