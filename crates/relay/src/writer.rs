@@ -26,9 +26,9 @@ pub fn options(config: &Config) -> WriterOptions {
     }
 }
 
-/// The writer's inbox.
+/// The writer's inbox (at least a batch's worth).
 pub fn inbox(config: &Config) -> (Sender<WriterMsg>, Receiver<WriterMsg>) {
-    writer_inbox(WRITER_QUEUE, &options(config))
+    writer_inbox(WRITER_QUEUE.max(options(config).max_batch))
 }
 
 /// Starts the store's writer on `inbox`; its answers report to `shared`.

@@ -589,3 +589,76 @@ fn the_search_index_built_from_admitted_terms_is_the_one_built_from_stored_recor
         assert_eq!(found, results(&read), "{word}");
     }
 }
+
+/// Hands each committed batch's (ticket, verdict) pairs to the test.
+struct Collect(std::sync::mpsc::Sender<Vec<(u32, Verdict)>>);
+
+impl crate::Committed<u32> for Collect {
+    fn committed(&mut self, batch: Vec<(Admitted, u32, Verdict)>) {
+        let answers = batch.into_iter().map(|(_, t, v)| (t, v)).collect();
+        self.0.send(answers).expect("the test is listening");
+    }
+
+    fn failed(&mut self, _batch: Vec<(Admitted, u32)>, error: &StoreError) {
+        panic!("a write failed: {error}");
+    }
+}
+
+fn submission(record: Vec<u8>, ticket: u32) -> crate::Submission<u32> {
+    crate::Submission {
+        event: record.admitted(),
+        publisher: u64::from(ticket),
+        sequence: None,
+        ticket,
+    }
+}
+
+#[test]
+fn the_writer_answers_each_event_in_order_after_its_commit() {
+    use crate::{writer_inbox, Write, Writer, WriterOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let store: std::sync::Arc<dyn EventStore> = std::sync::Arc::new(open(dir.path()));
+    let (to_writer, inbox) = writer_inbox(16);
+    let (done, answers) = std::sync::mpsc::channel();
+    let options = WriterOptions {
+        max_batch: 4,
+        linger: std::time::Duration::ZERO,
+    };
+    let writer = Writer::spawn(store.clone(), options, inbox, None, Collect(done)).unwrap();
+    let keys = Keys::derive(5, 1);
+    let notes: Vec<_> = (0..6).map(|i| note(&keys, &format!("note {i}"))).collect();
+
+    // A batch larger than `max_batch` is still one transaction, answered in order.
+    let batch = (0..6).map(|i| submission(notes[i].1.clone(), i as u32));
+    to_writer.send(Write::Batch(batch.collect())).unwrap();
+    let first = answers.recv().unwrap();
+    let serials: Vec<u64> = first
+        .iter()
+        .map(|(_, v)| match v {
+            Verdict::Stored(serial) => *serial,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        first.iter().map(|(t, _)| *t).collect::<Vec<_>>(),
+        [0, 1, 2, 3, 4, 5]
+    );
+    assert_eq!(serials, [1, 2, 3, 4, 5, 6]);
+    for (id, _) in &notes {
+        assert_eq!(
+            store.presence(id).unwrap(),
+            Presence::Stored,
+            "stored before the answer"
+        );
+    }
+
+    // Shutdown commits what was queued before it: the same event again is
+    // told a duplicate, and nothing is answered twice.
+    to_writer
+        .send(Write::Event(Box::new(submission(notes[0].1.clone(), 100))))
+        .unwrap();
+    to_writer.send(Write::Shutdown).unwrap();
+    writer.join();
+    assert_eq!(answers.recv().unwrap(), [(100, Verdict::Duplicate)]);
+    assert!(answers.try_recv().is_err());
+}

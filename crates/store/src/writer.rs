@@ -46,6 +46,9 @@ pub struct Submission<T> {
 pub enum Write<T> {
     /// Store an event.
     Event(Box<Submission<T>>),
+    /// Store these events in one transaction, whatever
+    /// [`WriterOptions::max_batch`] (a bulk load's batch).
+    Batch(Vec<Submission<T>>),
     /// Remove expired events (NIP-40), up to 10,000 at a time.
     Purge,
     /// Commit what is queued, sync and exit.
@@ -73,17 +76,15 @@ pub struct WriterOptions {
     pub linger: Duration,
 }
 
-/// The writer's inbox, holding up to `capacity` messages (at least one
-/// batch; a full inbox makes senders wait).
-pub fn writer_inbox<T>(
-    capacity: usize,
-    options: &WriterOptions,
-) -> (Sender<Write<T>>, Receiver<Write<T>>) {
-    crossbeam_channel::bounded(capacity.max(options.max_batch).max(1))
+/// The writer's inbox, holding up to `capacity` messages (at least one);
+/// a full inbox makes senders wait.
+pub fn writer_inbox<T>(capacity: usize) -> (Sender<Write<T>>, Receiver<Write<T>>) {
+    crossbeam_channel::bounded(capacity.max(1))
 }
 
 /// The running writer (thread `writer`). It runs until [`Write::Shutdown`]:
-/// everything queued before it is committed, then the store is synced.
+/// everything queued before it is committed, a dictionary set being trained
+/// is installed, then the store is synced.
 #[derive(Debug)]
 pub struct Writer {
     thread: JoinHandle<()>,
@@ -126,7 +127,7 @@ fn run<T>(
     // Stored events may be waiting for their index entries.
     let mut unindexed = true;
     // Dictionaries are trained at most once per run, on their own thread.
-    let mut training = false;
+    let mut training: Option<JoinHandle<()>> = None;
     loop {
         let first = if unindexed {
             match inbox.recv_timeout(INDEX_WHEN_IDLE) {
@@ -155,6 +156,7 @@ fn run<T>(
         while let Some(msg) = next.take() {
             match msg {
                 Write::Event(s) => batch.push(*s),
+                Write::Batch(mut events) => batch.append(&mut events),
                 Write::Purge => purge = true,
                 Write::Shutdown => stop = true,
             }
@@ -177,9 +179,8 @@ fn run<T>(
                 tracing::error!("indexing the waiting events failed: {e}");
             }
             unindexed = true;
-            if !training && store.wants_dictionaries().unwrap_or(false) {
-                training = true;
-                train_dictionaries(store);
+            if training.is_none() && store.wants_dictionaries().unwrap_or(false) {
+                training = train_dictionaries(store);
             }
         }
         if purge {
@@ -193,6 +194,10 @@ fn run<T>(
         if stop {
             break;
         }
+    }
+    // A set being trained is installed before the store is synced and let go.
+    if let Some(training) = training {
+        let _ = training.join();
     }
     if let Err(e) = store.sync() {
         tracing::error!("final sync failed: {e}");
@@ -260,7 +265,7 @@ fn wait_for_more<T>(
 /// Trains the store's compression dictionaries on a thread of its own (it
 /// reads thousands of records and takes seconds); the writer goes on, and
 /// new records are compressed with the set once it is installed.
-fn train_dictionaries(store: &Arc<dyn EventStore>) {
+fn train_dictionaries(store: &Arc<dyn EventStore>) -> Option<JoinHandle<()>> {
     let store = Arc::clone(store);
     let spawned = std::thread::Builder::new()
         .name("dictionaries".into())
@@ -269,9 +274,9 @@ fn train_dictionaries(store: &Arc<dyn EventStore>) {
                 tracing::error!("training compression dictionaries failed: {e}");
             }
         });
-    if let Err(e) = spawned {
-        tracing::error!("cannot start the dictionary training thread: {e}");
-    }
+    spawned
+        .map_err(|e| tracing::error!("cannot start the dictionary training thread: {e}"))
+        .ok()
 }
 
 /// The publishers of the last two commits. With group commit, a client
