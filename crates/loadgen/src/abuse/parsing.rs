@@ -283,16 +283,6 @@ pub(super) async fn hostile_search(mut ctx: Ctx) -> Found {
     for w in &mut writers {
         let _ = w.close().await;
     }
-    let mut tally = Tally::default();
-    for d in drains {
-        if let Ok(t) = d.await {
-            tally.merge(t);
-        }
-    }
-    f.op("attack:eose").merge(&tally.eose);
-    f.notes.push(format!(
-        "relay answered the searches with: {}",
-        tally.describe()
-    ));
+    answered(&mut f, "the searches", drains).await;
     f
 }

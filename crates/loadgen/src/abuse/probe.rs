@@ -252,6 +252,24 @@ pub(super) async fn connect_probe(target: Target, mut stop: watch::Receiver<bool
     }
 }
 
+/// Waits for the attack's reading connections (`drains`) and records what
+/// the relay answered `what` with, and how long EOSE took.
+pub(super) async fn answered(
+    f: &mut Found,
+    what: &str,
+    drains: Vec<tokio::task::JoinHandle<Tally>>,
+) {
+    let mut tally = Tally::default();
+    for d in drains {
+        if let Ok(t) = d.await {
+            tally.merge(t);
+        }
+    }
+    f.op("attack:eose").merge(&tally.eose);
+    f.notes
+        .push(format!("relay answered {what} with: {}", tally.describe()));
+}
+
 /// What the relay answered on an attacking connection that reads.
 #[derive(Debug, Default)]
 pub(super) struct Tally {

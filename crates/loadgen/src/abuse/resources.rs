@@ -260,20 +260,10 @@ pub(super) async fn oversized_subs(mut ctx: Ctx) -> Found {
     let auth_part = auth_flood(&ctx, &p, &mut rng, &sent).await;
     f.notes.push(auth_part);
     ctx.hold().await;
-    let mut tally = Tally::default();
     for w in &mut writers {
         let _ = w.close().await;
     }
-    for d in drains {
-        if let Ok(t) = d.await {
-            tally.merge(t);
-        }
-    }
-    f.op("attack:eose").merge(&tally.eose);
-    f.notes.push(format!(
-        "relay answered the oversized REQs with: {}",
-        tally.describe()
-    ));
+    answered(&mut f, "the oversized REQs", drains).await;
     f
 }
 
