@@ -1,6 +1,6 @@
 //! Stage 6a: the relay's side of the store's one writer
 //! ([`nostrwire_store::Writer`], which batches, commits and keeps the
-//! trailing indexes). Once a batch is committed, [`Answers`] sends each
+//! trailing indexes). Once a batch is committed, `Answers` sends each
 //! publisher its `OK`, counts what was stored, and hands the stored events
 //! to fan-out; the frames' room in the ingest queues is freed with them.
 

@@ -72,7 +72,9 @@ pub struct WriterOptions {
     /// Most events in one transaction.
     pub max_batch: usize,
     /// Longest a batch is held open for the events of publishers that are
-    /// expected to send again (see [`Publishers`]).
+    /// expected to send again: those of the last two batches (with group
+    /// commit, a publisher that waits for each answer lands in every other
+    /// batch).
     pub linger: Duration,
 }
 
