@@ -258,6 +258,25 @@ impl Outcome {
         }
         self.anomalies.merge(&part.anomalies);
     }
+
+    /// Ends a measured phase: adds each task's part (a task that panicked
+    /// adds nothing), the time since `start` and the relay's CPU time since
+    /// `relay_cpu` was read.
+    async fn finish(
+        &mut self,
+        handles: Vec<tokio::task::JoinHandle<Part>>,
+        start: Instant,
+        relay_cpu: RelayCpu,
+        run: &Run,
+    ) {
+        for h in handles {
+            if let Ok(part) = h.await {
+                self.absorb(part);
+            }
+        }
+        self.elapsed = start.elapsed();
+        relay_cpu.stop(run, self);
+    }
 }
 
 /// The per-task share of an [`Outcome`].
@@ -270,6 +289,13 @@ struct Part {
 impl Part {
     fn op(&mut self, label: &str) -> &mut OpStats {
         self.ops.entry(label.to_string()).or_default()
+    }
+
+    fn merge(&mut self, other: Part) {
+        for (label, stats) in other.ops {
+            self.op(&label).merge(&stats);
+        }
+        self.anomalies.merge(&other.anomalies);
     }
 }
 

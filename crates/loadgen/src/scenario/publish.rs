@@ -118,10 +118,7 @@ pub(super) async fn publish_closed(
     let mut ids = Vec::new();
     for h in handles {
         if let Ok((p, a)) = h.await {
-            for (l, s) in p.ops {
-                total.op(&l).merge(&s);
-            }
-            total.anomalies.merge(&p.anomalies);
+            total.merge(p);
             ids.extend(a);
         }
     }
@@ -279,13 +276,7 @@ pub(super) async fn publish_open(run: &Run) -> Outcome {
             part
         }));
     }
-    for h in handles {
-        if let Ok(p) = h.await {
-            out.absorb(p);
-        }
-    }
-    out.elapsed = start.elapsed();
-    relay_cpu.stop(run, &mut out);
+    out.finish(handles, start, relay_cpu, run).await;
     out
 }
 
@@ -386,13 +377,7 @@ pub(super) async fn burst(run: &Run) -> Outcome {
             part
         }));
     }
-    for h in handles {
-        if let Ok(p) = h.await {
-            out.absorb(p);
-        }
-    }
-    out.elapsed = start.elapsed();
-    relay_cpu.stop(run, &mut out);
+    out.finish(handles, start, relay_cpu, run).await;
     out.notes.push(format!(
         "bursts of {} events per connection, {} ms apart; latency from the burst's write to each OK",
         run.params.burst_size,

@@ -188,10 +188,7 @@ pub(super) async fn run_queries(
     let mut total_part = Part::default();
     for h in handles {
         if let Ok(p) = h.await {
-            for (l, s) in p.ops {
-                total_part.op(&l).merge(&s);
-            }
-            total_part.anomalies.merge(&p.anomalies);
+            total_part.merge(p);
         }
     }
     total_part
@@ -308,13 +305,7 @@ pub(super) async fn mixed(run: &Run) -> Outcome {
             part
         }));
     }
-    for h in handles {
-        if let Ok(p) = h.await {
-            out.absorb(p);
-        }
-    }
-    out.elapsed = start.elapsed();
-    relay_cpu.stop(run, &mut out);
+    out.finish(handles, start, relay_cpu, run).await;
     out.notes.push(
         "each connection: two EVENTs (OK by id), then a REQ {kinds:[1],limit:10} to EOSE and CLOSE"
             .into(),
