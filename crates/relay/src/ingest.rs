@@ -20,7 +20,8 @@ use nostrwire_event::message::write;
 use nostrwire_event::{ClientMessage, Error, ErrorKind, EventId, SignedFields};
 
 use crate::msg::{
-    Admission, Conn, ConnId, FanoutMsg, IngestMsg, LiveEvent, Phase, Sub, Ticket, WriterMsg,
+    Accepted, Admission, Conn, ConnId, FanoutMsg, IngestMsg, LiveEvent, Phase, Sub, Ticket,
+    WriterMsg,
 };
 use crate::plugin::{Decision, Plugin};
 use crate::policy::{check_auth, first_tag_value, KindGate, WritePolicy, AUTH_KIND};
@@ -794,7 +795,12 @@ fn event_message<E: SignedFields>(
         reply: conn.outbox.clone().into(),
         admission: arrival.admission,
     };
-    let accepted = crate::writer::accepted(admitted, conn.id, ticket);
+    let accepted = Accepted {
+        event: admitted,
+        publisher: conn.id,
+        sequence: None,
+        ticket,
+    };
     // In a cluster the event goes to the stream; it reaches the writer
     // when this node applies the stream in order.
     if let Some(cluster) = &shared.cluster {

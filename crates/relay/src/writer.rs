@@ -11,7 +11,7 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, Sender};
 
 use crate::config::Config;
-use crate::msg::{Accepted, FanoutMsg, LiveEvent, Ticket, WriterMsg};
+use crate::msg::{FanoutMsg, LiveEvent, Ticket, WriterMsg};
 use crate::store::{writer_inbox, Admitted, Committed, StoreError, Verdict, Writer, WriterOptions};
 use crate::Shared;
 
@@ -100,15 +100,5 @@ impl Committed<Ticket> for Answers {
                 .reply
                 .send_ok(event.id(), false, "error: could not store the event");
         }
-    }
-}
-
-/// An accepted event from this relay's own publisher.
-pub fn accepted(event: Admitted, publisher: u64, ticket: Ticket) -> Accepted {
-    Accepted {
-        event,
-        publisher,
-        sequence: None,
-        ticket,
     }
 }
