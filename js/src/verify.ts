@@ -56,7 +56,28 @@ export function verifierName(): 'wasm' | 'js' {
   return wasm ? 'wasm' : 'js';
 }
 
+/** True when `s` is a string of exactly `length` lowercase hex characters. */
+export function isLowerHex(s: unknown, length: number): s is string {
+  if (typeof s !== 'string' || s.length !== length) return false;
+  for (let i = 0; i < length; i++) {
+    const c = s.charCodeAt(i);
+    // 0-9 or a-f
+    if (!((c >= 48 && c <= 57) || (c >= 97 && c <= 102))) return false;
+  }
+  return true;
+}
+
+/**
+ * The shape every verifier demands before any check: id, pubkey and sig
+ * exactly 64, 64 and 128 lowercase hex characters. Hex decoders that read
+ * what is there (or accept uppercase) would otherwise pass a cut id.
+ */
+function wellFormed(event: Event): boolean {
+  return isLowerHex(event.id, 64) && isLowerHex(event.pubkey, 64) && isLowerHex(event.sig, 128);
+}
+
 function check(event: Event): boolean {
+  if (!wellFormed(event)) return false;
   if (wasm) {
     try {
       wasm.verifyEvent(event);
