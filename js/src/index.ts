@@ -26,6 +26,8 @@ export {
   verifierName,
   verifyEvent,
   verifyEvents,
+  verifyRecord,
+  verifyRecords,
 } from './verify.js';
 export { SUBPROTOCOL, decodeRelayFrame, eventFrame, jsonFrame, type RelayFrame } from './transport.js';
 export {

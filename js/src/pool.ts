@@ -9,9 +9,22 @@
 // and no subscription waits for an answer that will not come.
 
 import type { Event } from './types.js';
-import { verifyEvents } from './verify.js';
+import { packRecords, unpackRecords, verifyEvents, verifyRecords } from './verify.js';
 
-type Pending = { events: Event[]; resolve: (verdicts: boolean[]) => void; reject: (e: Error) => void };
+/** What a worker is asked to verify: event objects, or packed nwb records. */
+export type VerifyRequest = { id: number; events: Event[] } | { id: number; records: Uint8Array };
+
+type Pending = {
+  // Kept so that the main thread can verify them if the workers fail.
+  events?: Event[];
+  records?: Uint8Array;
+  resolve: (verdicts: boolean[]) => void;
+  reject: (e: Error) => void;
+};
+
+function verifyHere(p: Pending): Promise<boolean[]> {
+  return p.events ? verifyEvents(p.events) : verifyRecords(unpackRecords(p.records!));
+}
 
 export class VerifierPool {
   private readonly workers: Worker[] = [];
@@ -61,7 +74,26 @@ export class VerifierPool {
     const worker = this.workers[this.next++ % this.workers.length]!;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { events, resolve, reject });
-      worker.postMessage({ id, events });
+      worker.postMessage({ id, events } satisfies VerifyRequest);
+    });
+  }
+
+  /**
+   * Verdicts for nwb event records (form byte 0x01, as `verifyRecord`
+   * takes them), in order. The records are copied into one buffer that is
+   * transferred to a worker, so the caller's buffers stay usable.
+   */
+  verifyRecords(records: Uint8Array[]): Promise<boolean[]> {
+    if (this.closed) return Promise.reject(new Error('verifier pool closed'));
+    if (this.failed) return verifyRecords(records);
+    const packed = packRecords(records);
+    const id = ++this.serial;
+    const worker = this.workers[this.next++ % this.workers.length]!;
+    return new Promise((resolve, reject) => {
+      // The worker gets the buffer; the pending entry keeps a copy in case
+      // the worker dies holding it.
+      this.pending.set(id, { records: packed.slice(), resolve, reject });
+      worker.postMessage({ id, records: packed } satisfies VerifyRequest, [packed.buffer]);
     });
   }
 
@@ -72,7 +104,7 @@ export class VerifierPool {
     this.stopWorkers();
     const held = [...this.pending.values()];
     this.pending.clear();
-    for (const p of held) verifyEvents(p.events).then(p.resolve, p.reject);
+    for (const p of held) verifyHere(p).then(p.resolve, p.reject);
   }
 
   private stopWorkers(): void {

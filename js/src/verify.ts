@@ -11,6 +11,7 @@ import { schnorr } from '@noble/curves/secp256k1.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { hexToBytes } from '@noble/hashes/utils.js';
 import { toHex } from './bytes.js';
+import { decodeRecord } from './record.js';
 import type { Event, EventTemplate } from './types.js';
 
 /** Marks an event object whose verdict is known (as nostr-tools does). */
@@ -130,6 +131,73 @@ export async function verifyEvents(events: Event[]): Promise<boolean[]> {
       await yieldToEventLoop();
       sliceStart = performance.now();
     }
+  }
+  return out;
+}
+
+/**
+ * True when an nwb event record (form byte 0x01, the bytes `decodeRecord`
+ * takes) is well formed, its id is the canonical hash and its signature is
+ * valid. A record that does not decode is false, never an exception.
+ */
+export function verifyRecord(record: Uint8Array): boolean {
+  let event: Event;
+  try {
+    event = decodeRecord(record);
+  } catch {
+    return false;
+  }
+  return check(event);
+}
+
+/**
+ * {@link verifyRecord} for many records, in slices of about
+ * {@link SLICE_MS}: verdicts in input order.
+ */
+export async function verifyRecords(records: Uint8Array[]): Promise<boolean[]> {
+  await initVerifier();
+  const out: boolean[] = new Array(records.length);
+  let sliceStart = performance.now();
+  for (let i = 0; i < records.length; i++) {
+    out[i] = verifyRecord(records[i]!);
+    if ((i & 7) === 7 && performance.now() - sliceStart > SLICE_MS) {
+      await yieldToEventLoop();
+      sliceStart = performance.now();
+    }
+  }
+  return out;
+}
+
+/**
+ * Records in one buffer (each a u32 LE length, then its bytes), as the
+ * verifier pool posts them to a worker: one transferable copy, whatever
+ * buffers the records are views of.
+ */
+export function packRecords(records: Uint8Array[]): Uint8Array {
+  let size = 0;
+  for (const r of records) size += 4 + r.length;
+  const out = new Uint8Array(size);
+  const view = new DataView(out.buffer);
+  let at = 0;
+  for (const r of records) {
+    view.setUint32(at, r.length, true);
+    out.set(r, at + 4);
+    at += 4 + r.length;
+  }
+  return out;
+}
+
+/** The records of a {@link packRecords} buffer, as views of it. */
+export function unpackRecords(packed: Uint8Array): Uint8Array[] {
+  const view = new DataView(packed.buffer, packed.byteOffset, packed.byteLength);
+  const out: Uint8Array[] = [];
+  let at = 0;
+  while (at < packed.length) {
+    if (packed.length - at < 4) throw new RangeError('packed records: truncated length');
+    const len = view.getUint32(at, true);
+    if (len > packed.length - at - 4) throw new RangeError('packed records: truncated record');
+    out.push(packed.subarray(at + 4, at + 4 + len));
+    at += 4 + len;
   }
   return out;
 }

@@ -51,3 +51,38 @@ for (const verifier of ['js', 'wasm']) {
     }
   });
 }
+
+// nwb records, as the binary transport delivers them.
+import { encodeEvent, verifyRecord, verifyRecords } from '../dist/index.js';
+import { packRecords, unpackRecords } from '../dist/verify.js';
+
+test('verifyRecord and verifyRecords: real records pass; a flipped id, pubkey or sig byte and broken records fail', async () => {
+  await initVerifier();
+  const records = sample.map((e) => encodeEvent(e));
+  assert.deepEqual(await verifyRecords(records), records.map(() => true));
+  for (const r of records) assert.ok(verifyRecord(r));
+  // Offsets of spec/nwb.md §3: pubkey 11, id 43, sig 75; content last.
+  for (const [field, at] of [['pubkey', 11], ['id', 43], ['sig', 75], ['sig end', 138], ['last byte', -1]]) {
+    const spoiled = records.map((r) => {
+      const c = r.slice();
+      const i = at < 0 ? c.length + at : at;
+      c[i] ^= 1;
+      return c;
+    });
+    const verdicts = await verifyRecords(spoiled);
+    assert.equal(verdicts.filter(Boolean).length, 0, `${field} flipped`);
+  }
+  // Not records: truncated, trailing bytes, a compressed form byte, empty.
+  const r = records[0];
+  for (const bad of [r.subarray(0, r.length - 1), Uint8Array.of(...r, 0), Uint8Array.of(0x81, ...r.subarray(1)), new Uint8Array(0)]) {
+    assert.equal(verifyRecord(bad), false);
+  }
+});
+
+test('packRecords and unpackRecords round-trip views of a larger buffer', () => {
+  const big = new Uint8Array(300).map((_, i) => i & 0xff);
+  const parts = [big.subarray(0, 0), big.subarray(5, 17), big.subarray(100, 300)];
+  const back = unpackRecords(packRecords(parts));
+  assert.deepEqual(back.map((b) => Array.from(b)), parts.map((b) => Array.from(b)));
+  assert.throws(() => unpackRecords(Uint8Array.of(9, 0, 0, 0, 1)), RangeError);
+});
