@@ -6,6 +6,7 @@
 export { NwbError, type NwbErrorKind } from './errors.js';
 export { DEFAULT_LIMITS, type Limits } from './limits.js';
 export type { Event, EventTemplate, Filter } from './types.js';
+export { matchFilter, matchFilters } from './filter.js';
 export {
   COMPRESSED_V1,
   EVENT_V1,
@@ -35,6 +36,7 @@ export {
   Subscription,
   useWebSocketImplementation,
   type RelayOptions,
+  type DropReason,
   type SubscriptionParams,
   type Transport,
 } from './relay.js';

@@ -101,8 +101,7 @@ function writeTag(w: Writer, tag: unknown): void {
   if (tag.length === 0) throw new NwbError('empty_tag');
   const name = tag[0];
   if (typeof name !== 'string') throw elementError(name);
-  // §5: a one-byte name (one ASCII character) takes the short form.
-  const short = name.length === 1 && name.charCodeAt(0) < 0x80;
+  const short = hasShortForm(name);
   w.varint(tag.length * 2 + (short ? 1 : 0));
   if (short) w.byte(name.charCodeAt(0));
   else writeElement(w, name);
@@ -111,6 +110,13 @@ function writeTag(w: Writer, tag: unknown): void {
     if (typeof value !== 'string') throw elementError(value);
     writeElement(w, value);
   }
+}
+
+// §5: a one-byte name (one ASCII character) takes the short form, and only
+// it. A hex element is never one character, so the decoder can ask this of
+// whatever the long form held.
+function hasShortForm(name: string): boolean {
+  return name.length === 1 && name.charCodeAt(0) < 0x80;
 }
 
 function elementError(value: unknown): NwbError {
@@ -220,7 +226,7 @@ function readTags(r: Reader, end: number, limits: Limits): string[][] {
       tag[i++] = String.fromCharCode(name);
     } else {
       const name = readElement(r, end, limits);
-      if (lastTextBytes === 1) throw new NwbError('non_canonical_name');
+      if (hasShortForm(name)) throw new NwbError('non_canonical_name');
       tag[i++] = name;
     }
     for (; i < elements; i++) tag[i] = readElement(r, end, limits);
@@ -229,10 +235,6 @@ function readTags(r: Reader, end: number, limits: Limits): string[][] {
   if (r.pos !== end) throw new NwbError('tag_block_mismatch');
   return tags;
 }
-
-// UTF-8 length of the last text element read (-1 after a hex element):
-// a one-byte name must use the short form (§5).
-let lastTextBytes = -1;
 
 function readElement(r: Reader, end: number, limits: Limits): string {
   const header = r.varint(end);
@@ -245,7 +247,6 @@ function readElement(r: Reader, end: number, limits: Limits): string {
     if (n > limits.maxStringBytes / 2) throw new NwbError('string_too_large');
     if (n > available) throw new NwbError('truncated');
     r.pos += n;
-    lastTextBytes = -1;
     return toHex(r.bytes, start, start + n);
   }
   if (len > limits.maxStringBytes) throw new NwbError('string_too_large');
@@ -253,7 +254,6 @@ function readElement(r: Reader, end: number, limits: Limits): string {
   const text = readUtf8(r.bytes, start, start + len);
   if (isHexCompactable(text)) throw new NwbError('non_canonical_hex');
   r.pos += len;
-  lastTextBytes = len;
   return text;
 }
 

@@ -13,6 +13,7 @@ import {
   jsonFrame,
 } from './transport.js';
 import type { Event, EventTemplate, Filter } from './types.js';
+import { matchFilters } from './filter.js';
 import { VerifierPool } from './pool.js';
 import { SLICE_MS, initVerifier, verifiedSymbol, verifyEvent as defaultVerify, yieldToEventLoop } from './verify.js';
 
@@ -62,13 +63,27 @@ export interface RelayOptions {
   websocketImplementation?: unknown;
 }
 
+/**
+ * Why an event the relay sent never reached `onevent`: its id or signature
+ * does not verify (`invalid`), or it matches none of the subscription's
+ * filters (`unmatched`).
+ */
+export type DropReason = 'invalid' | 'unmatched';
+
 export interface SubscriptionParams {
   onevent?: (event: Event) => void;
-  /** Called with events whose id or signature does not verify. */
-  oninvalidevent?: (event: Event) => void;
+  /**
+   * Called, in order with `onevent`, with each event dropped because it
+   * does not verify or does not match the subscription's filters; the
+   * subscription's `dropped` counts them whether this is set or not.
+   */
+  oninvalidevent?: (event: Event, reason: DropReason) => void;
   oneose?: () => void;
   onclose?: (reason: string) => void;
-  /** Events for which this returns true are dropped before verification. */
+  /**
+   * Asked first, with the id of each event the relay sends: events for which
+   * it returns true are dropped before any matching or verification.
+   */
   alreadyHaveEvent?: (id: string) => boolean;
   id?: string;
 }
@@ -76,7 +91,7 @@ export interface SubscriptionParams {
 type Pending<T> = { resolve: (v: T) => void; reject: (e: Error) => void; timer: ReturnType<typeof setTimeout> };
 const BATCH = 64;
 
-type EventItem = { sub: Subscription; event: Event; verdict?: Promise<boolean> };
+type EventItem = { sub: Subscription; event: Event; matches: boolean; verdict?: Promise<boolean> };
 type Item =
   | EventItem
   | { sub: Subscription; eose: true }
@@ -99,7 +114,9 @@ export class Relay {
   private readonly Impl: WebSocketConstructor | undefined;
   private challenge: string | undefined;
   private serial = 0;
-  private readonly publishes = new Map<string, Pending<string>>();
+  // Per event id, the calls waiting for an OK in the order the EVENTs were
+  // sent: the relay answers each EVENT, so each OK settles the oldest call.
+  private readonly publishes = new Map<string, Pending<string>[]>();
   private readonly counts = new Map<string, Pending<number>>();
   private queue: Item[] = [];
   private head = 0;
@@ -213,7 +230,7 @@ export class Relay {
         return this.onJson(frame.text);
       case 'event': {
         const sub = this.openSubs.get(frame.subId);
-        if (sub) this.enqueue({ sub, event: frame.event });
+        if (sub) this.enqueueEvent(sub, frame.event);
         return;
       }
       case 'eose': {
@@ -232,7 +249,7 @@ export class Relay {
     switch (msg[0]) {
       case 'EVENT': {
         const sub = this.openSubs.get(msg[1]);
-        if (sub && typeof msg[2] === 'object' && msg[2] !== null) this.enqueue({ sub, event: msg[2] as Event });
+        if (sub && typeof msg[2] === 'object' && msg[2] !== null) this.enqueueEvent(sub, msg[2] as Event);
         return;
       }
       case 'EOSE': {
@@ -265,22 +282,33 @@ export class Relay {
   }
 
   private onOk(id: string, accepted: boolean, message: string): void {
-    const pending = this.publishes.get(id);
+    const waiting = this.publishes.get(id);
+    const pending = waiting?.shift();
     if (!pending) return;
-    this.publishes.delete(id);
+    if (waiting!.length === 0) this.publishes.delete(id);
     clearTimeout(pending.timer);
     if (accepted) pending.resolve(message);
     else pending.reject(new Error(message));
+  }
+
+  // An event for `sub`: what the app already has is dropped here, before a
+  // worker could be given it to verify; one that matches none of the
+  // filters is never verified and is reported in order when delivered.
+  private enqueueEvent(sub: Subscription, event: Event): void {
+    if (sub.closed || sub.alreadyHaveEvent?.(event.id)) return;
+    const item: EventItem = { sub, event, matches: matchFilters(sub.filters, event) };
+    this.queue.push(item);
+    if (this.pool && item.matches) {
+      this.batch.push(item);
+      if (this.batch.length >= BATCH) this.flush();
+    }
+    if (!this.draining) void this.drain();
   }
 
   // Subscription messages go through one queue, so that verification can
   // run in slices and EOSE and CLOSED still come after the events before them.
   private enqueue(item: Item): void {
     this.queue.push(item);
-    if (this.pool && 'event' in item) {
-      this.batch.push(item);
-      if (this.batch.length >= BATCH) this.flush();
-    }
     if (!this.draining) void this.drain();
   }
 
@@ -303,7 +331,7 @@ export class Relay {
       while (this.head < this.queue.length) {
         const item = this.queue[this.head++]!;
         let ok: boolean | undefined;
-        if (this.pool && 'event' in item) {
+        if (this.pool && 'event' in item && item.matches) {
           if (!item.verdict) this.flush();
           ok = await item.verdict!.catch(() => false);
           (item.event as Event & { [verifiedSymbol]?: boolean })[verifiedSymbol] = ok;
@@ -335,10 +363,9 @@ export class Relay {
     if ('event' in item) {
       if (sub.closed) return;
       const event = item.event;
-      if (sub.alreadyHaveEvent?.(event.id)) return;
+      if (!item.matches) return sub.drop(event, 'unmatched');
       if (verdict === false || (verdict === undefined && this.verify && !this.verify(event))) {
-        sub.oninvalidevent?.(event);
-        return;
+        return sub.drop(event, 'invalid');
       }
       sub.onevent(event);
     } else if ('eose' in item) {
@@ -376,11 +403,19 @@ export class Relay {
 
   private waitOk(id: string): Promise<string> {
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.publishes.delete(id);
-        reject(new Error('publish timed out'));
-      }, this.publishTimeout);
-      this.publishes.set(id, { resolve, reject, timer });
+      const waiting = this.publishes.get(id) ?? [];
+      const pending: Pending<string> = {
+        resolve,
+        reject,
+        timer: setTimeout(() => {
+          // Only this call gives up; others for the same id keep waiting.
+          waiting.splice(waiting.indexOf(pending), 1);
+          if (waiting.length === 0 && this.publishes.get(id) === waiting) this.publishes.delete(id);
+          reject(new Error('publish timed out'));
+        }, this.publishTimeout),
+      };
+      waiting.push(pending);
+      this.publishes.set(id, waiting);
     });
   }
 
@@ -452,7 +487,7 @@ export class Relay {
       sub.onclose?.('relay connection closed');
     }
     this.openSubs.clear();
-    for (const p of this.publishes.values()) {
+    for (const p of [...this.publishes.values()].flat()) {
       clearTimeout(p.timer);
       p.reject(new Error('relay connection closed'));
     }
@@ -476,8 +511,10 @@ export class Relay {
 export class Subscription {
   closed = false;
   eosed = false;
+  /** Events the relay sent that never reached `onevent`, by reason. */
+  readonly dropped: Record<DropReason, number> = { invalid: 0, unmatched: 0 };
   onevent: (event: Event) => void;
-  oninvalidevent: ((event: Event) => void) | undefined;
+  oninvalidevent: ((event: Event, reason: DropReason) => void) | undefined;
   oneose: (() => void) | undefined;
   onclose: ((reason: string) => void) | undefined;
   alreadyHaveEvent: ((id: string) => boolean) | undefined;
@@ -493,6 +530,12 @@ export class Subscription {
     this.oneose = params.oneose;
     this.onclose = params.onclose;
     this.alreadyHaveEvent = params.alreadyHaveEvent;
+  }
+
+  /** @internal */
+  drop(event: Event, reason: DropReason): void {
+    this.dropped[reason]++;
+    this.oninvalidevent?.(event, reason);
   }
 
   close(reason = 'closed by caller'): void {

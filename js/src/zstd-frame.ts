@@ -376,8 +376,10 @@ export function decompressFrame(src: Uint8Array, out: Uint8Array, dict: ZstdDict
   if (len < 1) fail('truncated frame header');
   const fhd = src[0]!;
   if (fhd & 0x08) fail('reserved bit set');
+  // spec/nwb.md §11: the frame carries no checksum. libzstd would check one;
+  // refusing the flag keeps both sides accepting exactly the same bytes.
+  if (fhd & 0x04) fail('content checksum flag set');
   const single = (fhd >> 5) & 1;
-  const checksum = (fhd >> 2) & 1;
   const dictIdBytes = [0, 1, 2, 4][fhd & 3]!;
   const fcsFlag = fhd >> 6;
   const fcsBytes = fcsFlag === 0 ? single : 1 << fcsFlag;
@@ -430,8 +432,7 @@ export function decompressFrame(src: Uint8Array, out: Uint8Array, dict: ZstdDict
     } else fail('reserved block type');
     if (last) break;
   }
-  if (checksum) at += 4;
-  if (at !== len) fail(at > len ? 'truncated checksum' : 'bytes after the frame');
+  if (at !== len) fail('bytes after the frame');
   if (pos !== out.length) fail('output smaller than expected');
   return pos;
 }

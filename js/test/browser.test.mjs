@@ -6,15 +6,19 @@ import { copyFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startRelay, haveBinary } from './relay-process.mjs';
+import { scriptedRelay } from './scripted-relay.mjs';
 import { bundlePage, serveDir, launch, openPage, haveChromium } from './browser/harness.mjs';
 
-const skip = (!haveBinary && 'no nostrwire binary (set NOSTRWIRE_BIN)') || (!haveChromium && 'no chromium (js/scripts/install-chromium.sh)');
+const noBrowser = !haveChromium && 'no chromium (js/scripts/install-chromium.sh)';
+const skip = noBrowser || (!haveBinary && 'no nostrwire binary (set NOSTRWIRE_BIN)');
 
 let relay, jsonOnly, site, browser, page;
 before(async () => {
-  if (skip) return;
-  relay = await startRelay();
-  jsonOnly = await startRelay({ config: '[websocket]\nbinary = false\n' });
+  if (noBrowser) return;
+  if (haveBinary) {
+    relay = await startRelay();
+    jsonOnly = await startRelay({ config: '[websocket]\nbinary = false\n' });
+  }
   const dir = mkdtempSync(join(tmpdir(), 'nostrwire-js-page-'));
   await bundlePage(new URL('./browser/page.js', import.meta.url).pathname, dir);
   // The page's bundle starts workers from beside itself, as the package's does.
@@ -64,6 +68,19 @@ test('Chromium, verifier workers that cannot load: events are verified on the ma
   // and the relay says why the workers stopped.
   check(result, 'binary');
   assert.match(result.workerFailure, /verifier worker failed/);
+});
+
+test('Chromium, verifier workers: events the app already has are never handed to a worker', { skip: noBrowser }, async (t) => {
+  const { generateSecretKey, finalizeEvent } = await import('nostr-tools/pure');
+  const sk = generateSecretKey();
+  const now = Math.floor(Date.now() / 1000);
+  const events = [0, 1, 2, 3].map((i) => finalizeEvent({ kind: 1, created_at: now, tags: [], content: `n${i}` }, sk));
+  const url = await scriptedRelay(t, events);
+  const have = [events[0].id, events[2].id, events[3].id];
+  const result = await page.evaluate((u, h) => window.withWorkers(u, h), url, have);
+  assert.equal(result.workerFailure, null);
+  assert.deepEqual(result.got, [{ id: events[1].id, verified: true }]);
+  assert.equal(result.posted, 1, 'only the event the app lacks is verified');
 });
 
 test('Chromium falls back to JSON against a relay with the binary transport off', { skip }, async () => {

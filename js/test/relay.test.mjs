@@ -7,6 +7,7 @@ import { generateSecretKey, getPublicKey, finalizeEvent } from 'nostr-tools/pure
 import { Relay as ToolsRelay, useWebSocketImplementation as useToolsWebSocket } from 'nostr-tools/relay';
 import { Relay, useWebSocketImplementation, verifiedSymbol } from '../dist/index.js';
 import { startRelay, haveBinary } from './relay-process.mjs';
+import { scriptedRelay } from './scripted-relay.mjs';
 
 useWebSocketImplementation(WebSocket);
 useToolsWebSocket(WebSocket);
@@ -181,4 +182,85 @@ test('hostile binary frames are dropped with a notice; the connection stays', as
   await assert.rejects(r.publish(good), /closed/);
   await assert.rejects(r.count([{}]), /closed/);
   assert.throws(() => r.subscribe([{}], {}), /closed/);
+});
+
+for (const transport of ['json', 'binary']) {
+  test(`${transport}: events that match none of the filters never reach onevent, and are counted`, async (t) => {
+    const sk = generateSecretKey();
+    const pk = getPublicKey(sk);
+    const t0 = now();
+    const wanted = finalizeEvent({ kind: 1, created_at: t0, tags: [['t', 'wanted']], content: 'match' }, sk);
+    const sent = [
+      finalizeEvent({ kind: 1, created_at: t0, tags: [['t', 'wanted']], content: 'another author' }, generateSecretKey()),
+      finalizeEvent({ kind: 7, created_at: t0, tags: [['t', 'wanted']], content: 'another kind' }, sk),
+      finalizeEvent({ kind: 1, created_at: t0 - 3600, tags: [['t', 'wanted']], content: 'too old' }, sk),
+      finalizeEvent({ kind: 1, created_at: t0, tags: [['t', 'other'], ['x', 'wanted']], content: 'no such tag value' }, sk),
+      wanted,
+      { ...finalizeEvent({ kind: 1, created_at: t0, tags: [['t', 'wanted']], content: 'x' }, sk), content: 'forged' },
+    ];
+    const url = await scriptedRelay(t, sent);
+    const r = await Relay.connect(url, { transport });
+    t.after(() => r.close());
+    assert.equal(r.transport, transport);
+    const drops = [];
+    let sub;
+    const got = await new Promise((resolve) => {
+      const events = [];
+      sub = r.subscribe([{ authors: [pk], kinds: [1], since: t0 - 60, '#t': ['wanted'] }, { ids: ['00'.repeat(32)] }], {
+        onevent: (e) => events.push(e),
+        oninvalidevent: (e, reason) => drops.push([e.content, reason]),
+        oneose: () => resolve(events),
+      });
+    });
+    assert.deepEqual(got.map((e) => e.id), [wanted.id]);
+    assert.deepEqual(drops, [
+      ['another author', 'unmatched'],
+      ['another kind', 'unmatched'],
+      ['too old', 'unmatched'],
+      ['no such tag value', 'unmatched'],
+      ['forged', 'invalid'],
+    ]);
+    assert.deepEqual(sub.dropped, { invalid: 1, unmatched: 4 });
+  });
+}
+
+test('alreadyHaveEvent is asked before verification, and its events are not verified', async (t) => {
+  const sk = generateSecretKey();
+  const events = [0, 1, 2].map((i) => finalizeEvent({ kind: 1, created_at: now(), tags: [], content: `n${i}` }, sk));
+  const url = await scriptedRelay(t, events);
+  const verified = [];
+  const r = await Relay.connect(url, { transport: 'json', verifyEvent: (e) => (verified.push(e.id), true) });
+  t.after(() => r.close());
+  const got = await new Promise((resolve) => {
+    const seen = [];
+    r.subscribe([{}], { alreadyHaveEvent: (id) => id !== events[1].id, onevent: (e) => seen.push(e.id), oneose: () => resolve(seen) });
+  });
+  assert.deepEqual(got, [events[1].id]);
+  assert.deepEqual(verified, [events[1].id]);
+});
+
+test('publishing the same event twice: both calls settle with the relay\'s answer to each', async (t) => {
+  const { WebSocketServer } = await import('ws');
+  const server = new WebSocketServer({ host: '127.0.0.1', port: 0 });
+  await new Promise((r) => server.once('listening', r));
+  // Answers each EVENT after a pause, as a relay busy writing does.
+  server.on('connection', (ws) => {
+    let n = 0;
+    ws.on('message', (data) => {
+      const [type, event] = JSON.parse(String(data));
+      if (type !== 'EVENT') return;
+      const answer = n++ === 0 ? '' : 'duplicate: already have this event';
+      setTimeout(() => ws.send(JSON.stringify(['OK', event.id, true, answer])), 50);
+    });
+  });
+  t.after(() => server.close());
+  const r = await Relay.connect(`ws://127.0.0.1:${server.address().port}`, { transport: 'json' });
+  t.after(() => r.close());
+  r.publishTimeout = 1000;
+  const note = finalizeEvent({ kind: 1, created_at: now(), tags: [], content: 'twice' }, generateSecretKey());
+  const answers = await Promise.allSettled([r.publish(note), r.publish(note)]);
+  assert.deepEqual(answers, [
+    { status: 'fulfilled', value: '' },
+    { status: 'fulfilled', value: 'duplicate: already have this event' },
+  ]);
 });

@@ -11,7 +11,9 @@ import {
   getEventHash,
   verifyEvent,
   initVerifier,
+  useZstd,
 } from '../dist/index.js';
+import { zstdDecoder } from '../dist/zstd.js';
 
 const vectors = new URL('../../vectors/', import.meta.url);
 const load = (path) => JSON.parse(readFileSync(new URL(path, vectors), 'utf8'));
@@ -52,6 +54,19 @@ for (const verifier of ['js', 'wasm']) {
 test('wire/invalid.json: every case is refused with its error kind', () => {
   for (const c of wireInvalid.cases) {
     assert.equal(kindOf(() => decodeRecord(unhex(c.hex))), c.error, c.name);
+  }
+});
+
+// The zstd frame inside is decoded by this package's decoder; Rust's is
+// libzstd: both give each case's record, or its error kind.
+test('wire/compressed.json: the record inside, or the error kind', (t) => {
+  const file = load('wire/compressed.json');
+  assert.ok(file.cases.length >= 2);
+  useZstd(zstdDecoder);
+  t.after(() => useZstd(null));
+  for (const c of file.cases) {
+    if (c.record) assert.equal(hex(encodeEvent(decodeEvent(unhex(c.hex)))), c.record, c.name);
+    else assert.equal(kindOf(() => decodeEvent(unhex(c.hex))), c.error, c.name);
   }
 });
 

@@ -518,6 +518,12 @@ impl<'d> RecordDecompressor<'d> {
         if len > limits.max_record_bytes as u64 {
             return Err(Error::RecordTooLarge);
         }
+        // §11: the frame has no checksum. libzstd would check one, while other
+        // decoders may skip it; refusing the flag (bit 2 of the frame header
+        // descriptor) keeps every reader accepting exactly the same bytes.
+        if stored.get(pos).is_some_and(|descriptor| descriptor & 0x04 != 0) {
+            return Err(Error::Decompress);
+        }
         if id == 0 {
             self.context.set_dictionary(&[]).map_err(io_to_wire)?;
         } else {

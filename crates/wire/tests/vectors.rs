@@ -4,10 +4,12 @@
 use std::path::PathBuf;
 
 use nostrwire_event::{Event, EventRef, Keys, Kind, SignedFields, Tag, Timestamp, UnsignedEvent};
+use nostrwire_wire::compress::RecordDecompressor;
 use nostrwire_wire::{
-    encode_event, encode_json_event, varint, Error, EventView, OFF_CREATED_AT, OFF_ID, OFF_KIND,
-    OFF_PUBKEY, OFF_SIG, PREFIX_LEN,
+    encode_event, encode_json_event, varint, Error, EventView, Limits, COMPRESSED_V1,
+    OFF_CREATED_AT, OFF_ID, OFF_KIND, OFF_PUBKEY, OFF_SIG, PREFIX_LEN,
 };
+use zstd::zstd_safe::{CParameter, FrameFormat};
 use serde_json::{json, Value};
 
 fn dir() -> PathBuf {
@@ -336,7 +338,52 @@ fn invalid_cases() -> Vec<(&'static str, &'static str, Vec<u8>, Error)> {
     cases
 }
 
-fn build() -> (Value, Value) {
+/// A compressed record (§11) without a dictionary, its zstd frame written
+/// with or without a content checksum.
+fn compressed(record: &[u8], checksum: bool) -> Vec<u8> {
+    let mut c = zstd::bulk::Compressor::new(3).unwrap();
+    c.set_parameter(CParameter::Format(FrameFormat::Magicless))
+        .unwrap();
+    c.set_parameter(CParameter::ChecksumFlag(checksum)).unwrap();
+    c.set_parameter(CParameter::DictIdFlag(false)).unwrap();
+    c.set_parameter(CParameter::ContentSizeFlag(false)).unwrap();
+    let mut out = vec![COMPRESSED_V1, 0];
+    varint::push(&mut out, record.len() as u64);
+    out.extend(c.compress(record).unwrap());
+    out
+}
+
+/// Compressed records without a dictionary: (name, description, bytes,
+/// the record inside or the error).
+fn compressed_cases() -> Vec<(&'static str, &'static str, Vec<u8>, Result<Vec<u8>, Error>)> {
+    let record = encode_event(&signed(
+        11,
+        1_700_000_002,
+        1,
+        &[&["t", "nostr"], &["t", "nostr"]],
+        "gm gm gm gm gm gm gm gm gm gm gm gm gm gm gm gm",
+    ));
+    let plain = compressed(&record, false);
+    let checksum = compressed(&record, true);
+    // The same frame but for its descriptor's checksum bit and the 4 bytes after it.
+    assert_eq!(plain.len() + 4, checksum.len());
+    vec![
+        (
+            "no_dictionary",
+            "dictionary id 0: a magicless zstd frame without checksum, dictionary id or content size",
+            plain,
+            Ok(record.clone()),
+        ),
+        (
+            "checksum_flag",
+            "the same frame with a content checksum (correct, but the format has none)",
+            checksum,
+            Err(Error::Decompress),
+        ),
+    ]
+}
+
+fn build() -> (Value, Value, Value) {
     let valid: Vec<Value> = valid_cases()
         .into_iter()
         .map(|(name, description, event, input)| {
@@ -358,9 +405,21 @@ fn build() -> (Value, Value) {
             json!({"name": name, "description": description, "hex": hex(&bytes), "error": error.as_str()})
         })
         .collect();
+    let compressed: Vec<Value> = compressed_cases()
+        .into_iter()
+        .map(|(name, description, bytes, inside)| {
+            let mut case = json!({"name": name, "description": description, "hex": hex(&bytes)});
+            match inside {
+                Ok(record) => case["record"] = Value::String(hex(&record)),
+                Err(error) => case["error"] = Value::String(error.as_str().into()),
+            }
+            case
+        })
+        .collect();
     (
         json!({"schema": 1, "format": "nwb", "version": 1, "cases": valid}),
         json!({"schema": 1, "format": "nwb", "version": 1, "cases": invalid}),
+        json!({"schema": 1, "format": "nwb", "version": 1, "cases": compressed}),
     )
 }
 
@@ -371,9 +430,10 @@ fn pretty(v: &Value) -> String {
 #[test]
 #[ignore = "rewrites vectors/wire; run after an intended format change"]
 fn regenerate_vectors() {
-    let (valid, invalid) = build();
+    let (valid, invalid, compressed) = build();
     std::fs::write(dir().join("valid.json"), pretty(&valid)).unwrap();
     std::fs::write(dir().join("invalid.json"), pretty(&invalid)).unwrap();
+    std::fs::write(dir().join("compressed.json"), pretty(&compressed)).unwrap();
 }
 
 fn load(name: &str) -> Value {
@@ -383,7 +443,12 @@ fn load(name: &str) -> Value {
 
 #[test]
 fn files_match_the_generator() {
-    let (valid, invalid) = build();
+    let (valid, invalid, compressed) = build();
+    assert_eq!(
+        load("compressed.json"),
+        compressed,
+        "vectors/wire/compressed.json is stale"
+    );
     assert_eq!(
         load("valid.json"),
         valid,
@@ -430,6 +495,29 @@ fn invalid_vectors_fail_with_their_kind() {
         let bytes = unhex(case["hex"].as_str().unwrap());
         let expected = Error::from_name(case["error"].as_str().unwrap()).unwrap();
         assert_eq!(EventView::decode(&bytes).err(), Some(expected), "{name}");
+    }
+}
+
+#[test]
+fn compressed_vectors_give_their_record_or_fail_with_their_kind() {
+    let file = load("compressed.json");
+    let cases = file["cases"].as_array().unwrap();
+    assert!(cases.len() >= 2);
+    let mut reader = RecordDecompressor::new(None).unwrap();
+    for case in cases {
+        let name = case["name"].as_str().unwrap();
+        let bytes = unhex(case["hex"].as_str().unwrap());
+        let got = reader.record(&bytes, &Limits::default()).map(<[u8]>::to_vec);
+        match case["record"].as_str() {
+            Some(record) => {
+                assert_eq!(got.map(|r| hex(&r)), Ok(record.to_owned()), "{name}");
+                EventView::decode(&unhex(record)).unwrap_or_else(|e| panic!("{name}: {e}"));
+            }
+            None => {
+                let expected = Error::from_name(case["error"].as_str().unwrap()).unwrap();
+                assert_eq!(got.err(), Some(expected), "{name}");
+            }
+        }
     }
 }
 

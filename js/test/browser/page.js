@@ -62,4 +62,31 @@ async function scenario(url, transport, options = {}) {
 
 window.scenario = scenario;
 window.binaryRefused = (url) => Relay.connect(url, { transport: 'binary' }).then(() => false, () => true);
+// Subscribes through verifier workers to a relay that sends `ids`' events,
+// the app having `have` already: which events arrive, and how many events
+// were handed to the workers (counted on the real Worker's postMessage).
+window.withWorkers = async (url, have) => {
+  let posted = 0;
+  const post = Worker.prototype.postMessage;
+  Worker.prototype.postMessage = function (message, ...rest) {
+    posted += message?.events?.length ?? 0;
+    return post.call(this, message, ...rest);
+  };
+  try {
+    const r = await Relay.connect(url, { transport: 'binary', workers: 2 });
+    const got = await new Promise((resolve) => {
+      const seen = [];
+      r.subscribe([{}], {
+        alreadyHaveEvent: (id) => have.includes(id),
+        onevent: (e) => seen.push({ id: e.id, verified: e[verifiedSymbol] }),
+        oneose: () => resolve(seen),
+      });
+    });
+    const workerFailure = r.workerFailure?.message ?? null;
+    r.close();
+    return { got, posted, workerFailure };
+  } finally {
+    Worker.prototype.postMessage = post;
+  }
+};
 window.ready = true;
