@@ -521,7 +521,10 @@ impl<'d> RecordDecompressor<'d> {
         // §11: the frame has no checksum. libzstd would check one, while other
         // decoders may skip it; refusing the flag (bit 2 of the frame header
         // descriptor) keeps every reader accepting exactly the same bytes.
-        if stored.get(pos).is_some_and(|descriptor| descriptor & 0x04 != 0) {
+        if stored
+            .get(pos)
+            .is_some_and(|descriptor| descriptor & 0x04 != 0)
+        {
             return Err(Error::Decompress);
         }
         if id == 0 {

@@ -9,8 +9,8 @@ use nostrwire_wire::{
     encode_event, encode_json_event, varint, Error, EventView, Limits, COMPRESSED_V1,
     OFF_CREATED_AT, OFF_ID, OFF_KIND, OFF_PUBKEY, OFF_SIG, PREFIX_LEN,
 };
-use zstd::zstd_safe::{CParameter, FrameFormat};
 use serde_json::{json, Value};
+use zstd::zstd_safe::{CParameter, FrameFormat};
 
 fn dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../vectors/wire")
@@ -353,9 +353,11 @@ fn compressed(record: &[u8], checksum: bool) -> Vec<u8> {
     out
 }
 
-/// Compressed records without a dictionary: (name, description, bytes,
-/// the record inside or the error).
-fn compressed_cases() -> Vec<(&'static str, &'static str, Vec<u8>, Result<Vec<u8>, Error>)> {
+/// A compressed record without a dictionary: name, description, bytes,
+/// and the record inside or the error.
+type CompressedCase = (&'static str, &'static str, Vec<u8>, Result<Vec<u8>, Error>);
+
+fn compressed_cases() -> Vec<CompressedCase> {
     let record = encode_event(&signed(
         11,
         1_700_000_002,
@@ -507,7 +509,9 @@ fn compressed_vectors_give_their_record_or_fail_with_their_kind() {
     for case in cases {
         let name = case["name"].as_str().unwrap();
         let bytes = unhex(case["hex"].as_str().unwrap());
-        let got = reader.record(&bytes, &Limits::default()).map(<[u8]>::to_vec);
+        let got = reader
+            .record(&bytes, &Limits::default())
+            .map(<[u8]>::to_vec);
         match case["record"].as_str() {
             Some(record) => {
                 assert_eq!(got.map(|r| hex(&r)), Ok(record.to_owned()), "{name}");
