@@ -1,0 +1,333 @@
+//! `Event`, `Keys`, `event_id` and `verify_many` (stages 3–4 for Python).
+
+use nostrwire_event::{
+    Event, EventRef, Keys, Kind, PreimageFields, PublicKey, SignedFields, Tag, Timestamp,
+    UnsignedEvent,
+};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyTuple};
+
+use crate::errors::Failure;
+use crate::input::Input;
+use crate::par;
+
+/// Inputs longer than this are parsed with the GIL released even when no
+/// signature is checked.
+const DETACH_BYTES: usize = 64 * 1024;
+
+/// Strict parse, then (optionally) the id and the signature.
+pub(crate) fn parse_event(input: &[u8], verify: bool) -> Result<Event, Failure> {
+    let event = EventRef::parse(input).map_err(Failure::Event)?;
+    if verify {
+        event.verify().map_err(Failure::Event)?;
+    }
+    Ok(event.to_event())
+}
+
+/// A Nostr event: parsed strictly, immutable.
+#[pyclass(module = "nostrwire", name = "Event", frozen, eq, hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct PyEvent {
+    pub(crate) inner: Event,
+}
+
+impl PyEvent {
+    pub(crate) fn new(inner: Event) -> PyEvent {
+        PyEvent { inner }
+    }
+}
+
+#[pymethods]
+impl PyEvent {
+    /// Parses one event (strict NIP-01 JSON) and by default verifies its id
+    /// and signature.
+    #[staticmethod]
+    #[pyo3(signature = (data, verify = true))]
+    fn from_json(py: Python<'_>, data: Input, verify: bool) -> PyResult<PyEvent> {
+        let bytes = data.as_bytes();
+        let parsed = if verify || bytes.len() > DETACH_BYTES {
+            py.detach(|| parse_event(bytes, verify))
+        } else {
+            parse_event(bytes, verify)
+        };
+        Ok(PyEvent::new(parsed?))
+    }
+
+    /// The id, 64 lowercase hex characters.
+    #[getter]
+    fn id(&self) -> String {
+        self.inner.id.to_hex()
+    }
+
+    /// The author's x-only public key, 64 lowercase hex characters.
+    #[getter]
+    fn pubkey(&self) -> String {
+        self.inner.pubkey.to_hex()
+    }
+
+    #[getter]
+    fn created_at(&self) -> u64 {
+        self.inner.created_at.as_u64()
+    }
+
+    #[getter]
+    fn kind(&self) -> u16 {
+        self.inner.kind.as_u16()
+    }
+
+    /// The tags, a new list of lists of strings on every access.
+    #[getter]
+    fn tags<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let list = PyList::empty(py);
+        for tag in &self.inner.tags {
+            list.append(PyList::new(py, tag.as_slice())?)?;
+        }
+        Ok(list)
+    }
+
+    #[getter]
+    fn content(&self) -> &str {
+        &self.inner.content
+    }
+
+    /// The signature, 128 lowercase hex characters.
+    #[getter]
+    fn sig(&self) -> String {
+        self.inner.sig.to_hex()
+    }
+
+    /// Canonical compact JSON, keys in NIP-01 order.
+    fn to_json(&self) -> String {
+        self.inner.to_json()
+    }
+
+    /// The event as a dict of its seven fields.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        d.set_item("id", self.id())?;
+        d.set_item("pubkey", self.pubkey())?;
+        d.set_item("created_at", self.created_at())?;
+        d.set_item("kind", self.kind())?;
+        d.set_item("tags", self.tags(py)?)?;
+        d.set_item("content", self.content())?;
+        d.set_item("sig", self.sig())?;
+        Ok(d)
+    }
+
+    /// Recomputes the id and checks the signature; raises `InvalidEvent`.
+    fn verify(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| self.inner.verify())
+            .map_err(|e| Failure::Event(e).to_py())
+    }
+
+    /// The id computed from the fields (equal to `id` when the event verifies).
+    fn compute_id(&self) -> String {
+        self.inner.compute_id().to_hex()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Event(id='{}', kind={}, pubkey='{}', created_at={})",
+            self.inner.id.to_hex(),
+            self.inner.kind.as_u16(),
+            self.inner.pubkey.to_hex(),
+            self.inner.created_at.as_u64()
+        )
+    }
+
+    fn __str__(&self) -> String {
+        self.inner.to_json()
+    }
+
+    /// Pickles through the canonical JSON (verified again on loading).
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
+        let py = slf.py();
+        let from_json = slf.get_type().getattr("from_json")?;
+        let args = PyTuple::new(py, [slf.get().inner.to_json()])?;
+        PyTuple::new(py, [from_json.into_any(), args.into_any()])
+    }
+}
+
+/// Fields given from Python, checked the way the parser checks them.
+fn timestamp(created_at: u64) -> PyResult<Timestamp> {
+    Timestamp::new(created_at).map_err(|k| Failure::Event(nostrwire_event::Error::new(k)).to_py())
+}
+
+fn kind(kind: u64) -> PyResult<Kind> {
+    u16::try_from(kind).map(Kind).map_err(|_| {
+        Failure::Event(nostrwire_event::Error::new(
+            nostrwire_event::ErrorKind::KindOutOfRange,
+        ))
+        .to_py()
+    })
+}
+
+fn tags(tags: Option<Vec<Vec<String>>>) -> PyResult<Vec<Tag>> {
+    tags.unwrap_or_default()
+        .into_iter()
+        .map(|t| {
+            Tag::new(t).ok_or_else(|| {
+                Failure::Event(nostrwire_event::Error::new(
+                    nostrwire_event::ErrorKind::EmptyTag,
+                ))
+                .to_py()
+            })
+        })
+        .collect()
+}
+
+fn hex32(text: &str) -> PyResult<[u8; 32]> {
+    nostrwire_event::hex::decode_array(text.as_bytes())
+        .map_err(|k| Failure::Event(nostrwire_event::Error::new(k)).to_py())
+}
+
+/// The NIP-01 id of an event's fields: sha256 of the canonical
+/// `[0,pubkey,created_at,kind,tags,content]`, as lowercase hex.
+#[pyfunction]
+#[pyo3(signature = (pubkey, created_at, kind, tags, content))]
+fn event_id(
+    pubkey: &str,
+    created_at: u64,
+    kind: u64,
+    tags: Vec<Vec<String>>,
+    content: String,
+) -> PyResult<String> {
+    let unsigned = UnsignedEvent {
+        pubkey: PublicKey::from_bytes(hex32(pubkey)?),
+        created_at: timestamp(created_at)?,
+        kind: self::kind(kind)?,
+        tags: self::tags(Some(tags))?,
+        content,
+    };
+    Ok(unsigned.compute_id().to_hex())
+}
+
+/// One item of `verify_many`.
+enum Item {
+    Event(Py<PyEvent>),
+    Json(Input),
+    Other,
+}
+
+fn verify_item(item: &Item) -> bool {
+    match item {
+        Item::Event(e) => e.get().inner.verify().is_ok(),
+        Item::Json(input) => EventRef::parse(input.as_bytes())
+            .and_then(|e| e.verify())
+            .is_ok(),
+        Item::Other => false,
+    }
+}
+
+/// For each item (an `Event`, or event JSON as `str` or bytes-like), whether
+/// it parses strictly and its id and signature verify. Runs with the GIL
+/// released on `threads` threads (default: every core).
+#[pyfunction]
+#[pyo3(signature = (events, threads = None))]
+fn verify_many(
+    py: Python<'_>,
+    events: &Bound<'_, PyAny>,
+    threads: Option<usize>,
+) -> PyResult<Vec<bool>> {
+    let mut items = Vec::with_capacity(events.len().unwrap_or(0));
+    for obj in events.try_iter()? {
+        let obj = obj?;
+        items.push(if let Ok(e) = obj.cast::<PyEvent>() {
+            Item::Event(e.clone().unbind())
+        } else if let Ok(input) = obj.extract::<Input>() {
+            Item::Json(input)
+        } else {
+            Item::Other
+        });
+    }
+    let threads = par::threads(threads);
+    Ok(py.detach(|| {
+        par::map_blocks(&items, threads, 64, |block| {
+            block.iter().map(verify_item).collect()
+        })
+    }))
+}
+
+/// A signing key (BIP-340). The secret never appears in `repr`.
+#[pyclass(module = "nostrwire", name = "Keys", frozen)]
+#[derive(Debug)]
+pub(crate) struct PyKeys {
+    pub(crate) inner: Keys,
+}
+
+#[pymethods]
+impl PyKeys {
+    /// Keys from a 32-byte secret, as bytes or 64 hex characters.
+    #[new]
+    fn new(secret: &Bound<'_, PyAny>) -> PyResult<PyKeys> {
+        let bytes: [u8; 32] = if let Ok(text) = secret.extract::<String>() {
+            hex32(&text)?
+        } else {
+            let raw: Vec<u8> = secret.extract()?;
+            raw.try_into()
+                .map_err(|_| pyo3::exceptions::PyValueError::new_err("a secret key is 32 bytes"))?
+        };
+        Keys::from_secret_bytes(bytes)
+            .map(|inner| PyKeys { inner })
+            .ok_or_else(|| {
+                pyo3::exceptions::PyValueError::new_err(
+                    "secret is zero or not below the curve order",
+                )
+            })
+    }
+
+    /// Fresh keys from the operating system's random source.
+    #[staticmethod]
+    fn generate(py: Python<'_>) -> PyResult<PyKeys> {
+        let urandom = py.import("os")?.getattr("urandom")?;
+        loop {
+            let raw: Vec<u8> = urandom.call1((32,))?.extract()?;
+            let bytes: [u8; 32] = raw.try_into().expect("32 bytes");
+            if let Some(inner) = Keys::from_secret_bytes(bytes) {
+                return Ok(PyKeys { inner });
+            }
+        }
+    }
+
+    /// The x-only public key, 64 lowercase hex characters.
+    #[getter]
+    fn public_key(&self) -> String {
+        self.inner.public_key().to_hex()
+    }
+
+    /// Signs a new event; `created_at` defaults to now.
+    #[pyo3(signature = (kind, content, tags = None, created_at = None))]
+    fn sign(
+        &self,
+        py: Python<'_>,
+        kind: u64,
+        content: String,
+        tags: Option<Vec<Vec<String>>>,
+        created_at: Option<u64>,
+    ) -> PyResult<PyEvent> {
+        let created_at = match created_at {
+            Some(t) => timestamp(t)?,
+            None => Timestamp::now(),
+        };
+        let unsigned = UnsignedEvent::new(
+            &self.inner,
+            created_at,
+            self::kind(kind)?,
+            self::tags(tags)?,
+            content,
+        );
+        Ok(PyEvent::new(py.detach(|| unsigned.sign(&self.inner))))
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Keys(public_key='{}')", self.public_key())
+    }
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyEvent>()?;
+    m.add_class::<PyKeys>()?;
+    m.add_function(wrap_pyfunction!(event_id, m)?)?;
+    m.add_function(wrap_pyfunction!(verify_many, m)?)?;
+    Ok(())
+}
