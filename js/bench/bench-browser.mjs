@@ -48,7 +48,7 @@ const CLIENTS = [
 const FLOORS = [
   { key: 'noble', label: 'noble (nostr-tools verifyEvent), main thread', clients: ['a'] },
   { key: 'tools-wasm', label: 'nostr-wasm (nostr-tools/wasm verifyEvent), main thread', clients: ['b'] },
-  { key: 'ours', label: 'nostrwire verifyEvents (nostr-wasm), main thread', clients: ['c', 'd'] },
+  { key: 'ours', label: 'nostrwire verifyEvents (its WebAssembly verifier), main thread', clients: ['c', 'd'] },
   { key: 'id-hash', label: 'id hash only: nostr-wasm, every id altered so the check ends before the signature', clients: [] },
   { key: 'pool-1', label: 'nostrwire, 1 verifier worker', clients: ['g'] },
   { key: 'pool-2', label: 'nostrwire, 2 verifier workers', clients: ['h'] },

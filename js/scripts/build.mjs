@@ -10,6 +10,10 @@ import { join } from 'node:path';
 const root = new URL('..', import.meta.url).pathname;
 rmSync(join(root, 'dist'), { recursive: true, force: true });
 
+// The WebAssembly verifier, embedded in src/verifier-wasm-bytes.ts (a no-op
+// when that is newer than its sources).
+execFileSync(join(root, 'scripts/build-verifier.sh'), { stdio: 'inherit' });
+
 const entries = readdirSync(join(root, 'src'))
   .filter((f) => f.endsWith('.ts'))
   .map((f) => join(root, 'src', f));

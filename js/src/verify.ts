@@ -1,11 +1,14 @@
 // Canonical ids (NIP-01) and BIP-340 signature checks.
 //
-// Two verifiers: libsecp256k1 compiled to WebAssembly (nostr-wasm), loaded
-// on first use by `initVerifier()` or by `Relay.connect`, and @noble/curves
-// in plain JavaScript, used until the WebAssembly one is ready or where it
-// cannot be instantiated (for example a Content-Security-Policy without
-// 'wasm-unsafe-eval'). Both are real BIP-340 implementations; nothing is
-// ever skipped silently.
+// Two verifiers: the package's own WebAssembly one (libsecp256k1 built
+// from crates/verify-wasm, verify-wasm.ts), loaded on first use by
+// `initVerifier()` or by `Relay.connect`, and @noble/curves in plain
+// JavaScript, used until the WebAssembly one is ready, where it cannot be
+// instantiated (for example a Content-Security-Policy without
+// 'wasm-unsafe-eval'), and for the rare event the WebAssembly side does not
+// serialize itself. Both are real BIP-340 implementations, and both refuse
+// an id, pubkey or sig that is not exactly 64, 64 or 128 lowercase hex
+// characters; nothing is ever skipped silently.
 
 import { schnorr } from '@noble/curves/secp256k1.js';
 import { sha256 } from '@noble/hashes/sha2.js';
@@ -13,6 +16,7 @@ import { hexToBytes } from '@noble/hashes/utils.js';
 import { toHex } from './bytes.js';
 import { decodeRecord } from './record.js';
 import type { Event, EventTemplate } from './types.js';
+import type { WasmVerifier } from './verify-wasm.js';
 
 /** Marks an event object whose verdict is known (as nostr-tools does). */
 export const verifiedSymbol: unique symbol = Symbol('verified');
@@ -31,10 +35,6 @@ export function getEventHash(event: EventTemplate & { pubkey: string }): string 
   return toHex(sha256(encoder.encode(serializeEvent(event))));
 }
 
-interface WasmVerifier {
-  verifyEvent(event: Event): void;
-}
-
 let wasm: WasmVerifier | null = null;
 let wasmLoading: Promise<boolean> | null = null;
 
@@ -43,9 +43,9 @@ let wasmLoading: Promise<boolean> | null = null;
  * JavaScript one) when WebAssembly is unavailable. Safe to call repeatedly.
  */
 export function initVerifier(): Promise<boolean> {
-  wasmLoading ??= import('nostr-wasm/gzipped')
+  wasmLoading ??= import('./verify-wasm.js')
     .then(async (m) => {
-      wasm = await m.initNostrWasm();
+      wasm = await m.loadVerifier();
       return true;
     })
     .catch(() => false);
@@ -77,16 +77,9 @@ function wellFormed(event: Event): boolean {
   return isLowerHex(event.id, 64) && isLowerHex(event.pubkey, 64) && isLowerHex(event.sig, 128);
 }
 
-function check(event: Event): boolean {
+// The JavaScript verifier: JSON.stringify's serialization, noble's BIP-340.
+function checkJs(event: Event): boolean {
   if (!wellFormed(event)) return false;
-  if (wasm) {
-    try {
-      wasm.verifyEvent(event);
-      return true;
-    } catch {
-      return false;
-    }
-  }
   try {
     if (getEventHash(event) !== event.id) return false;
     return schnorr.verify(hexToBytes(event.sig), hexToBytes(event.id), hexToBytes(event.pubkey));
@@ -94,6 +87,17 @@ function check(event: Event): boolean {
     return false;
   }
 }
+
+const one = new Int8Array(1);
+
+function check(event: Event): boolean {
+  if (!wasm) return checkJs(event);
+  wasm.verifyEvents([event], 0, 1, one);
+  return one[0] === -1 ? checkJs(event) : one[0] === 1;
+}
+
+/** Events per call into WebAssembly between looks at the clock. */
+const CHUNK = 32;
 
 /**
  * True when the id is the canonical hash and the signature is valid for
@@ -119,15 +123,26 @@ export function yieldToEventLoop(): Promise<void> {
 
 /**
  * Verifies many events without holding the thread for more than about
- * {@link SLICE_MS} at a time: results in input order.
+ * {@link SLICE_MS} at a time: results in input order, each also cached on
+ * its event as `verifyEvent` does.
  */
 export async function verifyEvents(events: Event[]): Promise<boolean[]> {
   await initVerifier();
   const out: boolean[] = new Array(events.length);
+  const verdicts = new Int8Array(events.length);
   let sliceStart = performance.now();
-  for (let i = 0; i < events.length; i++) {
-    out[i] = verifyEvent(events[i]!);
-    if ((i & 7) === 7 && performance.now() - sliceStart > SLICE_MS) {
+  for (let from = 0; from < events.length; from += CHUNK) {
+    const to = Math.min(events.length, from + CHUNK);
+    if (wasm) wasm.verifyEvents(events, from, to, verdicts);
+    else verdicts.fill(-1, from, to);
+    for (let i = from; i < to; i++) {
+      const e = events[i]! as Event & Verdicts;
+      const known = e[verifiedSymbol];
+      const ok = typeof known === 'boolean' ? known : verdicts[i] === -1 ? checkJs(e) : verdicts[i] === 1;
+      e[verifiedSymbol] = ok;
+      out[i] = ok;
+    }
+    if (performance.now() - sliceStart > SLICE_MS) {
       await yieldToEventLoop();
       sliceStart = performance.now();
     }
@@ -141,13 +156,21 @@ export async function verifyEvents(events: Event[]): Promise<boolean[]> {
  * valid. A record that does not decode is false, never an exception.
  */
 export function verifyRecord(record: Uint8Array): boolean {
+  if (wasm) {
+    wasm.verifyRecords([record], 0, 1, one);
+    return one[0] === 1;
+  }
+  return checkRecordJs(record);
+}
+
+function checkRecordJs(record: Uint8Array): boolean {
   let event: Event;
   try {
     event = decodeRecord(record);
   } catch {
     return false;
   }
-  return check(event);
+  return checkJs(event);
 }
 
 /**
@@ -157,10 +180,17 @@ export function verifyRecord(record: Uint8Array): boolean {
 export async function verifyRecords(records: Uint8Array[]): Promise<boolean[]> {
   await initVerifier();
   const out: boolean[] = new Array(records.length);
+  const verdicts = new Int8Array(records.length);
   let sliceStart = performance.now();
-  for (let i = 0; i < records.length; i++) {
-    out[i] = verifyRecord(records[i]!);
-    if ((i & 7) === 7 && performance.now() - sliceStart > SLICE_MS) {
+  for (let from = 0; from < records.length; from += CHUNK) {
+    const to = Math.min(records.length, from + CHUNK);
+    if (wasm) {
+      wasm.verifyRecords(records, from, to, verdicts);
+      for (let i = from; i < to; i++) out[i] = verdicts[i] === 1;
+    } else {
+      for (let i = from; i < to; i++) out[i] = checkRecordJs(records[i]!);
+    }
+    if (performance.now() - sliceStart > SLICE_MS) {
       await yieldToEventLoop();
       sliceStart = performance.now();
     }

@@ -1,0 +1,94 @@
+//! Compiles libsecp256k1 (`libsecp256k1/`, release 0.4.1 as vendored by the
+//! `secp256k1-sys` 0.10.1 crate, its symbols prefixed `rustsecp256k1_v0_10_0_`)
+//! with the shim in `c/shim.c`, for the host or for `wasm32-unknown-unknown`.
+//!
+//! Two settings, chosen by measurement (js/README.md, "The WebAssembly
+//! verifier"), can be overridden for that measurement:
+//! - `NOSTRWIRE_VERIFY_FIELD`: `10x26` (default; `USE_FORCE_WIDEMUL_INT64`,
+//!   32×32→64-bit multiplies, which wasm has) or `5x52` (64×64→128-bit
+//!   multiplies, calls to `__multi3` in wasm32);
+//! - `NOSTRWIRE_VERIFY_WINDOW`: the `ecmult` window for multiples of G, 2 to
+//!   the largest table in `libsecp256k1/src/precomputed_ecmult.c`.
+
+use std::env;
+use std::path::{Path, PathBuf};
+
+/// The window the package ships: see the measurements in js/README.md.
+const DEFAULT_WINDOW: u32 = 8;
+
+fn main() {
+    println!("cargo:rerun-if-changed=c/shim.c");
+    println!("cargo:rerun-if-changed=libsecp256k1");
+    println!("cargo:rerun-if-changed=wasm-sysroot");
+    println!("cargo:rerun-if-env-changed=NOSTRWIRE_VERIFY_FIELD");
+    println!("cargo:rerun-if-env-changed=NOSTRWIRE_VERIFY_WINDOW");
+
+    let field = env::var("NOSTRWIRE_VERIFY_FIELD").unwrap_or_else(|_| "10x26".into());
+    let window: u32 = match env::var("NOSTRWIRE_VERIFY_WINDOW") {
+        Ok(w) => w.parse().expect("NOSTRWIRE_VERIFY_WINDOW is a number"),
+        Err(_) => DEFAULT_WINDOW,
+    };
+    let wasm = env::var("CARGO_CFG_TARGET_ARCH").as_deref() == Ok("wasm32");
+
+    let mut build = cc::Build::new();
+    build
+        .include("libsecp256k1")
+        .include("libsecp256k1/include")
+        .include("libsecp256k1/src")
+        .file("c/shim.c")
+        .file("libsecp256k1/src/precomputed_ecmult.c")
+        .define("SECP256K1_API", Some(""))
+        .define("ENABLE_MODULE_SCHNORRSIG", Some("1"))
+        .define("ENABLE_MODULE_EXTRAKEYS", Some("1"))
+        .define("USE_EXTERNAL_DEFAULT_CALLBACKS", Some("1"))
+        .define("ECMULT_WINDOW_SIZE", Some(window.to_string().as_str()))
+        // Signing tables are never used (verification only); 2 is the
+        // smallest setting.
+        .define("ECMULT_GEN_PREC_BITS", Some("2"))
+        .flag_if_supported("-Wno-unused-function")
+        .flag_if_supported("-Wno-unused-parameter")
+        .opt_level(3);
+    match field.as_str() {
+        "10x26" => {
+            build.define("USE_FORCE_WIDEMUL_INT64", Some("1"));
+        }
+        "5x52" => {}
+        other => panic!("NOSTRWIRE_VERIFY_FIELD must be 10x26 or 5x52, not {other}"),
+    }
+    if wasm {
+        // No C library on wasm32-unknown-unknown: the three headers it asks
+        // for, and LLVM's archiver (GNU ar cannot index wasm objects).
+        build
+            .include("wasm-sysroot")
+            .flag("-mbulk-memory")
+            .flag("-fno-builtin-printf");
+        if env::var_os("AR_wasm32_unknown_unknown").is_none() && env::var_os("AR").is_none() {
+            if let Some(ar) = llvm_ar() {
+                build.archiver(ar);
+            }
+        }
+    }
+    build.compile("secp256k1_nostrwire");
+}
+
+/// LLVM's archiver: on PATH, or where Debian's clang package puts it.
+fn llvm_ar() -> Option<PathBuf> {
+    let path = env::var_os("PATH").unwrap_or_default();
+    for dir in env::split_paths(&path) {
+        for name in ["llvm-ar", "llvm-ar-14", "llvm-ar-15", "llvm-ar-16"] {
+            let p = dir.join(name);
+            if p.is_file() {
+                return Some(p);
+            }
+        }
+    }
+    [
+        "/usr/lib/llvm-14/bin/llvm-ar",
+        "/usr/lib/llvm-15/bin/llvm-ar",
+        "/usr/lib/llvm-16/bin/llvm-ar",
+    ]
+    .iter()
+    .map(Path::new)
+    .find(|p| p.is_file())
+    .map(Path::to_path_buf)
+}

@@ -1,0 +1,178 @@
+//! nwb event records (spec/nwb.md §3–§9): every rule a decoder checks, and
+//! the canonical serialization hashed straight from the record, without
+//! building the event.
+
+use crate::hash::Hasher;
+
+/// Default policy limits of spec §9 (`DEFAULT_LIMITS` in the JS package).
+const MAX_RECORD_BYTES: usize = 1 << 20;
+const MAX_TAGS: u64 = 20_000;
+const MAX_TAG_ELEMENTS: u64 = 1_000;
+const MAX_STRING_BYTES: u64 = 1 << 20;
+const PREFIX_LEN: usize = 139;
+const MAX_TIMESTAMP: u64 = (1 << 53) - 1;
+
+/// The signed fields of a record.
+pub(crate) struct Signed {
+    pub(crate) pubkey: [u8; 32],
+    pub(crate) id: [u8; 32],
+    pub(crate) sig: [u8; 64],
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn left(&self) -> usize {
+        self.bytes.len() - self.at
+    }
+
+    fn take(&mut self, n: u64) -> Option<&'a [u8]> {
+        if n > self.left() as u64 {
+            return None;
+        }
+        let s = &self.bytes[self.at..self.at + n as usize];
+        self.at += n as usize;
+        Some(s)
+    }
+
+    /// A minimal LEB128 varint of at most 10 bytes (§4).
+    fn varint(&mut self) -> Option<u64> {
+        let mut v = 0u64;
+        for i in 0..10 {
+            let b = *self.bytes.get(self.at)?;
+            self.at += 1;
+            if i == 9 && b > 1 {
+                return None;
+            }
+            v |= u64::from(b & 0x7f) << (7 * i);
+            if b & 0x80 == 0 {
+                if b == 0 && i > 0 {
+                    return None;
+                }
+                return Some(v);
+            }
+        }
+        None
+    }
+}
+
+/// §6: a value stored as hex if and only if it is non-empty, of even length
+/// and only `0-9a-f`.
+fn compactable(s: &[u8]) -> bool {
+    !s.is_empty()
+        && s.len() % 2 == 0
+        && s.iter()
+            .all(|&c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c))
+}
+
+/// One tag element (§6) as a JSON string; `None` if it breaks a rule.
+fn element(r: &mut Reader<'_>, h: &mut Hasher, is_name: bool) -> Option<()> {
+    let head = r.varint()?;
+    let len = head >> 1;
+    if head & 1 == 0 {
+        if len > MAX_STRING_BYTES {
+            return None;
+        }
+        let text = r.take(len)?;
+        core::str::from_utf8(text).ok()?;
+        // A one-byte name has the short form (§5); hex-looking text is hex.
+        if compactable(text) || (is_name && text.len() == 1) {
+            return None;
+        }
+        h.json_str(text);
+    } else {
+        let n = match len {
+            0 => 32,
+            32 => return None,
+            n => n,
+        };
+        if n.saturating_mul(2) > MAX_STRING_BYTES {
+            return None;
+        }
+        h.json_hex(r.take(n)?);
+    }
+    Some(())
+}
+
+/// Checks `record` as an nwb event record (form byte 0x01) and feeds the
+/// hasher its canonical serialization `[0,pubkey,created_at,kind,tags,content]`.
+/// `None` when the bytes are not a valid record.
+pub(crate) fn hash_record(record: &[u8], h: &mut Hasher) -> Option<Signed> {
+    if record.len() < PREFIX_LEN || record.len() > MAX_RECORD_BYTES || record[0] != 0x01 {
+        return None;
+    }
+    let kind = u16::from_le_bytes([record[1], record[2]]);
+    let created_at = u64::from_le_bytes(record[3..11].try_into().ok()?);
+    if created_at > MAX_TIMESTAMP {
+        return None;
+    }
+    let signed = Signed {
+        pubkey: record[11..43].try_into().ok()?,
+        id: record[43..75].try_into().ok()?,
+        sig: record[75..139].try_into().ok()?,
+    };
+    h.put(b"[0,");
+    h.json_hex(&signed.pubkey);
+    h.byte(b',');
+    h.json_int(created_at as i64);
+    h.byte(b',');
+    h.json_int(i64::from(kind));
+    h.put(b",[");
+
+    let mut r = Reader {
+        bytes: record,
+        at: PREFIX_LEN,
+    };
+    let block_len = r.varint()?;
+    let block = r.take(block_len)?;
+    let mut t = Reader {
+        bytes: block,
+        at: 0,
+    };
+    let tags = t.varint()?;
+    if tags > MAX_TAGS || tags > (t.left() / 2) as u64 {
+        return None;
+    }
+    for i in 0..tags {
+        if i > 0 {
+            h.byte(b',');
+        }
+        h.byte(b'[');
+        let head = t.varint()?;
+        let elements = head >> 1;
+        if elements == 0 || elements > MAX_TAG_ELEMENTS || elements > t.left() as u64 {
+            return None;
+        }
+        if head & 1 == 1 {
+            let name = *t.take(1)?.first()?;
+            if name > 0x7f {
+                return None;
+            }
+            h.json_str(&[name]);
+        } else {
+            element(&mut t, h, true)?;
+        }
+        for _ in 1..elements {
+            h.byte(b',');
+            element(&mut t, h, false)?;
+        }
+        h.byte(b']');
+    }
+    if t.left() != 0 {
+        return None;
+    }
+    h.put(b"],");
+
+    let content_len = r.varint()?;
+    if content_len != r.left() as u64 || content_len > MAX_STRING_BYTES {
+        return None;
+    }
+    let content = r.take(content_len)?;
+    core::str::from_utf8(content).ok()?;
+    h.json_str(content);
+    h.byte(b']');
+    Some(signed)
+}

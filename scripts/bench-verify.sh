@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Verifier benchmark: µs per event for noble, nostr-wasm and this package's
+# WebAssembly verifier (and builds of it over field, window and wasm-opt), in
+# Node and headless Chromium, beside native libsecp256k1 on the same host.
+#   scripts/bench-verify.sh [--out DIR] [--rounds N] [--variants 10x26:8,5x52:4,...]
+# Builds the release binary and the js/ package, installs Chromium if it is
+# missing, writes results.json and report.md to DIR (default
+# bench-runs/<date>-verify).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export NOSTRWIRE_BIN="${NOSTRWIRE_BIN:-target/release/nostrwire}"
+if [ "$NOSTRWIRE_BIN" = target/release/nostrwire ]; then
+    nice -n 10 cargo build --release --locked -p nostrwire
+fi
+js/scripts/install-chromium.sh
+(cd js && npm ci --no-audit --no-fund --silent && node scripts/build.mjs)
+exec node js/bench/verify.mjs "$@"
