@@ -14,6 +14,7 @@ import type { Event } from './types.js';
 
 interface Exports {
   memory: WebAssembly.Memory;
+  nw_verify_signatures(count: number, len: number): number;
   nw_reserve(count: number, len: number): number;
   nw_verdicts(): number;
   nw_verify_events(count: number, len: number): number;
@@ -30,6 +31,11 @@ export interface WasmVerifier {
   verifyEvents(events: readonly Event[], from: number, to: number, out: Int8Array): void;
   /** Verdicts for nwb event records `records[from..to)` into `out[from..to)` (never UNDECIDED). */
   verifyRecords(records: readonly Uint8Array[], from: number, to: number, out: Int8Array): void;
+  /**
+   * Bare BIP-340 checks, for the official vectors: per item a 32-byte
+   * x-only key, a 32-byte message and a 64-byte signature; 1 or 0 each.
+   */
+  verifySignatures(items: Uint8Array): Uint8Array;
 }
 
 function base64Bytes(s: string): Uint8Array<ArrayBuffer> {
@@ -197,5 +203,14 @@ class Verifier implements WasmVerifier {
     }
     const verdicts = this.call(to - from, (c, l) => this.x.nw_verify_records(c, l));
     for (let i = from; i < to; i++) out[i] = verdicts[i - from]!;
+  }
+
+  verifySignatures(items: Uint8Array): Uint8Array {
+    if (items.length % 128 !== 0) throw new RangeError('signature items are 128 bytes each');
+    this.at = 0;
+    this.ensure(items.length);
+    this.buf.set(items);
+    this.at = items.length;
+    return this.call(items.length / 128, (c, l) => this.x.nw_verify_signatures(c, l)).slice();
   }
 }

@@ -1,9 +1,10 @@
 // A Web Worker that verifies batches for `VerifierPool`: receives
 // `{ id, events }` (event objects) or `{ id, records }` (packed nwb records),
-// answers `{ id, verdicts }`.
+// answers `{ id, verdicts }`. Each batch goes to the WebAssembly verifier in
+// a few calls, as on the main thread.
 
 import type { VerifyRequest } from './pool.js';
-import { initVerifier, unpackRecords, verifyEvent, verifyRecord } from './verify.js';
+import { initVerifier, unpackRecords, verifyEvents, verifyRecords } from './verify.js';
 
 const ready = initVerifier();
 const scope = globalThis as unknown as {
@@ -13,6 +14,6 @@ const scope = globalThis as unknown as {
 scope.onmessage = async (ev) => {
   await ready;
   const req = ev.data;
-  const verdicts = 'events' in req ? req.events.map((e) => verifyEvent(e)) : unpackRecords(req.records).map((r) => verifyRecord(r));
+  const verdicts = 'events' in req ? await verifyEvents(req.events) : await verifyRecords(unpackRecords(req.records));
   scope.postMessage({ id: req.id, verdicts });
 };
