@@ -31,13 +31,14 @@ pub mod web;
 pub mod writer;
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::Context;
 use crossbeam_channel::{bounded, unbounded, Sender};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 pub use config::Config;
 use metrics::Metrics;
@@ -83,8 +84,13 @@ pub struct Shared {
     write_policy: RwLock<Arc<policy::WritePolicy>>,
     /// Token buckets and connection counts (`[rate]`).
     pub rate: ratelimit::RateLimiter,
-    /// Set when the relay is stopping.
-    pub stopping: AtomicBool,
+    /// Cancelled when the relay is told to stop: the accept loop, every
+    /// connection and the purge timer end on it; then the stages behind
+    /// them are drained in pipeline order (see [`start`]).
+    pub stop: CancellationToken,
+    /// The sockets' tasks (connections, the purge timer): stopping waits
+    /// for them to end, close frames sent, before draining the stages.
+    pub tasks: TaskTracker,
     /// Highest event serial the fan-out thread has delivered: stored events
     /// above it may still reach live subscriptions.
     pub fanned_serial: std::sync::atomic::AtomicU64,
@@ -216,7 +222,7 @@ pub fn open_store(config: &Config, writer: bool) -> anyhow::Result<LmdbStore> {
 pub struct Relay {
     shared: Arc<Shared>,
     addr: SocketAddr,
-    shutdown: tokio::sync::watch::Sender<bool>,
+    stop: CancellationToken,
     main: Option<JoinHandle<()>>,
 }
 
@@ -229,7 +235,7 @@ impl Relay {
     /// Stops accepting, closes connections, commits queued writes, syncs and
     /// returns when everything has stopped.
     pub fn shutdown(mut self) {
-        let _ = self.shutdown.send(true);
+        self.stop.cancel();
         if let Some(main) = self.main.take() {
             let _ = main.join();
         }
@@ -242,9 +248,10 @@ impl Relay {
         }
     }
 
-    /// A handle that stops the relay when `send(true)` is called on it.
-    pub fn stop_handle(&self) -> tokio::sync::watch::Sender<bool> {
-        self.shutdown.clone()
+    /// A handle that stops the relay from anywhere (a signal handler);
+    /// [`Relay::wait`] returns once it has stopped.
+    pub fn stop_handle(&self) -> StopHandle {
+        StopHandle(self.stop.clone())
     }
 
     /// A handle that applies a changed configuration to the running relay.
@@ -252,6 +259,18 @@ impl Relay {
         Reloader {
             shared: self.shared.clone(),
         }
+    }
+}
+
+/// Stops a running relay ([`Relay::stop_handle`]).
+#[derive(Clone, Debug)]
+pub struct StopHandle(CancellationToken);
+
+impl StopHandle {
+    /// Tells the relay to stop: it stops accepting, closes connections,
+    /// commits queued writes and syncs. Returns at once.
+    pub fn stop(&self) {
+        self.0.cancel();
     }
 }
 
@@ -351,7 +370,8 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
         queries: query::Queue::default(),
         write_policy: RwLock::new(Arc::new(write_policy)),
         rate,
-        stopping: AtomicBool::new(false),
+        stop: CancellationToken::new(),
+        tasks: TaskTracker::new(),
         fanned_serial: Default::default(),
         max_sockets,
         ingest_room: Arc::new(tokio::sync::Semaphore::new(ingest_room_bytes)),
@@ -393,7 +413,7 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
         ));
     }
 
-    let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
+    let stop = shared.stop.clone();
     let main_shared = shared.clone();
     let main = std::thread::Builder::new()
         .name("sockets".into())
@@ -406,35 +426,33 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
             runtime.block_on(async {
                 let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
                 let purge_shared = main_shared.clone();
-                let mut purge_stop = shutdown_rx.clone();
-                tokio::spawn(async move {
+                main_shared.tasks.spawn(async move {
                     loop {
                         tokio::select! {
                             _ = tokio::time::sleep(Duration::from_secs(60)) => {
                                 let _ = purge_shared.writer_tx.try_send(WriterMsg::Purge);
                             }
-                            _ = purge_stop.changed() => return,
+                            _ = purge_shared.stop.cancelled() => return,
                         }
                     }
                 });
-                server::serve(main_shared.clone(), listener, shutdown_rx).await;
-                // Give connections a moment to send their close frames.
-                for _ in 0..50 {
-                    if main_shared.metrics.connections_open.load(Ordering::Relaxed) == 0 {
-                        break;
-                    }
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
+                server::serve(main_shared.clone(), listener, main_shared.stop.clone()).await;
+                // The connections send their close frames and end; a few
+                // seconds at most, then the runtime drops what is left.
+                main_shared.tasks.close();
+                let _ =
+                    tokio::time::timeout(Duration::from_secs(5), main_shared.tasks.wait()).await;
             });
             runtime.shutdown_timeout(Duration::from_secs(2));
-            // Stop the roles in pipeline order: ingest, then queries, writer, fan-out.
-            main_shared.stopping.store(true, Ordering::Relaxed);
+            // Drain the roles in pipeline order, each once everything before
+            // it has ended: ingest, then queries, the cluster, writer, fan-out.
             for tx in &main_shared.ingest_tx {
                 let _ = tx.send(IngestMsg::Shutdown);
             }
             for h in ingest_handles {
                 let _ = h.join();
             }
+            main_shared.queries.close();
             for h in query_handles {
                 let _ = h.join();
             }
@@ -455,7 +473,7 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
     Ok(Relay {
         shared,
         addr,
-        shutdown: shutdown_tx,
+        stop,
         main: Some(main),
     })
 }

@@ -34,6 +34,8 @@ struct Waiting {
     /// its queue), each until the time it is tried again: parked rather
     /// than turned over and over.
     parked: Vec<(Instant, Job)>,
+    /// Set when the relay stops: the workers end.
+    closed: bool,
 }
 
 /// How long a job whose connection's queue is full waits before it is
@@ -46,6 +48,7 @@ impl Default for Queue {
             state: Mutex::new(Waiting {
                 jobs: AddressTurns::new(1),
                 parked: Vec::new(),
+                closed: false,
             }),
             ready: Condvar::new(),
         }
@@ -71,11 +74,14 @@ impl Queue {
         state.parked.push((Instant::now() + PARK, job));
     }
 
-    /// The next connection's next job, waiting up to `timeout` for one.
-    pub fn pop(&self, timeout: Duration) -> Option<Job> {
+    /// The next connection's next job, waiting for one as long as it takes
+    /// (an idle pool sleeps); `None` once the queue is closed.
+    pub fn pop(&self) -> Option<Job> {
         let mut state = self.state.lock().expect("query queue");
-        let deadline = Instant::now() + timeout;
         loop {
+            if state.closed {
+                return None;
+            }
             let now = Instant::now();
             // Parked jobs whose time has come take their turns again.
             let (due, later) = std::mem::take(&mut state.parked)
@@ -89,14 +95,24 @@ impl Queue {
             if let Some(job) = state.jobs.pop() {
                 return Some(job);
             }
-            let wake = state
-                .parked
-                .iter()
-                .map(|(at, _)| *at)
-                .fold(deadline, Instant::min);
-            let left = wake.checked_duration_since(now).filter(|d| !d.is_zero())?;
-            state = self.ready.wait_timeout(state, left).expect("query queue").0;
+            // Woken by a new job or by `close`; a parked job's time ends
+            // the wait too.
+            state = match state.parked.iter().map(|(at, _)| *at).min() {
+                Some(wake) => {
+                    let left = wake.saturating_duration_since(now);
+                    self.ready.wait_timeout(state, left).expect("query queue").0
+                }
+                None => self.ready.wait(state).expect("query queue"),
+            };
         }
+    }
+
+    /// Ends the pool (the relay is stopping and its connections are
+    /// closed): every worker's [`Queue::pop`] returns `None`, and the jobs
+    /// left are dropped.
+    pub fn close(&self) {
+        self.state.lock().expect("query queue").closed = true;
+        self.ready.notify_all();
     }
 }
 
@@ -233,13 +249,7 @@ impl Job {
 pub fn run(shared: Arc<Shared>) {
     let budget = shared.config.performance.query_slice.max(1);
     let queue = &shared.queries;
-    loop {
-        let Some(mut job) = queue.pop(Duration::from_millis(200)) else {
-            if shared.stopping.load(Ordering::Relaxed) {
-                return;
-            }
-            continue;
-        };
+    while let Some(mut job) = queue.pop() {
         if job.sub.is_cancelled() {
             continue;
         }

@@ -26,7 +26,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc::UnboundedReceiver;
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
 
 use crate::config::MetricsAccess;
 use crate::msg::{Admission, Budget, Conn, IngestMsg, Outbox, Outgoing, CLOSE_GOING_AWAY};
@@ -46,12 +47,10 @@ const CLOSE_IDLE: u16 = 1001;
 /// How long the close frame of a connection that is cut off may take.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// Accepts connections until `shutdown` flips.
-pub async fn serve(
-    shared: Arc<Shared>,
-    listener: TcpListener,
-    mut shutdown: watch::Receiver<bool>,
-) {
+/// Accepts connections until `shutdown` is cancelled; each connection's
+/// task is tracked by [`Shared::tasks`].
+pub async fn serve(shared: Arc<Shared>, listener: TcpListener, shutdown: CancellationToken) {
+    let tasks = shared.tasks.clone();
     let next_id = Arc::new(AtomicU64::new(1));
     // A descriptor kept in reserve: when `accept` fails for want of
     // descriptors, it is given up so the waiting connection can be taken
@@ -61,7 +60,7 @@ pub async fn serve(
     loop {
         let accepted = tokio::select! {
             r = listener.accept() => r,
-            _ = shutdown.changed() => break,
+            _ = shutdown.cancelled() => break,
         };
         let (stream, peer) = match accepted {
             Ok(s) => s,
@@ -94,7 +93,7 @@ pub async fn serve(
         let shared = shared.clone();
         let id = next_id.fetch_add(1, Ordering::Relaxed);
         let shutdown = shutdown.clone();
-        tokio::spawn(async move {
+        tasks.spawn(async move {
             shared.metrics.sockets_open.fetch_add(1, Ordering::Relaxed);
             let ip = peer.ip().to_canonical();
             if let Err(e) = connection(&shared, stream, ip, id, shutdown).await {
@@ -279,7 +278,7 @@ async fn connection(
     mut stream: TcpStream,
     peer_ip: IpAddr,
     id: u64,
-    mut shutdown: watch::Receiver<bool>,
+    shutdown: CancellationToken,
 ) -> io::Result<()> {
     // Without a proxy header the client's address is known before its
     // request, so its sockets count from the start: one address cannot
@@ -295,9 +294,13 @@ async fn connection(
     } else {
         None
     };
-    let (head, head_len) = tokio::time::timeout(HEAD_TIMEOUT, read_head(&mut stream))
-        .await
-        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "no request"))??;
+    let head = tokio::select! {
+        head = tokio::time::timeout(HEAD_TIMEOUT, read_head(&mut stream)) => head,
+        // A request still on its way when the relay stops is not waited for.
+        _ = shutdown.cancelled() => return Ok(()),
+    };
+    let (head, head_len) =
+        head.map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "no request"))??;
     let Some(request) = parse_head(&head[..head_len], &shared.config.relay.real_ip_header) else {
         return http_reply(
             &mut stream,
@@ -447,7 +450,7 @@ async fn connection(
         .fetch_add(1, Ordering::Relaxed);
     let early = head[head_len..].to_vec();
     drop(head);
-    let result = websocket(shared, stream, &early, ip, session, id, &mut shutdown).await;
+    let result = websocket(shared, stream, &early, ip, session, id, &shutdown).await;
     shared
         .metrics
         .connections_open
@@ -500,7 +503,7 @@ async fn websocket(
     ip: IpAddr,
     session: Session,
     id: u64,
-    shutdown: &mut watch::Receiver<bool>,
+    shutdown: &CancellationToken,
 ) -> io::Result<()> {
     let binary = session.binary;
     let limits = &shared.config.limits;
@@ -573,7 +576,7 @@ async fn websocket(
                     last_message = last_frame;
                     let admission = tokio::select! {
                         a = admit(shared, &share, share_bytes, payload.len()) => a,
-                        _ = shutdown.changed() => {
+                        _ = shutdown.cancelled() => {
                             outbox.close_with(CLOSE_GOING_AWAY);
                             break 'connection;
                         }
@@ -611,7 +614,7 @@ async fn websocket(
         }
         let read = tokio::select! {
             r = rd.read(reader.read_buf()) => r,
-            _ = shutdown.changed() => {
+            _ = shutdown.cancelled() => {
                 outbox.close_with(CLOSE_GOING_AWAY);
                 break;
             }

@@ -119,7 +119,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 }
             }
             tracing::info!("stopping");
-            let _ = stop.send(true);
+            stop.stop();
         });
     });
     relay.wait();
