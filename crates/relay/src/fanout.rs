@@ -3,6 +3,10 @@
 //! new event is tested only against filters that can possibly match it.
 //! A search filter (NIP-50) also needs every query term among the event's
 //! indexed terms (`search.rs`), the rule the stored index follows.
+//!
+//! Events come in the batches the writer commits. A `nostrwire.v2`
+//! subscription gets all of a batch's matches in one frame, sent when the
+//! batch is done; nothing waits longer than that (spec/transport.md §9).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -123,7 +127,7 @@ impl Index {
         }
     }
 
-    fn deliver(&mut self, event: &Arc<LiveEvent>) {
+    fn deliver(&mut self, event: &Arc<LiveEvent>, batches: &mut Batches) {
         let Ok(view) = event.event.view() else {
             tracing::error!("undecodable live event");
             return;
@@ -185,6 +189,8 @@ impl Index {
                     Phase::Live(skip) => {
                         if let Some(i) = skip.iter().position(|s| *s == event.serial) {
                             skip.swap_remove(i);
+                        } else if sub.outbox.v2().is_some() {
+                            batches.add(sub, event);
                         } else {
                             sub.outbox.send_event(
                                 &sub.id,
@@ -202,10 +208,36 @@ impl Index {
     }
 }
 
+/// The matches of one batch of events for each `nostrwire.v2`
+/// subscription, in order.
+#[derive(Default)]
+struct Batches {
+    at: HashMap<*const Sub, usize>,
+    subs: Vec<(Arc<Sub>, Vec<Arc<LiveEvent>>)>,
+}
+
+impl Batches {
+    fn add(&mut self, sub: &Arc<Sub>, event: &Arc<LiveEvent>) {
+        let i = *self.at.entry(Arc::as_ptr(sub)).or_insert_with(|| {
+            self.subs.push((sub.clone(), Vec::new()));
+            self.subs.len() - 1
+        });
+        self.subs[i].1.push(event.clone());
+    }
+
+    fn send(&mut self) {
+        for (sub, events) in self.subs.drain(..) {
+            sub.outbox.send_live(&sub.id, &events);
+        }
+        self.at.clear();
+    }
+}
+
 /// Runs until the inbox closes.
 /// `fanned` is raised to the highest serial delivered after each batch.
 pub fn run(inbox: Receiver<FanoutMsg>, fanned: &AtomicU64) {
     let mut index = Index::default();
+    let mut batches = Batches::default();
     while let Ok(msg) = inbox.recv() {
         match msg {
             FanoutMsg::Add(sub) => index.add(sub),
@@ -213,8 +245,9 @@ pub fn run(inbox: Receiver<FanoutMsg>, fanned: &AtomicU64) {
             FanoutMsg::RemoveConn(conn) => index.remove_conn(conn),
             FanoutMsg::Events(events) => {
                 for e in &events {
-                    index.deliver(e);
+                    index.deliver(e, &mut batches);
                 }
+                batches.send();
                 if let Some(top) = events.iter().map(|e| e.serial).max() {
                     fanned.fetch_max(top, Ordering::SeqCst);
                 }

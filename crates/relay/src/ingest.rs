@@ -193,8 +193,12 @@ fn handle(
     if !conn.outbox.is_binary() {
         return handle_json(shared, subs, conn, bytes, received, admission);
     }
-    // nostrwire.v1 (spec/transport.md): events arrive as nwb records.
-    match transport::decode_client(bytes, &shared.wire_limits) {
+    // nostrwire.v1 and v2 (spec/transport.md): events arrive as nwb records.
+    let decoded = match conn.outbox.v2() {
+        Some(_) => transport::decode_client_v2(bytes, &shared.wire_limits),
+        None => transport::decode_client(bytes, &shared.wire_limits),
+    };
+    match decoded {
         Ok(ClientFrame::Json(json)) => handle_json(shared, subs, conn, json, received, admission),
         Ok(ClientFrame::Event(event)) => {
             shared.metrics.message("EVENT");
@@ -212,6 +216,16 @@ fn handle(
         Ok(ClientFrame::Auth(event)) => {
             shared.metrics.message("AUTH");
             auth_message(shared, conn, &event);
+        }
+        Ok(ClientFrame::Hold(sets)) => {
+            shared.metrics.message("HOLD");
+            if let Some(v2) = conn.outbox.v2() {
+                v2.hold(&sets);
+            }
+        }
+        Ok(_) => {
+            shared.metrics.message("invalid");
+            send(conn, |o| write::notice(o, "invalid: unknown message"));
         }
         Err(e) => {
             shared.metrics.message("invalid");

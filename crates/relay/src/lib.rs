@@ -15,6 +15,7 @@
 
 pub mod cluster;
 pub mod config;
+pub mod dictionaries;
 pub mod fanout;
 pub mod ingest;
 pub mod metrics;
@@ -70,6 +71,8 @@ pub struct Shared {
     pub wire_limits: nostrwire_wire::Limits,
     /// Storage.
     pub store: Arc<dyn EventStore>,
+    /// The store's dictionary sets, as `nostrwire.v2` serves them.
+    pub dictionaries: Arc<dictionaries::Dictionaries>,
     /// Metrics.
     pub metrics: Metrics,
     /// The writer's inbox.
@@ -357,12 +360,14 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
         )?)),
         false => None,
     };
+    let dictionaries = Arc::new(dictionaries::Dictionaries::new(&*store));
     let shared = Arc::new(Shared {
         current: RwLock::new(Arc::new(config.clone())),
         config,
         event_limits,
         wire_limits,
         store,
+        dictionaries,
         metrics: Metrics::default(),
         writer_tx,
         fanout_tx,
@@ -433,6 +438,19 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
                                 let _ = purge_shared.writer_tx.try_send(WriterMsg::Purge);
                             }
                             _ = purge_shared.stop.cancelled() => return,
+                        }
+                    }
+                });
+                // A set the store trains is served, and announced to v2
+                // connections, within a second.
+                let dict_shared = main_shared.clone();
+                main_shared.tasks.spawn(async move {
+                    loop {
+                        tokio::select! {
+                            _ = tokio::time::sleep(Duration::from_secs(1)) => {
+                                dict_shared.dictionaries.refresh(&*dict_shared.store);
+                            }
+                            _ = dict_shared.stop.cancelled() => return,
                         }
                     }
                 });

@@ -1,13 +1,16 @@
 //! The typed inboxes between thread roles, and the per-connection outbox.
 
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
 use nostrwire_event::message::write;
 use nostrwire_event::{EventId, Filter, PublicKey};
-use nostrwire_wire::transport;
+use nostrwire_wire::transport::{self, BatchBuilder, SetHash, Version};
+
+use crate::dictionaries::{self, Dictionaries};
+use crate::store::AsStored;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::OwnedSemaphorePermit;
 
@@ -25,7 +28,7 @@ pub enum Outgoing {
     /// written from `&str`s and ASCII by the `message::write` functions or
     /// `write_json`, so it is not checked again on its way out.
     Text(Vec<u8>),
-    /// A binary frame (`nostrwire.v1` connections).
+    /// A binary frame (`nostrwire.v1` and `nostrwire.v2` connections).
     Binary(Vec<u8>),
     /// A pong answering a ping, with the ping's payload.
     Pong(Vec<u8>),
@@ -164,9 +167,10 @@ impl Admission {
 /// connection's [`Budget`]: a client that does not read is cut off instead
 /// of growing the relay's memory.
 ///
-/// It also knows the connection's transport: NIP-01 JSON in text frames, or
-/// `nostrwire.v1` binary frames (`spec/transport.md`), so every stage sends
-/// the same calls and the outbox picks the encoding.
+/// It also knows the connection's transport: NIP-01 JSON in text frames,
+/// `nostrwire.v1` binary frames, or `nostrwire.v2` batches of records as
+/// stored (`spec/transport.md`), so every stage sends the same calls and
+/// the outbox picks the encoding.
 #[derive(Clone, Debug)]
 pub struct Outbox {
     tx: UnboundedSender<Outgoing>,
@@ -177,13 +181,72 @@ pub struct Outbox {
     /// Room for results its queries render while they scan: a quarter of
     /// the budget besides it, so scans never crowd out the queue.
     scan_budget: Arc<Budget>,
-    binary: bool,
+    transport: Transport,
+}
+
+/// A connection's transport, as negotiated.
+#[derive(Clone, Debug)]
+pub enum Transport {
+    /// NIP-01 JSON in text frames.
+    Json,
+    /// `nostrwire.v1`: one binary frame per event, uncompressed records.
+    V1,
+    /// `nostrwire.v2`: batches of records as stored.
+    V2(Arc<V2>),
+}
+
+impl Transport {
+    /// The transport for a negotiated version (`None`: JSON).
+    pub fn new(version: Option<Version>, dictionaries: &Arc<Dictionaries>) -> Transport {
+        match version {
+            None => Transport::Json,
+            Some(Version::V1) => Transport::V1,
+            Some(Version::V2) => Transport::V2(Arc::new(V2 {
+                dictionaries: dictionaries.clone(),
+                held: AtomicU64::new(0),
+            })),
+        }
+    }
+}
+
+/// What a `nostrwire.v2` connection holds.
+#[derive(Debug)]
+pub struct V2 {
+    dictionaries: Arc<Dictionaries>,
+    /// Tag of the relay's current set when the client last said it holds
+    /// it (0: it holds none the relay compresses with).
+    held: AtomicU64,
+}
+
+impl V2 {
+    /// Which stored records the client can be sent as stored: those
+    /// compressed without a dictionary always, every one when it holds the
+    /// relay's current set. A store keeps one set for good, so a record's
+    /// dictionary is the current set's (or none).
+    pub fn as_stored(&self) -> AsStored {
+        let held = self.held.load(Ordering::Acquire);
+        if held != 0 && held == self.dictionaries.current_tag() {
+            AsStored::Always
+        } else {
+            AsStored::WithoutDictionary
+        }
+    }
+
+    /// The client named the sets it holds (`0x08`): only the relay's
+    /// current set counts.
+    pub fn hold(&self, sets: &[SetHash]) {
+        let held = match self.dictionaries.current() {
+            Some(current) if sets.contains(&current) => dictionaries::tag(&current),
+            _ => 0,
+        };
+        self.held.store(held, Ordering::Release);
+    }
 }
 
 impl Outbox {
-    /// An outbox feeding `tx`, its queue counted in `budget`; `binary` for
-    /// a `nostrwire.v1` connection.
-    pub fn new(tx: UnboundedSender<Outgoing>, budget: Arc<Budget>, binary: bool) -> Outbox {
+    /// An outbox feeding `tx`, its queue counted in `budget`, encoding for
+    /// `transport`.
+    pub fn new(tx: UnboundedSender<Outgoing>, budget: Arc<Budget>, transport: Transport) -> Outbox {
         Outbox {
             tx,
             queued: Arc::new(AtomicUsize::new(0)),
@@ -191,7 +254,7 @@ impl Outbox {
             cut: Arc::new(AtomicBool::new(false)),
             scan_budget: Budget::new(budget.cap() / 4),
             budget,
-            binary,
+            transport,
         }
     }
 
@@ -206,9 +269,58 @@ impl Outbox {
         &self.budget
     }
 
-    /// Whether the connection speaks the binary transport.
+    /// Whether the connection speaks the binary transport (either version).
     pub fn is_binary(&self) -> bool {
-        self.binary
+        !matches!(self.transport, Transport::Json)
+    }
+
+    /// The connection's `nostrwire.v2` state, if it speaks version 2.
+    pub fn v2(&self) -> Option<&V2> {
+        match &self.transport {
+            Transport::V2(v2) => Some(v2),
+            _ => None,
+        }
+    }
+
+    /// Which stored records its queries return as stored.
+    pub fn as_stored(&self) -> AsStored {
+        self.v2().map_or(AsStored::Never, V2::as_stored)
+    }
+
+    /// Queues a finished `nostrwire.v2` frame (a batch, the dictionary set).
+    pub fn send_frame(&self, frame: Vec<u8>) -> bool {
+        self.queue(frame.len(), Outgoing::Binary(frame))
+    }
+
+    /// Queues live events for a subscription: one batch on a
+    /// `nostrwire.v2` connection (each event in its stored form when the
+    /// client can read it, compressed once when it was admitted), one
+    /// message per event otherwise.
+    pub fn send_live(&self, subscription_id: &str, events: &[Arc<LiveEvent>]) -> bool {
+        let Some(v2) = self.v2() else {
+            return events
+                .iter()
+                .all(|e| self.send_event(subscription_id, e.event.json(), e.event.record()));
+        };
+        let as_stored = v2.as_stored();
+        let mut batch = BatchBuilder::new(subscription_id, transport::BATCH_TARGET_BYTES);
+        for e in events {
+            let record = match e.event.stored() {
+                Some(stored) if as_stored.keeps(stored) => stored,
+                _ => e.event.record(),
+            };
+            if !batch.fits(record.len()) {
+                let full = std::mem::replace(
+                    &mut batch,
+                    BatchBuilder::new(subscription_id, transport::BATCH_TARGET_BYTES),
+                );
+                if !self.send_frame(full.finish()) {
+                    return false;
+                }
+            }
+            batch.push(record);
+        }
+        batch.is_empty() || self.send_frame(batch.finish())
     }
 
     fn queue(&self, n: usize, frame: Outgoing) -> bool {
@@ -227,7 +339,7 @@ impl Outbox {
     /// writers produce it; a `0x00` frame on binary connections); false if
     /// the connection is gone or was cut off.
     pub fn send(&self, json: Vec<u8>) -> bool {
-        if self.binary {
+        if self.is_binary() {
             let mut frame = Vec::with_capacity(json.len() + 1);
             transport::write_json(&mut frame, &json);
             return self.queue(frame.len(), Outgoing::Binary(frame));
@@ -236,10 +348,16 @@ impl Outbox {
     }
 
     /// Queues an event for a subscription: `json` on text connections,
-    /// `record` (nwb, as stored) on binary ones. Only the one the transport
-    /// needs has to be filled in.
+    /// `record` (nwb; on `nostrwire.v2`, as the client may be sent it) on
+    /// binary ones, a batch of one on `nostrwire.v2`. Only the one the
+    /// transport needs has to be filled in.
     pub fn send_event(&self, subscription_id: &str, json: &[u8], record: &[u8]) -> bool {
-        if self.binary {
+        if self.v2().is_some() {
+            let mut batch = BatchBuilder::new(subscription_id, 0);
+            batch.push(record);
+            return self.send_frame(batch.finish());
+        }
+        if self.is_binary() {
             let mut frame = Vec::new();
             transport::write_relay_event(&mut frame, subscription_id, record);
             return self.queue(frame.len(), Outgoing::Binary(frame));
@@ -251,7 +369,7 @@ impl Outbox {
 
     /// Queues an `OK`.
     pub fn send_ok(&self, id: &EventId, accepted: bool, message: &str) -> bool {
-        if self.binary {
+        if self.is_binary() {
             let mut frame = Vec::with_capacity(34 + message.len());
             transport::write_ok(&mut frame, id, accepted, message);
             return self.queue(frame.len(), Outgoing::Binary(frame));
@@ -263,7 +381,7 @@ impl Outbox {
 
     /// Queues an `EOSE`.
     pub fn send_eose(&self, subscription_id: &str) -> bool {
-        if self.binary {
+        if self.is_binary() {
             let mut frame = Vec::with_capacity(1 + subscription_id.len());
             transport::write_eose(&mut frame, subscription_id);
             return self.queue(frame.len(), Outgoing::Binary(frame));
@@ -297,7 +415,7 @@ impl Outbox {
             &mut notice,
             "error: connection closed: too much unread data (slow reader)",
         );
-        if self.binary {
+        if self.is_binary() {
             let mut frame = Vec::new();
             transport::write_json(&mut frame, &notice);
             Outgoing::Binary(frame)

@@ -24,8 +24,9 @@ pub fn supported_nips(config: &Config) -> Vec<u32> {
     nips
 }
 
-/// The document as JSON text.
-pub fn document(config: &Config) -> String {
+/// The document as JSON text; `dictionaries` names the dictionary sets the
+/// relay serves (`nostrwire.v2`), the current one first.
+pub fn document(config: &Config, dictionaries: &[String]) -> String {
     let limits = &config.limits;
     let mut doc = json!({
         "name": config.info.name,
@@ -51,6 +52,15 @@ pub fn document(config: &Config) -> String {
                 || !config.policy.plugin.as_os_str().is_empty(),
         },
     });
+    if config.websocket.binary {
+        doc["nostrwire"] = json!({
+            "transports": [
+                nostrwire_wire::transport::SUBPROTOCOL_V2,
+                nostrwire_wire::transport::SUBPROTOCOL,
+            ],
+            "dictionaries": dictionaries,
+        });
+    }
     if config.policy.min_pow_difficulty > 0 {
         doc["limitation"]["min_pow_difficulty"] = json!(config.policy.min_pow_difficulty);
     }

@@ -11,8 +11,10 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use nostrwire_event::message::write;
+use nostrwire_wire::transport::{self, BatchBuilder};
 
 use crate::msg::{Held, Phase, QueryKind, Sub};
+use crate::store::AsStored;
 use crate::store::{Found, QueryCursor, ScanStatus, StoreError};
 use crate::turns::AddressTurns;
 use crate::Shared;
@@ -182,6 +184,7 @@ impl Job {
                 QueryCursor::new(limit)
                     .gated(sub.gate.clone())
                     .with_records(sub.outbox.is_binary())
+                    .as_stored(sub.outbox.as_stored())
                     .rendering_at_most(render_bytes)
             })
             .collect();
@@ -437,8 +440,64 @@ fn found_bytes(f: &Found) -> usize {
     std::mem::size_of::<Found>() + f.json.len() + f.record.len()
 }
 
+/// Stored results for a `nostrwire.v2` connection, gathered into batches
+/// of [`transport::BATCH_TARGET_BYTES`]; nothing for other transports,
+/// whose results go out one message each.
+struct Batches<'s> {
+    sub: &'s Sub,
+    as_stored: AsStored,
+    open: Option<BatchBuilder>,
+}
+
+impl<'s> Batches<'s> {
+    fn new(sub: &'s Sub) -> Batches<'s> {
+        Batches {
+            sub,
+            as_stored: sub.outbox.as_stored(),
+            open: None,
+        }
+    }
+
+    fn is_on(&self) -> bool {
+        self.sub.outbox.v2().is_some()
+    }
+
+    /// Adds a record (as the client may be sent it); false once the
+    /// connection is gone.
+    fn push(&mut self, record: &[u8]) -> bool {
+        if self.open.as_ref().is_some_and(|b| !b.fits(record.len())) && !self.flush() {
+            return false;
+        }
+        self.open
+            .get_or_insert_with(|| BatchBuilder::new(&self.sub.id, transport::BATCH_TARGET_BYTES))
+            .push(record);
+        true
+    }
+
+    /// Sends the batch being filled, if any.
+    fn flush(&mut self) -> bool {
+        match self.open.take() {
+            Some(batch) => self.sub.outbox.send_frame(batch.finish()),
+            None => true,
+        }
+    }
+}
+
 /// Sends stored results while the connection keeps up; EOSE and go live at the end.
 fn deliver(shared: &Shared, job: &mut Job) -> Progress {
+    let sub = job.sub.clone();
+    let mut batches = Batches::new(&sub);
+    let progress = deliver_stored(shared, job, &mut batches);
+    batches.flush();
+    if let Some(progress) = progress {
+        return progress;
+    }
+    go_live(shared, job);
+    Progress::Done
+}
+
+/// Sends stored results; `None` when all are sent.
+fn deliver_stored(shared: &Shared, job: &mut Job, batches: &mut Batches<'_>) -> Option<Progress> {
     let sub = job.sub.clone();
     let d = job.delivery.as_mut().expect("delivery");
     let high_water = sub.outbox.high_water();
@@ -447,7 +506,7 @@ fn deliver(shared: &Shared, job: &mut Job) -> Progress {
         // One turn sends a bounded amount, so another connection's query
         // waits for at most that much of this one's.
         if sent >= DELIVERY_TURN_BYTES {
-            return Progress::More;
+            return Some(Progress::More);
         }
         let queued = sub.outbox.queued();
         if queued > high_water {
@@ -458,9 +517,9 @@ fn deliver(shared: &Shared, job: &mut Job) -> Progress {
                 > Duration::from_secs(shared.config.limits.slow_reader_seconds)
             {
                 sub.outbox.cut_off();
-                return Progress::Done;
+                return Some(Progress::Done);
             }
-            return Progress::Blocked;
+            return Some(Progress::Blocked);
         }
         let f = &d.results[d.next];
         d.next += 1;
@@ -468,7 +527,11 @@ fn deliver(shared: &Shared, job: &mut Job) -> Progress {
         d.held.release(found_bytes(f));
         let rendered;
         let f = if f.is_deferred() {
-            match shared.store.render(f.serial, sub.outbox.is_binary()) {
+            let rendered_now = match batches.is_on() {
+                true => shared.store.render_stored(f.serial, batches.as_stored),
+                false => shared.store.render(f.serial, sub.outbox.is_binary()),
+            };
+            match rendered_now {
                 Ok(Some(found)) => {
                     rendered = found;
                     &rendered
@@ -484,10 +547,21 @@ fn deliver(shared: &Shared, job: &mut Job) -> Progress {
             f
         };
         sent += f.json.len() + f.record.len();
-        if !sub.outbox.send_event(&sub.id, &f.json, &f.record) {
-            return Progress::Done;
+        let queued = match batches.is_on() {
+            true => batches.push(&f.record),
+            false => sub.outbox.send_event(&sub.id, &f.json, &f.record),
+        };
+        if !queued {
+            return Some(Progress::Done);
         }
     }
+    None
+}
+
+/// EOSE, after the last stored batch; then the subscription goes live.
+fn go_live(shared: &Shared, job: &mut Job) {
+    let sub = job.sub.clone();
+    let d = job.delivery.as_mut().expect("delivery");
     sub.outbox.send_eose(&sub.id);
     shared
         .metrics
@@ -510,12 +584,11 @@ fn deliver(shared: &Shared, job: &mut Job) -> Progress {
             Phase::Live(_) => Vec::new(),
         }
     };
-    for e in waiting {
-        if e.serial != 0 && d.serials.contains(&e.serial) {
-            continue;
-        }
-        sub.outbox
-            .send_event(&sub.id, e.event.json(), e.event.record());
+    let waiting: Vec<_> = waiting
+        .into_iter()
+        .filter(|e| e.serial == 0 || !d.serials.contains(&e.serial))
+        .collect();
+    if !waiting.is_empty() {
+        sub.outbox.send_live(&sub.id, &waiting);
     }
-    Progress::Done
 }

@@ -1,6 +1,7 @@
 //! Stage 1: sockets. Accepts TCP connections (TCP_NODELAY on each), answers
-//! plain HTTP (NIP-11 document, `/metrics`) and upgrades WebSocket requests,
-//! negotiating the `nostrwire.v1` subprotocol and permessage-deflate.
+//! plain HTTP (NIP-11 document, `/metrics`, dictionary sets) and upgrades
+//! WebSocket requests, negotiating the `nostrwire.v2` or `nostrwire.v1`
+//! subprotocol and permessage-deflate.
 //! A connection task turns socket bytes into messages (`nostrwire-websocket`)
 //! and forwards them to its ingest worker untouched, once there is room for
 //! them in the ingest queues (`Admission`); a writer task frames everything
@@ -30,7 +31,11 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::MetricsAccess;
-use crate::msg::{Admission, Budget, Conn, IngestMsg, Outbox, Outgoing, CLOSE_GOING_AWAY};
+use nostrwire_wire::transport::{self, Version};
+
+use crate::msg::{
+    Admission, Budget, Conn, IngestMsg, Outbox, Outgoing, Transport, CLOSE_GOING_AWAY,
+};
 use crate::Shared;
 
 /// Largest HTTP request head read before deciding what the request is.
@@ -153,8 +158,9 @@ struct Request {
     key: Option<String>,
     /// `Sec-WebSocket-Version`.
     version: Option<String>,
-    /// The client offered `nostrwire.v1` in `Sec-WebSocket-Protocol`.
-    binary: bool,
+    /// The highest binary transport version the client offered in
+    /// `Sec-WebSocket-Protocol`.
+    binary: Option<Version>,
     /// Every `Sec-WebSocket-Extensions` value, joined with `,`.
     extensions: String,
     accept_nostr: bool,
@@ -193,10 +199,13 @@ fn parse_head(head: &[u8], real_ip_header: &str) -> Option<Request> {
         upgrade: lower("upgrade").is_some_and(|v| v.contains("websocket")),
         key: values("sec-websocket-key").next(),
         version: values("sec-websocket-version").next(),
-        binary: values("sec-websocket-protocol").any(|v| {
-            v.split(',')
-                .any(|p| p.trim() == nostrwire_wire::transport::SUBPROTOCOL)
-        }),
+        binary: Version::pick(
+            values("sec-websocket-protocol")
+                .collect::<Vec<_>>()
+                .iter()
+                .map(String::as_str),
+            Version::V2,
+        ),
         extensions: values("sec-websocket-extensions")
             .collect::<Vec<_>>()
             .join(","),
@@ -235,6 +244,42 @@ async fn http_reply_with(
     );
     let write = async {
         stream.write_all(reply.as_bytes()).await?;
+        stream.shutdown().await
+    };
+    tokio::time::timeout(HEAD_TIMEOUT, write)
+        .await
+        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "reply not read"))?
+}
+
+/// A dictionary set (`GET /dictionaries/<sha256 hex>`): immutable, so
+/// cacheable for good, and readable by web pages of any origin; 404 for a
+/// name the relay does not serve.
+async fn dictionary_reply(shared: &Shared, stream: &mut TcpStream, name: &str) -> io::Result<()> {
+    const CORS: &str = "Access-Control-Allow-Origin: *\r\n";
+    let reply = match shared.dictionaries.get(name) {
+        Some(set) => {
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n\
+                 Content-Length: {}\r\nCache-Control: public, max-age=31536000, immutable\r\n\
+                 ETag: \"{}\"\r\n{CORS}Connection: close\r\n\r\n",
+                set.bytes.len(),
+                set.hex
+            );
+            [head.as_bytes(), &set.bytes].concat()
+        }
+        None => {
+            shared.metrics.limit_hit("unknown_dictionary");
+            let body = "not found: no dictionary set with this SHA-256\n";
+            format!(
+                "HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\
+                 {CORS}Connection: close\r\n\r\n{body}",
+                body.len()
+            )
+            .into_bytes()
+        }
+    };
+    let write = async {
+        stream.write_all(&reply).await?;
         stream.shutdown().await
     };
     tokio::time::timeout(HEAD_TIMEOUT, write)
@@ -346,8 +391,14 @@ async fn connection(
             )
             .await;
         }
+        if let Some(name) = request.path.strip_prefix(crate::dictionaries::PATH) {
+            if request.method == "GET" {
+                return dictionary_reply(shared, &mut stream, name).await;
+            }
+        }
         if request.accept_nostr {
-            let body = crate::nip11::document(&shared.current_config());
+            let body =
+                crate::nip11::document(&shared.current_config(), &shared.dictionaries.names());
             return http_reply(&mut stream, "200 OK", "application/nostr+json", &body).await;
         }
         if let Some((content_type, body)) =
@@ -398,7 +449,7 @@ async fn connection(
             }
         },
     };
-    let binary = request.binary && shared.config.websocket.binary;
+    let version = request.binary.filter(|_| shared.config.websocket.binary);
     let deflate_config = deflate_config(shared);
     let deflate = if shared.config.websocket.deflate {
         handshake::accept_deflate(&request.extensions, &deflate_config)
@@ -411,9 +462,9 @@ async fn connection(
          Sec-WebSocket-Accept: {}\r\n",
         handshake::accept_key(key.as_bytes())
     );
-    if binary {
+    if let Some(version) = version {
         reply.push_str("Sec-WebSocket-Protocol: ");
-        reply.push_str(nostrwire_wire::transport::SUBPROTOCOL);
+        reply.push_str(version.subprotocol());
         reply.push_str("\r\n");
     }
     if let Some((_, answer)) = &deflate {
@@ -435,7 +486,7 @@ async fn connection(
         shared.config.relay.url.clone()
     };
     let session = Session {
-        binary,
+        version,
         deflate: deflate.map(|(params, _)| params),
         deflate_config,
         url,
@@ -462,8 +513,8 @@ async fn connection(
 
 /// What the handshake settled for one connection.
 struct Session {
-    /// `nostrwire.v1` binary frames instead of NIP-01 JSON text.
-    binary: bool,
+    /// The binary transport's version, or `None` for NIP-01 JSON text.
+    version: Option<Version>,
     /// permessage-deflate, if negotiated.
     deflate: Option<DeflateParams>,
     deflate_config: DeflateConfig,
@@ -505,11 +556,23 @@ async fn websocket(
     id: u64,
     shutdown: &CancellationToken,
 ) -> io::Result<()> {
-    let binary = session.binary;
+    let binary = session.version.is_some();
     let limits = &shared.config.limits;
     let (mut rd, wr) = stream.into_split();
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    let outbox = Outbox::new(tx, Budget::new(limits.max_connection_bytes), binary);
+    let outbox = Outbox::new(
+        tx,
+        Budget::new(limits.max_connection_bytes),
+        Transport::new(session.version, &shared.dictionaries),
+    );
+    // nostrwire.v2: the relay's set first, then again whenever it changes.
+    let mut sets = shared.dictionaries.subscribe();
+    let v2 = outbox.v2().is_some();
+    if v2 {
+        let mut frame = Vec::new();
+        transport::write_dictionary_set(&mut frame, sets.borrow_and_update().as_ref());
+        outbox.send_frame(frame);
+    }
     let challenge = if shared.config.auth.enabled {
         new_challenge()
     } else {
@@ -597,7 +660,7 @@ async fn websocket(
                     nostrwire_event::message::write::notice(
                         &mut out,
                         if binary {
-                            "invalid: this connection negotiated nostrwire.v1; send binary frames"
+                            "invalid: this connection negotiated a binary transport (nostrwire.v1 or v2); send binary frames"
                         } else {
                             "invalid: binary frames need the nostrwire.v1 subprotocol; send JSON text frames"
                         },
@@ -622,6 +685,12 @@ async fn websocket(
                 // The writer gave up (cut off, or the socket broke).
                 writer_done = true;
                 break;
+            }
+            Ok(()) = sets.changed(), if v2 => {
+                let mut frame = Vec::new();
+                transport::write_dictionary_set(&mut frame, sets.borrow_and_update().as_ref());
+                outbox.send_frame(frame);
+                continue;
             }
             () = &mut timer => {
                 let now = Instant::now();

@@ -45,7 +45,7 @@ pub fn stats_json(shared: &Shared) -> String {
 
 /// The HTML page, with the NIP-11 document embedded as JSON data.
 pub fn page(shared: &Shared) -> String {
-    let info = crate::nip11::document(&shared.current_config());
+    let info = crate::nip11::document(&shared.current_config(), &shared.dictionaries.names());
     // Inside <script>, only `</` could end the element early.
     let info = info.replace("</", "<\\/");
     PAGE.replace("{{NIP11}}", &info)

@@ -104,6 +104,13 @@ impl Admitted {
         &self.record
     }
 
+    /// The stored form when it differs from the record (compressed by the
+    /// admitting thread), as `nostrwire.v2` subscribers that can read it
+    /// are sent it: compressed once, whatever the number of subscribers.
+    pub fn stored(&self) -> Option<&[u8]> {
+        self.stored.as_deref()
+    }
+
     /// The canonical JSON (UTF-8), as sent to subscribers.
     pub fn json(&self) -> &[u8] {
         &self.json

@@ -23,7 +23,7 @@ impl LmdbStore {
         wtxn: &mut RwTxn<'_>,
         meta: Db,
         options: &OpenOptions,
-    ) -> StoreResult<&'static DictSet> {
+    ) -> StoreResult<(&'static DictSet, Option<Vec<u8>>)> {
         let bad = |what: String| StoreError::Dictionaries(what);
         let configured = match &options.dictionaries {
             Some(path) => Some(
@@ -49,18 +49,18 @@ impl LmdbStore {
             (None, None) => None,
         };
         let level = options.compression_level.max(1);
-        let set = match bytes {
+        let set = match &bytes {
             Some(bytes) => {
                 // The configured level, not the one the set file names
                 // (`dict train` defaults to 19, several times the CPU of 3).
-                DictSet::from_bytes_at_level(&bytes, level)
+                DictSet::from_bytes_at_level(bytes, level)
                     .map_err(|e| bad(format!("bad dictionary set: {e}")))?
             }
             None => DictSet::new(level, Vec::new())
                 .map_err(|e| bad(format!("cannot prepare zstd: {e}")))?,
         };
         // One small, bounded leak per opened store (normally once per process).
-        Ok(Box::leak(Box::new(set)))
+        Ok((Box::leak(Box::new(set)), bytes))
     }
 
     /// The dictionary set records are compressed with now.

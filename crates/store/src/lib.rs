@@ -33,12 +33,14 @@ mod value;
 mod write;
 mod writer;
 
+use std::sync::Arc;
+
 use nostrwire_event::{EventId, Filter};
 use nostrwire_wire::EventView;
 
 pub use admitted::Admitted;
 pub use lmdb::{LmdbStore, OpenOptions, INDEX_TXN_WRITES};
-pub use plan::{QueryCursor, ScanStatus};
+pub use plan::{AsStored, QueryCursor, ScanStatus};
 pub use writer::{writer_inbox, Committed, Submission, Write, Writer, WriterOptions};
 
 /// Who may see an event a query found: the relay's read policy (NIP-42
@@ -259,6 +261,20 @@ pub trait EventStore: Send + Sync + 'static {
     /// record when `as_record`), read from a fresh snapshot; `None` when it
     /// is gone since.
     fn render(&self, serial: u64, as_record: bool) -> StoreResult<Option<Found>>;
+
+    /// [`EventStore::render`] as a record, kept in its stored form when
+    /// `as_stored` allows (`nostrwire.v2` connections).
+    fn render_stored(&self, serial: u64, as_stored: AsStored) -> StoreResult<Option<Found>> {
+        let _ = as_stored;
+        self.render(serial, true)
+    }
+
+    /// The dictionary set file (`spec/nwb.md` §11.2) the store's
+    /// compressed records name, exactly as stored; `None` while it has
+    /// none. A store keeps its set for good once it has one.
+    fn dictionary_file(&self) -> Option<Arc<[u8]>> {
+        None
+    }
 
     /// Removes events whose NIP-40 expiration is at or before `now`; returns how many.
     fn purge_expired(&self, now: u64, max: usize) -> StoreResult<usize>;

@@ -6,14 +6,14 @@
 use std::borrow::Cow;
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use heed::types::Bytes;
 use heed::{Database, Env, EnvFlags, EnvOpenOptions, RoTxn};
 use nostrwire_event::{EventId, Filter, Kind, Timestamp};
 use nostrwire_wire::compress::DictSet;
 
-use crate::plan::{plan, Plan, QueryCursor, ScanStatus};
+use crate::plan::{plan, AsStored, Plan, QueryCursor, ScanStatus};
 use crate::read::TimeWalk;
 use crate::schema::{self, table};
 use crate::search::index::{SearchIndex, SearchSnapshot};
@@ -96,6 +96,8 @@ pub struct LmdbStore {
     /// one trained from its events) so compressors and per-thread
     /// decompressors can hold prepared dictionaries without lifetimes.
     pub(crate) dicts: RwLock<&'static DictSet>,
+    /// The set file of `dicts` as stored in `meta/dicts` (`None`: no set).
+    pub(crate) dict_file: RwLock<Option<Arc<[u8]>>>,
     /// Whether records are compressed (`compression_level` above 0).
     pub(crate) compress: bool,
     /// Records smaller than this are stored raw.
@@ -399,6 +401,30 @@ impl EventStore for LmdbStore {
         }
     }
 
+    fn render_stored(&self, serial: u64, as_stored: AsStored) -> StoreResult<Option<Found>> {
+        let txn = self.env.read_txn()?;
+        let key = schema::serial_bytes(serial);
+        let Some((_, value)) = self.stored_value(&txn, &key)? else {
+            return Ok(None);
+        };
+        let whole = self.whole_value(&txn, &key, value)?;
+        let (_, stored) = crate::value::split_value(&whole)?;
+        let record = crate::value::unpack(self.dicts(), stored)?;
+        let view = crate::value::decode(&record)?;
+        let (form, stored) = match as_stored.keeps(stored) {
+            true => (crate::read::Form::Stored, stored),
+            false => (crate::read::Form::Record, &[][..]),
+        };
+        Ok(Some(crate::read::found_with(serial, &view, form, stored)))
+    }
+
+    fn dictionary_file(&self) -> Option<Arc<[u8]>> {
+        self.dict_file
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     fn render(&self, serial: u64, as_record: bool) -> StoreResult<Option<Found>> {
         let txn = self.env.read_txn()?;
         match self.load(&txn, serial)? {
@@ -534,6 +560,7 @@ impl EventStore for LmdbStore {
         self.meta.put(&mut wtxn, b"dicts", &bytes)?;
         wtxn.commit()?;
         *self.dicts.write().unwrap_or_else(|e| e.into_inner()) = set;
+        *self.dict_file.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::from(&bytes[..]));
         tracing::info!(
             samples = samples.len(),
             dictionaries = set.dictionaries().len(),
@@ -633,7 +660,7 @@ impl LmdbStore {
         let env = open_env(path, options.map_size, MAX_TABLES, options.durability)?;
         let mut wtxn = env.write_txn()?;
         let meta = env.create_database::<Bytes, Bytes>(&mut wtxn, Some(table::META))?;
-        let dicts = Self::dictionaries(&mut wtxn, meta, options)?;
+        let (dicts, dict_file) = Self::dictionaries(&mut wtxn, meta, options)?;
         let mut db = |name| env.create_database::<Bytes, Bytes>(&mut wtxn, Some(name));
         let mut store = LmdbStore {
             events: db(table::EVENTS)?,
@@ -667,6 +694,7 @@ impl LmdbStore {
             index_txn_writes: options.index_txn_writes.max(1),
             relay_urls: options.relay_urls.clone(),
             dicts: RwLock::new(dicts),
+            dict_file: RwLock::new(dict_file.map(Arc::from)),
             compress: options.compression_level != 0,
             compress_min_bytes: options.compress_min_bytes,
             compression_level: options.compression_level.max(1),

@@ -115,6 +115,9 @@ pub struct QueryCursor {
     pub gate: Option<Arc<dyn ReadGate>>,
     /// Keep each match's nwb record instead of rendering JSON.
     pub records: bool,
+    /// With `records`: which matches keep their stored (compressed) form
+    /// instead of the decompressed record (`nostrwire.v2` connections).
+    pub as_stored: AsStored,
     /// Render matches (JSON or record) only while the rendered ones hold
     /// fewer bytes than this; later matches keep their serial, id and time
     /// only ([`Found::is_deferred`]), and are rendered when they are sent.
@@ -132,6 +135,34 @@ pub struct QueryCursor {
     pub(crate) rank_unloaded: bool,
     /// A search stopped at its read cap: results and counts may be short.
     pub(crate) capped: bool,
+}
+
+/// Which stored records a query returns as stored (compressed, exactly
+/// the bytes on disk) rather than decompressed: what the reader can
+/// decompress.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AsStored {
+    /// None: every record decompressed.
+    #[default]
+    Never,
+    /// Records compressed without a dictionary (id 0): any zstd reader.
+    WithoutDictionary,
+    /// Every record as stored: the reader holds the store's dictionary set.
+    Always,
+}
+
+impl AsStored {
+    /// Whether `stored` (a stored record, raw or compressed) goes out as
+    /// it is.
+    pub fn keeps(self, stored: &[u8]) -> bool {
+        match self {
+            AsStored::Never => false,
+            AsStored::Always => true,
+            AsStored::WithoutDictionary => {
+                nostrwire_wire::transport::record_dictionary(stored) == Some(0)
+            }
+        }
+    }
 }
 
 /// Outcome of one slice of a query.
@@ -191,6 +222,13 @@ impl QueryCursor {
     /// instead of JSON when `records` is true.
     pub fn with_records(mut self, records: bool) -> QueryCursor {
         self.records = records;
+        self
+    }
+
+    /// The same cursor, keeping (with records) the matches `as_stored`
+    /// allows in their stored form.
+    pub fn as_stored(mut self, as_stored: AsStored) -> QueryCursor {
+        self.as_stored = as_stored;
         self
     }
 

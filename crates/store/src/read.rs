@@ -11,10 +11,10 @@ use nostrwire_event::{EventId, Filter, PreimageFields, SignedFields, Timestamp};
 use nostrwire_wire::EventView;
 
 use crate::lmdb::{Db, LmdbStore};
-use crate::plan::{Plan, QueryCursor, ScanStatus};
+use crate::plan::{AsStored, Plan, QueryCursor, ScanStatus};
 use crate::schema;
 use crate::trailing::waiting_row;
-use crate::value::{decode, Loaded};
+use crate::value::{decode, split_value, unpack, Loaded};
 use crate::write::key;
 use crate::{Found, StoreError, StoreResult};
 
@@ -82,11 +82,19 @@ pub(crate) enum Form {
     Json,
     /// The uncompressed nwb record (binary connections).
     Record,
+    /// The record as stored (compressed), `nostrwire.v2` connections that
+    /// can read it.
+    Stored,
     /// Id and time only (NIP-77).
     IdOnly,
 }
 
 pub(crate) fn found(serial: u64, view: &EventView<'_>, form: Form) -> Found {
+    found_with(serial, view, form, &[])
+}
+
+/// [`found`], with the stored form for [`Form::Stored`].
+pub(crate) fn found_with(serial: u64, view: &EventView<'_>, form: Form, stored: &[u8]) -> Found {
     Found {
         serial,
         id: *view.id(),
@@ -97,6 +105,7 @@ pub(crate) fn found(serial: u64, view: &EventView<'_>, form: Form) -> Found {
         },
         record: match form {
             Form::Record => view.record().to_vec(),
+            Form::Stored => stored.to_vec(),
             _ => Vec::new(),
         },
     }
@@ -170,6 +179,19 @@ impl LmdbStore {
         Ok(found(serial, &decode(record)?, form))
     }
 
+    /// The form a match takes for `cursor`, given its stored form.
+    fn record_form(cursor: &QueryCursor, stored: Option<&[u8]>) -> Form {
+        if cursor.ids_only || !cursor.renders_now() {
+            Form::IdOnly
+        } else if !cursor.records {
+            Form::Json
+        } else if stored.is_some_and(|s| cursor.as_stored.keeps(s)) {
+            Form::Stored
+        } else {
+            Form::Record
+        }
+    }
+
     /// Adds a search result to `cursor`: rendered, or deferred once the
     /// cursor's `render_bytes` are spent.
     pub(crate) fn push_result(
@@ -201,6 +223,23 @@ impl LmdbStore {
         if cursor.seen.contains(&serial) {
             return Ok(());
         }
+        if cursor.as_stored != AsStored::Never {
+            let key = schema::serial_bytes(serial);
+            let Some((_, value)) = self.stored_value(txn, &key)? else {
+                return Ok(());
+            };
+            let whole = self.whole_value(txn, &key, value)?;
+            let (expires, stored) = split_value(&whole)?;
+            let record = unpack(self.dicts(), stored)?;
+            return self.consider_with(
+                serial,
+                (expires, record),
+                Some(stored),
+                filter,
+                cursor,
+                now,
+            );
+        }
         let Some(loaded) = self.load(txn, serial)? else {
             return Ok(());
         };
@@ -211,7 +250,20 @@ impl LmdbStore {
     pub(crate) fn consider_loaded(
         &self,
         serial: u64,
+        loaded: Loaded<'_>,
+        filter: &Filter,
+        cursor: &mut QueryCursor,
+        now: u64,
+    ) -> StoreResult<()> {
+        self.consider_with(serial, loaded, None, filter, cursor, now)
+    }
+
+    /// [`Self::consider_loaded`], with the stored form when it was read.
+    fn consider_with(
+        &self,
+        serial: u64,
         (expires, record): Loaded<'_>,
+        stored: Option<&[u8]>,
         filter: &Filter,
         cursor: &mut QueryCursor,
         now: u64,
@@ -228,14 +280,8 @@ impl LmdbStore {
             cursor.counted += 1;
             return Ok(());
         }
-        let form = if cursor.ids_only || !cursor.renders_now() {
-            Form::IdOnly
-        } else if cursor.records {
-            Form::Record
-        } else {
-            Form::Json
-        };
-        let f = found(serial, &view, form);
+        let form = Self::record_form(cursor, stored);
+        let f = found_with(serial, &view, form, stored.unwrap_or_default());
         cursor.rendered += f.json.len() + f.record.len();
         cursor.found.push(f);
         if cursor.found.len() == cursor.limit {

@@ -55,6 +55,14 @@ pub enum Error {
     BadSubscriptionId,
     /// A transport flag byte is neither 0 nor 1.
     NonCanonicalFlag,
+    /// A batch frame claims more records than the limit, or than its bytes
+    /// can hold.
+    TooManyRecords,
+    /// A batch frame is larger than the limit.
+    BatchTooLarge,
+    /// A list of dictionary set hashes is not whole 32-byte hashes, or
+    /// names more sets than the limit.
+    BadDictionaryHash,
 }
 
 impl Error {
@@ -81,6 +89,9 @@ impl Error {
         Error::UnknownMessage,
         Error::BadSubscriptionId,
         Error::NonCanonicalFlag,
+        Error::TooManyRecords,
+        Error::BatchTooLarge,
+        Error::BadDictionaryHash,
     ];
 
     /// The stable snake_case name.
@@ -107,6 +118,9 @@ impl Error {
             Error::UnknownMessage => "unknown_message",
             Error::BadSubscriptionId => "bad_subscription_id",
             Error::NonCanonicalFlag => "non_canonical_flag",
+            Error::TooManyRecords => "too_many_records",
+            Error::BatchTooLarge => "batch_too_large",
+            Error::BadDictionaryHash => "bad_dictionary_hash",
         }
     }
 
@@ -139,6 +153,9 @@ impl Error {
             Error::UnknownMessage => "unknown transport message type",
             Error::BadSubscriptionId => "subscription id empty or longer than 64 bytes",
             Error::NonCanonicalFlag => "flag byte is neither 0 nor 1",
+            Error::TooManyRecords => "batch claims more records than allowed or than it holds",
+            Error::BatchTooLarge => "batch frame larger than the limit",
+            Error::BadDictionaryHash => "dictionary set hashes malformed or too many",
         }
     }
 }

@@ -10,7 +10,8 @@ use nostrwire_event::{
     UnsignedEvent,
 };
 use nostrwire_relay::{Config, Relay};
-use nostrwire_wire::transport::{self, RelayFrame};
+use nostrwire_wire::compress::{DictSet, RecordDecompressor};
+use nostrwire_wire::transport::{self, RelayFrame, SetHash};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
@@ -68,6 +69,27 @@ pub struct Client {
     pub challenge: Option<String>,
     /// Speaks `nostrwire.v1` binary frames (spec/transport.md).
     pub binary: bool,
+    /// Speaks `nostrwire.v2` (then `binary` is set too).
+    pub v2: Option<V2State>,
+}
+
+/// What a `nostrwire.v2` test client knows and has counted.
+#[derive(Default)]
+pub struct V2State {
+    /// The set the relay named last (`0x07`), once it named one.
+    pub relay_set: Option<Option<SetHash>>,
+    /// The set it holds and told the relay of.
+    pub held: Option<DictSet>,
+    /// Events of a batch not yet returned by `recv`.
+    pending: std::collections::VecDeque<Got>,
+    /// Batch frames received.
+    pub batches: usize,
+    /// Records received uncompressed.
+    pub raw: usize,
+    /// Records received compressed without a dictionary.
+    pub plain: usize,
+    /// Records received compressed with a dictionary.
+    pub with_dictionary: usize,
 }
 
 /// A relay message, owned, for assertions.
@@ -91,7 +113,73 @@ impl Client {
             ws,
             challenge: None,
             binary: false,
+            v2: None,
         }
+    }
+
+    /// Connects offering `protocols` (`Sec-WebSocket-Protocol`); returns
+    /// the client set up for what the relay answered.
+    pub async fn connect_offering(url: &str, protocols: &str) -> Client {
+        use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+        let mut request = url.into_client_request().unwrap();
+        request
+            .headers_mut()
+            .insert("Sec-WebSocket-Protocol", protocols.parse().unwrap());
+        let (ws, response) = tokio_tungstenite::connect_async(request).await.unwrap();
+        let answer = response
+            .headers()
+            .get("Sec-WebSocket-Protocol")
+            .map(|v| v.to_str().unwrap().to_string());
+        Client {
+            ws,
+            challenge: None,
+            binary: answer.is_some(),
+            v2: (answer.as_deref() == Some(transport::SUBPROTOCOL_V2)).then(V2State::default),
+        }
+    }
+
+    /// Connects asking for `nostrwire.v2` (and v1); panics unless the relay
+    /// agrees to v2.
+    pub async fn connect_v2(url: &str) -> Client {
+        let c = Self::connect_offering(url, "nostrwire.v2, nostrwire.v1").await;
+        assert!(c.v2.is_some(), "the relay did not answer nostrwire.v2");
+        c
+    }
+
+    /// The `nostrwire.v2` state; panics on other transports.
+    pub fn v2(&mut self) -> &mut V2State {
+        self.v2.as_mut().expect("a nostrwire.v2 connection")
+    }
+
+    /// Waits for the relay's `0x07` (the first frame of a v2 connection,
+    /// and again when the relay's set changes) and returns the set it names.
+    /// Messages that arrive meanwhile are kept for `recv`.
+    pub async fn relay_set(&mut self) -> Option<SetHash> {
+        let mut kept = std::mem::take(&mut self.v2().pending);
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while self.v2().relay_set.is_none() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no dictionary set frame within 10 s"
+            );
+            if let Some(got) = self.recv_timeout(Duration::from_millis(100)).await {
+                kept.push_back(got);
+                kept.extend(self.v2().pending.drain(..));
+            }
+        }
+        self.v2().pending = kept;
+        self.v2().relay_set.unwrap()
+    }
+
+    /// Tells the relay it holds `set` (its file's bytes), and decompresses
+    /// with it from then on.
+    pub async fn hold(&mut self, file: &[u8]) {
+        use sha2::Digest;
+        let hash: SetHash = sha2::Sha256::digest(file).into();
+        self.v2().held = Some(DictSet::from_bytes(file).unwrap());
+        let mut frame = Vec::new();
+        transport::write_hold(&mut frame, &[hash]);
+        self.send_binary(frame).await;
     }
 
     /// Connects asking for the binary transport; panics unless the relay
@@ -112,6 +200,7 @@ impl Client {
             ws,
             challenge: None,
             binary: true,
+            v2: None,
         }
     }
 
@@ -162,6 +251,7 @@ impl Client {
             ws,
             challenge: None,
             binary: false,
+            v2: None,
         }
     }
 
@@ -175,8 +265,12 @@ impl Client {
                 .unwrap();
             let text = match frame {
                 Message::Text(text) => text.as_bytes().to_vec(),
-                Message::Binary(b) => match transport::decode_relay(&b, &Default::default()) {
+                Message::Binary(b) => match transport::decode_relay_v2(&b, &Default::default()) {
                     Ok(RelayFrame::Json(json)) => json.to_vec(),
+                    Ok(RelayFrame::DictionarySet(set)) if self.v2.is_some() => {
+                        self.v2().relay_set = Some(set);
+                        continue;
+                    }
                     other => panic!("expected the AUTH challenge first, got {other:?}"),
                 },
                 _ => continue,
@@ -276,6 +370,9 @@ impl Client {
     }
 
     pub async fn recv_timeout(&mut self, timeout: Duration) -> Option<Got> {
+        if let Some(got) = self.v2.as_mut().and_then(|v2| v2.pending.pop_front()) {
+            return Some(got);
+        }
         loop {
             let frame = tokio::time::timeout(timeout, self.ws.next()).await.ok()??;
             // A connection the relay closed without a close frame (one it
@@ -286,6 +383,10 @@ impl Client {
                     assert!(!self.binary, "text frame on a nostrwire.v1 connection: {t}");
                     t.to_string()
                 }
+                Message::Binary(b) if self.v2.is_some() => match self.v2_frame(&b) {
+                    Some(got) => return Some(got),
+                    None => continue,
+                },
                 Message::Binary(b) => {
                     assert!(self.binary, "binary frame on a JSON connection");
                     match transport::decode_relay(&b, &Default::default())
@@ -305,6 +406,7 @@ impl Client {
                             message,
                         } => return Some(Got::Ok(id.to_hex(), accepted, message.into())),
                         RelayFrame::Eose(s) => return Some(Got::Eose(s.into())),
+                        other => panic!("not a nostrwire.v1 frame: {other:?}"),
                     }
                 }
                 Message::Close(_) => return None,
@@ -349,6 +451,75 @@ impl Client {
                 } => Got::NegErr(subscription_id.into_owned(), message.into_owned()),
                 _ => Got::Other(text),
             });
+        }
+    }
+
+    /// A `nostrwire.v2` frame: a batch's events (the first returned, the
+    /// rest kept for `recv`), or `None` for a frame `recv` does not return
+    /// (the relay's set) or a JSON message (then queued as text).
+    fn v2_frame(&mut self, b: &[u8]) -> Option<Got> {
+        let frame = transport::decode_relay_v2(b, &Default::default())
+            .unwrap_or_else(|e| panic!("relay sent a bad v2 frame: {e}"));
+        let v2 = self.v2.as_mut().unwrap();
+        match frame {
+            RelayFrame::DictionarySet(set) => {
+                v2.relay_set = Some(set);
+                None
+            }
+            RelayFrame::Batch {
+                subscription_id,
+                records,
+            } => {
+                v2.batches += 1;
+                let mut decompressor = RecordDecompressor::new(v2.held.as_ref()).unwrap();
+                for stored in records.records() {
+                    match transport::record_dictionary(stored) {
+                        None => v2.raw += 1,
+                        Some(0) => v2.plain += 1,
+                        Some(_) => v2.with_dictionary += 1,
+                    }
+                    let record = decompressor
+                        .record(stored, &Default::default())
+                        .unwrap_or_else(|e| {
+                            panic!("relay sent a record this client cannot read: {e}")
+                        });
+                    let view = nostrwire_wire::EventView::decode(record).unwrap();
+                    view.verify().expect("relay served an invalid event");
+                    v2.pending
+                        .push_back(Got::Event(subscription_id.into(), view.to_event()));
+                }
+                v2.pending.pop_front()
+            }
+            RelayFrame::Json(json) => {
+                let text = String::from_utf8(json.to_vec()).unwrap();
+                let parsed = RelayMessage::parse(text.as_bytes()).unwrap();
+                match parsed {
+                    RelayMessage::Auth(c) => {
+                        self.challenge = Some(c.to_string());
+                        None
+                    }
+                    RelayMessage::Closed {
+                        subscription_id,
+                        message,
+                    } => Some(Got::Closed(
+                        subscription_id.into_owned(),
+                        message.into_owned(),
+                    )),
+                    RelayMessage::Notice(m) => Some(Got::Notice(m.into_owned())),
+                    RelayMessage::Count {
+                        subscription_id,
+                        count,
+                    } => Some(Got::Count(subscription_id.into_owned(), count)),
+                    _ => Some(Got::Other(text)),
+                }
+            }
+            RelayFrame::Ok {
+                id,
+                accepted,
+                message,
+            } => Some(Got::Ok(id.to_hex(), accepted, message.into())),
+            RelayFrame::Eose(s) => Some(Got::Eose(s.into())),
+            other => panic!("not a nostrwire.v2 relay frame: {other:?}"),
         }
     }
 
