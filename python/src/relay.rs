@@ -153,6 +153,8 @@ fn decode_v1(frame: &[u8], verify: bool) -> Decoded {
             message,
         }) => Decoded::Ok(id.to_hex(), accepted, message.to_owned()),
         Ok(RelayFrame::Eose(id)) => Decoded::Eose(id.to_owned()),
+        // A nostrwire.v2 frame: not on a v1 connection.
+        Ok(_) => invalid(Failure::Nwb(nostrwire_wire::Error::UnknownMessage)),
         Err(e) => invalid(Failure::Nwb(e)),
     }
 }

@@ -62,19 +62,23 @@ fn batch(sub: &str, records: &[&[u8]]) -> Vec<u8> {
 
 fn generate() -> Value {
     let small = record(1, "hello");
-    let long = record(2, &"nostr is a protocol; nostrwire is its wire. ".repeat(20));
+    let long = record(
+        2,
+        &"nostr is a protocol; nostrwire is its wire. ".repeat(20),
+    );
     let packed = compressed(&long);
     let hash = [0xc0u8; 32];
     let mut valid = Vec::new();
-    let mut add = |name: &str, description: &str, direction: &str, frame: Vec<u8>, expect: Value| {
-        valid.push(json!({
-            "name": name,
-            "description": description,
-            "direction": direction,
-            "hex": hex(&frame),
-            "expect": expect,
-        }));
-    };
+    let mut add =
+        |name: &str, description: &str, direction: &str, frame: Vec<u8>, expect: Value| {
+            valid.push(json!({
+                "name": name,
+                "description": description,
+                "direction": direction,
+                "hex": hex(&frame),
+                "expect": expect,
+            }));
+        };
     let mut f = Vec::new();
     transport::write_dictionary_set(&mut f, None);
     add(
@@ -189,13 +193,23 @@ fn generate() -> Value {
     let mut claim = vec![transport::BATCH, 1, b's', 1];
     varint::push(&mut claim, 1 << 30);
     claim.extend_from_slice(&[0; 5]);
-    bad("batch_record_length_huge", "relay", claim, Error::RecordTooLarge);
+    bad(
+        "batch_record_length_huge",
+        "relay",
+        claim,
+        Error::RecordTooLarge,
+    );
     let mut bomb = vec![0x81, 0x00];
     varint::push(&mut bomb, 1 << 30);
     bomb.push(0);
     let mut frame = vec![transport::BATCH, 1, b's', 1, bomb.len() as u8];
     frame.extend_from_slice(&bomb);
-    bad("batch_decompressed_size_huge", "relay", frame, Error::RecordTooLarge);
+    bad(
+        "batch_decompressed_size_huge",
+        "relay",
+        frame,
+        Error::RecordTooLarge,
+    );
     bad(
         "batch_trailing",
         "relay",
@@ -286,7 +300,10 @@ fn valid_frames_decode_and_encode_to_their_bytes() {
             "relay" => match decode_relay_v2(&bytes, &limits).unwrap() {
                 RelayFrame::DictionarySet(set) => {
                     assert_eq!(expect["type"], "dictionary_set", "{name}");
-                    assert_eq!(set.map(|h| hex(&h)), expect["set"].as_str().map(String::from));
+                    assert_eq!(
+                        set.map(|h| hex(&h)),
+                        expect["set"].as_str().map(String::from)
+                    );
                     let mut f = Vec::new();
                     transport::write_dictionary_set(&mut f, set.as_ref());
                     f
