@@ -15,7 +15,9 @@
 # publishing, stops the relay with the unit's KillSignal, and restarts it on
 # its data and on the restored backup, counting acknowledged events.
 # systemd itself is not running here: the unit is checked by
-# `systemd-analyze verify` and its commands are run as systemd would.
+# `systemd-analyze verify`, and its ExecStart, ExecReload, Environment,
+# LimitNOFILE and KillSignal are applied by this script, with the relay
+# running as the user nobody in place of nostrwire.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -48,6 +50,7 @@ fi
 (cd scripts/deploy-check && npm install --no-package-lock --no-audit --no-fund --silent)
 
 work=$(mktemp -d)
+chmod 0755 "$work"
 relay_pid= proxy_pid= publisher=
 cleanup() {
     for pid in $relay_pid $proxy_pid $publisher; do kill "$pid" 2>/dev/null || true; done
@@ -91,6 +94,8 @@ openssl x509 -req -in "$tls/relay.csr" -CA "$tls/ca.pem" -CAkey "$tls/ca.key" -C
 chmod 644 "$tls"/*.pem
 export NODE_EXTRA_CA_CERTS="$tls/ca.pem"
 
+"$bin" dict train --per-kind --corpus testdata/real-events.jsonl -o "$work/dicts.bin" >/dev/null 2>&1
+
 echo "== deploy-check: the systemd unit"
 unit=deploy/nostrwire.service
 unit_value() { sed -n "s/^$1=//p" "$unit"; }
@@ -115,18 +120,28 @@ if ! prlimit --nofile="$nofile" -- true 2>/dev/null; then
 fi
 kill_signal=$(unit_value KillSignal)
 stop_timeout=$(unit_value TimeoutStopSec)
+# The unit's user is nostrwire; here the relay runs as nobody, with the
+# binary installed as docs/deploy.md installs it.
+unit_user=$(unit_value User)
+[ "$unit_user" = nostrwire ] || { echo "deploy-check: unexpected User in $unit" >&2; exit 1; }
+run_user=nobody
+run_group=$(id -gn "$run_user")
+install -D -m 0755 "$bin" "$work/bin/nostrwire"
+bin=$work/bin/nostrwire
 read -ra environment <<<"$(unit_value Environment)"
 read -ra exec_start <<<"$(unit_value ExecStart)"
 read -ra exec_reload <<<"$(unit_value ExecReload)"
 [ "${exec_start[0]}" = /usr/local/bin/nostrwire ] && [ "${exec_start[3]}" = /etc/nostrwire/relay.toml ] \
     || { echo "deploy-check: unexpected ExecStart in $unit" >&2; exit 1; }
 
-# Starts the relay as the unit does (its ExecStart, LimitNOFILE), on $dir/relay.toml.
+# Starts the relay as the unit does (its ExecStart, Environment, LimitNOFILE,
+# an unprivileged user), on $dir/relay.toml.
 start_relay() {
     local cmd=("${exec_start[@]}")
     cmd[0]=$bin
     cmd[3]=$dir/relay.toml
-    env "${environment[@]}" prlimit --nofile="$nofile" -- "${cmd[@]}" 2>>"$dir/relay.log" &
+    env "${environment[@]}" prlimit --nofile="$nofile" -- \
+        setpriv --reuid="$run_user" --regid="$run_group" --clear-groups -- "${cmd[@]}" 2>>"$dir/relay.log" &
     relay_pid=$!
     wait_port "$relay_port"
 }
@@ -222,10 +237,12 @@ for proxy in ${PROXIES:-nginx caddy}; do
     subst "$dir/relay.toml" 'data = "/var/lib/nostrwire"' "data = \"$dir/data\""
     subst "$dir/relay.toml" 'url = "wss://relay.example.com"' "url = \"$public\""
     # Test-only: a small per-address limit to reach, pings every 2 s to
-    # see through the proxy.
+    # see through the proxy, a dictionary set for nostrwire.v2 to serve.
     subst "$dir/relay.toml" 'connections_per_ip = 32' 'connections_per_ip = 10'
-    printf '\n[websocket]\nping_seconds = 2\n' >>"$dir/relay.toml"
+    printf '\n[websocket]\nping_seconds = 2\n\n[storage]\ndictionaries = "%s"\n' "$work/dicts.bin" >>"$dir/relay.toml"
     "$bin" relay --check-config -c "$dir/relay.toml" >/dev/null
+    # What StateDirectory= and docs/deploy.md's backup directory give the user.
+    install -d -o "$run_user" -g "$run_group" -m 0750 "$dir/data" "$dir/backups"
     start_relay
     "start_$proxy"
     for _ in $(seq 100); do
@@ -292,7 +309,7 @@ for proxy in ${PROXIES:-nginx caddy}; do
     }
     until_acked 2000
     before_backup=$(count)
-    "$bin" compact -c "$dir/relay.toml" --output "$dir/backup" 2>"$dir/compact.log"
+    runuser -u "$run_user" -- "$bin" compact -c "$dir/relay.toml" --output "$dir/backups/1" 2>"$dir/compact.log"
     after_backup=$(count)
     until_acked $((after_backup + 1000))
     stop_relay
@@ -312,7 +329,8 @@ for proxy in ${PROXIES:-nginx caddy}; do
 
     # Restore as docs/deploy.md says: the backup's directory in place of the data.
     mv "$dir/data" "$dir/data.old"
-    cp -a "$dir/backup" "$dir/data"
+    cp -a "$dir/backups/1" "$dir/data"
+    chown -R "$run_user:$run_group" "$dir/data"
     start_relay
     if got=$(check has "$acks" "$before_backup" "$public" 2>&1); then
         ok "$proxy: the backup restores every event acknowledged before it began ($before_backup; $after_backup by its end): $got"

@@ -21,6 +21,7 @@ import dns from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
 import { appendFileSync, readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
 import { generateSecretKey, getPublicKey, finalizeEvent } from 'nostr-tools/pure';
@@ -28,7 +29,8 @@ import { Relay as ToolsRelay, useWebSocketImplementation as useToolsWebSocket } 
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 const js = process.env.NOSTRWIRE_JS ?? `${here}../../js/dist/index.js`;
-const { Relay, useWebSocketImplementation } = await import(js);
+const { Relay, useWebSocketImplementation, decodeEvent, eventFrame, jsonFrame, useZstd } = await import(js);
+const { zstdDecoder, zstdDecoderWithDictionaries } = await import(js.replace(/index\.js$/, 'zstd.js'));
 
 const PUBLIC_URL = need('PUBLIC_URL'); // wss://NAME:PORT
 const DIRECT_URL = need('DIRECT_URL'); // ws://127.0.0.1:PORT
@@ -95,6 +97,21 @@ function get(url, headers = {}, localAddress = '127.0.0.1') {
   });
 }
 
+/** GET `url` as bytes; resolves { status, headers, body: Buffer }. */
+function getBytes(url) {
+  const u = new URL(url.replace(/^ws/, 'http'));
+  const mod = u.protocol === 'https:' ? https : http;
+  return new Promise((resolve, reject) => {
+    const req = mod.get(u, { lookup, agent: false }, (res) => {
+      const chunks = [];
+      res.on('data', (d) => chunks.push(d));
+      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body: Buffer.concat(chunks) }));
+    });
+    req.setTimeout(5000, () => req.destroy(new Error(`GET ${url}: timed out`)));
+    req.on('error', reject);
+  });
+}
+
 /** Opens a raw WebSocket; rejects with the HTTP status of a refused upgrade. */
 function open(url, { protocols, localAddress = '127.0.0.1', headers } = {}) {
   const Impl = socketFrom(localAddress, headers);
@@ -111,7 +128,7 @@ function open(url, { protocols, localAddress = '127.0.0.1', headers } = {}) {
 }
 
 /** The first message received on `ws` for which `pred` holds. */
-async function next(ws, pred, ms = 5000) {
+async function next(ws, pred, ms = 20000) {
   for (const deadline = Date.now() + ms; Date.now() < deadline; ) {
     const i = ws.received.findIndex(pred);
     if (i >= 0) return ws.received.splice(i, 1)[0];
@@ -122,10 +139,10 @@ async function next(ws, pred, ms = 5000) {
 }
 
 /** Every event a REQ returns before EOSE, through a client with nostr-tools' interface. */
-function collect(relay, filters) {
+function collect(relay, filters, ms = 20000) {
   return new Promise((resolve, reject) => {
     const got = [];
-    const timer = setTimeout(() => reject(new Error('no EOSE')), 5000);
+    const timer = setTimeout(() => reject(new Error(`no EOSE within ${ms} ms`)), ms);
     const sub = relay.subscribe(filters, {
       onevent: (e) => got.push(e),
       oneose: () => {
@@ -233,17 +250,7 @@ async function proxyChecks() {
     return ext;
   });
 
-  await check('nostrwire.v2 through the proxy when the relay offers it', async () => {
-    const direct = await open(DIRECT_URL, { protocols: ['nostrwire.v2'] }).then(
-      (ws) => (ws.close(), ws.protocol),
-      () => '',
-    );
-    if (direct !== 'nostrwire.v2') return 'skipped: this relay does not offer nostrwire.v2';
-    const ws = await open(PUBLIC_URL, { protocols: ['nostrwire.v2'] });
-    ws.close();
-    assert.equal(ws.protocol, 'nostrwire.v2');
-    return 'negotiated through the proxy';
-  });
+  await check('nostrwire.v2 through the proxy when the relay offers it: dictionary set, batches, the same events', () => v2(pk, published));
 
   await check('NIP-42 AUTH naming the public URL is accepted (nostr-tools) and opens a restricted kind', async () => {
     const other = getPublicKey(generateSecretKey());
@@ -317,6 +324,111 @@ async function proxyChecks() {
   if (quiet) await check(`a quiet subscription outlives ${PING_SECONDS * 3} s of relay pings through the proxy`, () => quiet);
 }
 
+/** Unsigned LEB128 at `at`; returns [value, next offset]. */
+function varint(bytes, at) {
+  let value = 0;
+  for (let shift = 0; ; shift += 7) {
+    if (at >= bytes.length || shift > 35) throw new Error('bad varint in a batch frame');
+    const b = bytes[at++];
+    value += (b & 0x7f) * 2 ** shift;
+    if (!(b & 0x80)) return [value, at];
+  }
+}
+
+/** The records of a `nostrwire.v2` batch frame (0x06) for subscription `sub`. */
+function batchRecords(frame, sub) {
+  const len = frame[1];
+  assert.equal(frame.subarray(2, 2 + len).toString(), sub);
+  let [n, at] = varint(frame, 2 + len);
+  const records = [];
+  while (n-- > 0) {
+    const [size, start] = varint(frame, at);
+    records.push(frame.subarray(start, start + size));
+    at = start + size;
+  }
+  assert.equal(at, frame.length, 'batch frame has trailing bytes');
+  return records;
+}
+
+/** Publishes one event and reads the author's events over `nostrwire.v2`
+ *  at `url`, naming the dictionary set `hold` (hex) when given. */
+async function v2Session(url, event, pk, hold) {
+  const ws = await open(url, { protocols: ['nostrwire.v2', 'nostrwire.v1'] });
+  try {
+    assert.equal(ws.protocol, 'nostrwire.v2', `${url} answered ${ws.protocol || 'no subprotocol'}`);
+    const announced = await next(ws, (m) => Buffer.isBuffer(m) && m[0] === 0x07);
+    const relaySet = announced.subarray(1).toString('hex');
+    if (hold) ws.send(Buffer.concat([Buffer.from([0x08]), Buffer.from(hold, 'hex')]));
+    if (event) {
+      ws.send(eventFrame(event));
+      const ok = await next(ws, (m) => Buffer.isBuffer(m) && m[0] === 0x04 && m.subarray(1, 33).toString('hex') === event.id);
+      assert.equal(ok[33], 1, `v2 EVENT refused: ${ok.subarray(34).toString()}`);
+    }
+    ws.send(jsonFrame(['REQ', 'v2', { authors: [pk] }]));
+    const events = [];
+    let compressed = 0;
+    for (;;) {
+      const m = await next(ws, (f) => Buffer.isBuffer(f) && (f[0] === 0x06 || f[0] === 0x05 || f[0] === 0x00));
+      if (m[0] === 0x05) break;
+      if (m[0] === 0x00) {
+        const message = JSON.parse(m.subarray(1).toString());
+        if (message[0] === 'AUTH') continue;
+        throw new Error(`relay said ${JSON.stringify(message)}`);
+      }
+      for (const record of batchRecords(m, 'v2')) {
+        if (record[0] === 0x81) compressed++;
+        events.push(decodeEvent(new Uint8Array(record)));
+      }
+    }
+    return { events, compressed, relaySet };
+  } finally {
+    ws.close();
+  }
+}
+
+/** `nostrwire.v2` when the relay lists it in NIP-11: its dictionary set
+ *  fetched through the proxy, an event published and the author's events
+ *  read in batches through the proxy (holding the set) and directly
+ *  (holding none), against nostr-tools' JSON REQ. */
+async function v2(pk, published) {
+  const doc = JSON.parse((await get(PUBLIC_URL, { Accept: 'application/nostr+json' })).body);
+  if (!doc.nostrwire?.transports?.includes('nostrwire.v2')) return 'skipped: the relay does not offer nostrwire.v2';
+  const notes = [];
+  const sets = doc.nostrwire.dictionaries ?? [];
+  let hold;
+  useZstd(zstdDecoder);
+  for (const hex of sets) {
+    const r = await getBytes(`${PUBLIC_URL}/dictionaries/${hex}`);
+    assert.equal(r.status, 200, `/dictionaries/${hex}`);
+    assert.equal(createHash('sha256').update(r.body).digest('hex'), hex, 'the set is the one named');
+    assert.match(r.headers['cache-control'] ?? '', /immutable/, 'Cache-Control passed');
+    if (!hold) {
+      hold = hex;
+      useZstd(zstdDecoderWithDictionaries(new Uint8Array(r.body)));
+      notes.push(`set ${hex.slice(0, 8)}… (${r.body.length} B) fetched through the proxy`);
+    }
+  }
+  const sk = generateSecretKey();
+  const event = finalizeEvent(
+    { kind: 1, created_at: now(), tags: [['t', 'deploy-check'], ['client', 'v2']], content: `${'a longer note, so that the relay compresses its record. '.repeat(12)}✓` },
+    sk,
+  );
+  const viaProxy = await v2Session(PUBLIC_URL, event, getPublicKey(sk), hold);
+  if (hold) assert.equal(viaProxy.relaySet, hold, 'the relay announces the set NIP-11 lists first');
+  const direct = await v2Session(DIRECT_URL, null, getPublicKey(sk), null);
+  const tools = await ToolsRelay.connect(DIRECT_URL);
+  const json = plain(await collect(tools, [{ authors: [getPublicKey(sk)] }]));
+  tools.close();
+  assert.deepEqual(plain(viaProxy.events), json, 'v2 through the proxy');
+  assert.deepEqual(plain(direct.events), json, 'v2 directly');
+  assert.deepEqual(json.map((e) => e.id), [event.id]);
+  // The events of the v1 check, read again over v2.
+  const older = await v2Session(PUBLIC_URL, null, pk, hold);
+  assert.deepEqual(plain(older.events), plain([...published].reverse()));
+  notes.push(`${viaProxy.compressed + older.compressed} of ${viaProxy.events.length + older.events.length} records compressed through the proxy, ${direct.compressed} directly without the set`);
+  return notes.join('; ');
+}
+
 /** Subscribes through the proxy, stays silent for three ping intervals
  *  (`ws` answers pings itself), then expects a live event. */
 async function quietSubscription() {
@@ -381,9 +493,9 @@ async function has(file, n, url) {
   const r = await Relay.connect(url, { transport: 'binary' });
   const stored = [];
   for (let until = now() + 1; ; ) {
-    const page = await collect(r, [{ authors: [author], until, limit: 5000 }]);
+    const page = await collect(r, [{ authors: [author], until, limit: 1000 }], 60000);
     stored.push(...page);
-    if (page.length < 5000) break;
+    if (page.length < 1000) break;
     until = page[page.length - 1].created_at; // overlap by a second; deduplicated below
   }
   r.close();
