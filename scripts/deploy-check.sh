@@ -65,12 +65,13 @@ ok() { passed=$((passed + 1)); echo "ok - $*"; }
 fail() { failed=$((failed + 1)); echo "not ok - $*"; }
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() {
+# Waits until the relay on port $1 answers HTTP.
+wait_relay() {
     for _ in $(seq 200); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+        curl -sf -o /dev/null "http://127.0.0.1:$1/" && return 0
         sleep 0.05
     done
-    echo "nothing listens on port $1" >&2
+    echo "no relay answers on 127.0.0.1:$1" >&2
     return 1
 }
 # Replaces FROM by TO in FILE, failing when FROM is not there: a shipped
@@ -143,7 +144,7 @@ start_relay() {
     env "${environment[@]}" prlimit --nofile="$nofile" -- \
         setpriv --reuid="$run_user" --regid="$run_group" --clear-groups -- "${cmd[@]}" 2>>"$dir/relay.log" &
     relay_pid=$!
-    wait_port "$relay_port"
+    wait_relay "$relay_port"
 }
 # Stops it as systemd does: KillSignal, then up to TimeoutStopSec.
 stop_relay() {
@@ -319,25 +320,21 @@ for proxy in ${PROXIES:-nginx caddy}; do
     echo "   $(tail -1 "$dir/compact.log" | cut -d';' -f1)"
     echo "   $(cat "$dir/publisher.log")"
 
-    start_relay
-    if got=$(check has "$acks" "$total" "$public" 2>&1); then
-        ok "$proxy: after '$kill_signal' mid-publishing and a restart, all $total acknowledged events are there: $got"
-    else
-        fail "$proxy: after '$kill_signal' and a restart: $got"
-    fi
-    stop_relay
+    # Starts the relay, expects the first $1 acknowledged events through the
+    # proxy, stops it; $2 says what is checked.
+    expect_acked() {
+        start_relay
+        local got
+        if got=$(check has "$acks" "$1" "$public" 2>&1); then ok "$proxy: $2: $got"; else fail "$proxy: $2: $got"; fi
+        stop_relay
+    }
+    expect_acked "$total" "after '$kill_signal' mid-publishing and a restart, all $total acknowledged events are there"
 
     # Restore as docs/deploy.md says: the backup's directory in place of the data.
     mv "$dir/data" "$dir/data.old"
     cp -a "$dir/backups/1" "$dir/data"
     chown -R "$run_user:$run_group" "$dir/data"
-    start_relay
-    if got=$(check has "$acks" "$before_backup" "$public" 2>&1); then
-        ok "$proxy: the backup restores every event acknowledged before it began ($before_backup; $after_backup by its end): $got"
-    else
-        fail "$proxy: the restored backup: $got"
-    fi
-    stop_relay
+    expect_acked "$before_backup" "the backup restores every event acknowledged before it began ($before_backup; $after_backup by its end)"
     relay_pid=
     kill "$proxy_pid"
     wait "$proxy_pid" || true
