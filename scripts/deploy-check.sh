@@ -328,7 +328,12 @@ for proxy in ${PROXIES:-nginx caddy}; do
         if got=$(check has "$acks" "$1" "$public" 2>&1); then ok "$proxy: $2: $got"; else fail "$proxy: $2: $got"; fi
         stop_relay
     }
-    expect_acked "$total" "after '$kill_signal' mid-publishing and a restart, all $total acknowledged events are there"
+    # The upgrade steps of docs/deploy.md, with the same binary as the new one.
+    install -m 0755 "$bin" "$bin.new"
+    "$bin.new" relay --check-config -c "$dir/relay.toml" >/dev/null
+    cp "$bin" "$bin.old"
+    mv "$bin.new" "$bin"
+    expect_acked "$total" "after '$kill_signal' mid-publishing and the upgrade steps, all $total acknowledged events are there"
 
     # Restore as docs/deploy.md says: the backup's directory in place of the data.
     mv "$dir/data" "$dir/data.old"
