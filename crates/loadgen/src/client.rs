@@ -17,6 +17,7 @@ use tokio::time::timeout_at;
 
 use crate::rng::Rng;
 use crate::stats::{message_prefix, Failure};
+use crate::v2::{self, V2Conn};
 use crate::workload::Prepared;
 use crate::ws::{self, opcode, Admitted, Counters, WsReader, WsUrl, WsWriter};
 use crate::Error;
@@ -191,24 +192,37 @@ pub struct Conn {
     /// Subscriptions this connection has closed (recent ones), so that events
     /// still in flight for them are told apart from unexplained ones.
     closed_subs: std::collections::VecDeque<String>,
-    /// Speaks the `nostrwire.v1` binary transport.
+    /// Speaks the `nostrwire.v1` binary transport (or v2, with `v2`).
     pub binary: bool,
+    /// Speaks `nostrwire.v2`, holding the relay's dictionary set.
+    pub v2: Option<V2Conn>,
 }
 
 /// Classifies one data message by transport; `None` for a frame of the
 /// other transport (counted as an anomaly).
+/// On `nostrwire.v2` the relay's dictionary set, named again after it
+/// trained one, is taken in silently: records it cannot be sent arrive
+/// uncompressed.
 fn answer<'a>(
     binary: bool,
+    v2: bool,
     anomalies: &mut Anomalies,
     incoming: &Admitted<'a>,
 ) -> Option<Answer<'a>> {
     match incoming {
         Admitted::Text(t) if !binary => Some(Answer::Json(t)),
-        Admitted::Binary(b) if binary => Some(match transport::decode_relay(b, &WIRE_LIMITS) {
-            Ok(RelayFrame::Json(j)) => Answer::Json(j),
-            Ok(frame) => Answer::Frame(frame),
-            Err(_) => Answer::Bad,
-        }),
+        Admitted::Binary(b) if binary => {
+            let decoded = match v2 {
+                true => transport::decode_relay_v2(b, &WIRE_LIMITS),
+                false => transport::decode_relay(b, &WIRE_LIMITS),
+            };
+            Some(match decoded {
+                Ok(RelayFrame::Json(j)) => Answer::Json(j),
+                Ok(RelayFrame::DictionarySet(_)) => return None,
+                Ok(frame) => Answer::Frame(frame),
+                Err(_) => Answer::Bad,
+            })
+        }
         Admitted::Text(_) => {
             anomalies.add("text_frame");
             None
@@ -269,6 +283,37 @@ fn check_event<E: SignedFields>(
     }
 }
 
+/// Checks every record of a `nostrwire.v2` batch (decompressed with the
+/// held set), as [`check_event`] checks one event.
+fn check_batch(
+    v2: &mut V2Conn,
+    rng: &mut Rng,
+    anomalies: &mut Anomalies,
+    frame: &[u8],
+    query: &Query,
+    missing: &mut HashSet<EventId>,
+    problem: &mut Option<Failure>,
+) {
+    let Ok(RelayFrame::Batch { records, .. }) = transport::decode_relay_v2(frame, &WIRE_LIMITS)
+    else {
+        anomalies.add("unparseable_message");
+        return;
+    };
+    for stored in records.records() {
+        let event = v2
+            .decompressor
+            .record(stored, &WIRE_LIMITS)
+            .and_then(|r| nostrwire_wire::EventView::decode_with(r, &WIRE_LIMITS));
+        let Ok(event) = event else {
+            anomalies.add("unreadable_record");
+            *problem = problem.take().or(Some(Failure::InvalidEvent));
+            continue;
+        };
+        missing.remove(event.id());
+        check_event(rng, anomalies, query, &event, event.content(), problem);
+    }
+}
+
 /// A relay message from either transport, for matching answers. Lives for
 /// one read, on the stack, so the size of the decoded frame does not matter.
 #[allow(clippy::large_enum_variant)]
@@ -309,7 +354,7 @@ impl Conn {
         )
         .await
         .map_err(|_| Error::Handshake("timed out".into()))??;
-        Ok(Conn {
+        let mut conn = Conn {
             reader,
             writer,
             anomalies: Anomalies::default(),
@@ -317,7 +362,45 @@ impl Conn {
             next_sub: 0,
             closed_subs: std::collections::VecDeque::new(),
             binary: target.url.binary,
-        })
+            v2: None,
+        };
+        if target.url.v2 {
+            timeout_at(deadline, conn.hold_relay_set(&target.url))
+                .await
+                .map_err(|_| Error::Handshake("no dictionary set frame".into()))??;
+        }
+        Ok(conn)
+    }
+
+    /// `nostrwire.v2`: reads the relay's first frame, its dictionary set,
+    /// and holds that set (fetched once per process).
+    async fn hold_relay_set(&mut self, url: &WsUrl) -> Result<(), Error> {
+        let named = loop {
+            match self.reader.next().await? {
+                Admitted::Binary(b) => match transport::decode_relay_v2(b, &WIRE_LIMITS) {
+                    Ok(RelayFrame::DictionarySet(set)) => break set,
+                    _ => {
+                        return Err(Error::Handshake(
+                            "a nostrwire.v2 relay must name its dictionary set first".into(),
+                        ))
+                    }
+                },
+                Admitted::Close(_) => return Err(Error::Disconnected),
+                _ => continue,
+            }
+        };
+        let set = match named {
+            Some(hash) => {
+                let set = v2::dictionary_set(url, &hash).await?;
+                let mut frame = Vec::with_capacity(33);
+                transport::write_hold(&mut frame, &[hash]);
+                self.writer.send_binary(&frame).await?;
+                Some(set)
+            }
+            None => None,
+        };
+        self.v2 = Some(V2Conn::new(set)?);
+        Ok(())
     }
 
     /// Sends a NIP-01 message given as JSON: a text frame, or a `0x00`
@@ -368,7 +451,7 @@ impl Conn {
                 }
                 Admitted::Pong(_) => continue,
                 Admitted::Close(_) => return Err(Failure::ConnectionLost),
-                data => match answer(self.binary, &mut self.anomalies, &data) {
+                data => match answer(self.binary, self.v2.is_some(), &mut self.anomalies, &data) {
                     Some(Answer::Json(t)) => t,
                     Some(Answer::Frame(RelayFrame::Ok {
                         id: event_id,
@@ -451,13 +534,38 @@ impl Conn {
                     unescaped_len(data)
                 }
             };
+            // nostrwire.v2: a batch is counted from its header; one in
+            // CHECK_EVERY is checked record by record.
+            if let Some(n) = self.v2.as_ref().and_then(|_| v2::batch_len(data, &sub)) {
+                got.events += n;
+                got.bytes += size;
+                got.unescaped += size;
+                if check_all || self.rng.below(CHECK_EVERY) == 0 {
+                    let v2 = self.v2.as_mut().expect("v2");
+                    check_batch(
+                        v2,
+                        &mut self.rng,
+                        &mut self.anomalies,
+                        data,
+                        query,
+                        &mut missing,
+                        &mut problem,
+                    );
+                }
+                continue;
+            }
             if !check_all && data.starts_with(&event_prefix) && self.rng.below(CHECK_EVERY) != 0 {
                 got.events += 1;
                 got.bytes += size;
                 got.unescaped += plain(data);
                 continue;
             }
-            let text = match answer(self.binary, &mut self.anomalies, &incoming) {
+            let text = match answer(
+                self.binary,
+                self.v2.is_some(),
+                &mut self.anomalies,
+                &incoming,
+            ) {
                 Some(Answer::Json(t)) => t,
                 Some(Answer::Frame(RelayFrame::Event {
                     subscription_id,
@@ -478,9 +586,14 @@ impl Conn {
                     continue;
                 }
                 Some(Answer::Frame(RelayFrame::Eose(s))) if s == sub => break start.elapsed(),
-                Some(Answer::Frame(RelayFrame::Event {
-                    subscription_id, ..
-                })) if self.closed_subs.iter().any(|c| c == subscription_id) => {
+                Some(Answer::Frame(
+                    RelayFrame::Event {
+                        subscription_id, ..
+                    }
+                    | RelayFrame::Batch {
+                        subscription_id, ..
+                    },
+                )) if self.closed_subs.iter().any(|c| c == subscription_id) => {
                     self.anomalies.add("event_after_close");
                     continue;
                 }

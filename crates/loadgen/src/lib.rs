@@ -37,6 +37,7 @@ pub mod runner;
 pub mod scenario;
 pub mod stats;
 pub mod sync;
+pub mod v2;
 pub mod workload;
 pub mod ws;
 

@@ -29,7 +29,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 
-use nostrwire_wire::transport::SUBPROTOCOL;
+use nostrwire_wire::transport::{SUBPROTOCOL, SUBPROTOCOL_V2};
 
 use crate::rng::Rng;
 use crate::Error;
@@ -69,8 +69,11 @@ pub struct WsUrl {
     pub port: u16,
     /// Request target, at least `/`.
     pub path: String,
-    /// Ask for the `nostrwire.v1` binary transport (URL written `binary+ws://…`).
+    /// Ask for the `nostrwire.v1` binary transport (URL written
+    /// `binary+ws://…`), or v2 when `v2` is set too.
     pub binary: bool,
+    /// Ask for the `nostrwire.v2` binary transport (URL written `v2+ws://…`).
+    pub v2: bool,
     /// Offer permessage-deflate (URL written `deflate+ws://…`, or
     /// `deflate-nct+ws://…` for no context takeover in either direction).
     pub deflate: Option<DeflateConfig>,
@@ -87,16 +90,23 @@ impl WsUrl {
     /// Prefixes choose how to speak to the same relay, and combine
     /// (`binary+deflate+ws://…`):
     /// - `binary+`: the `nostrwire.v1` binary transport (spec/transport.md);
+    /// - `v2+`: the `nostrwire.v2` binary transport (batches, records as
+    ///   stored; the client fetches and holds the relay's dictionary set);
     /// - `deflate+`: offer permessage-deflate with context takeover;
     /// - `deflate-nct+`: offer it without context takeover (both sides reset
     ///   their window after every message).
     pub fn parse(url: &str) -> Result<WsUrl, Error> {
         let mut binary = false;
+        let mut v2 = false;
         let mut deflate = None;
         let mut url = url;
         loop {
             if let Some(rest) = url.strip_prefix("binary+") {
                 binary = true;
+                url = rest;
+            } else if let Some(rest) = url.strip_prefix("v2+") {
+                binary = true;
+                v2 = true;
                 url = rest;
             } else if let Some(rest) = url.strip_prefix("deflate+") {
                 deflate = Some(DeflateConfig::default());
@@ -143,9 +153,18 @@ impl WsUrl {
             port,
             path,
             binary,
+            v2,
             deflate,
             source: None,
         })
+    }
+
+    /// The subprotocol a binary URL asks for.
+    pub fn subprotocol(&self) -> &'static str {
+        match self.v2 {
+            true => SUBPROTOCOL_V2,
+            false => SUBPROTOCOL,
+        }
     }
 
     fn host_header(&self) -> String {
@@ -366,7 +385,7 @@ pub async fn connect(
     }
     let key = base64(&key_bytes);
     let mut protocol = if url.binary {
-        format!("Sec-WebSocket-Protocol: {SUBPROTOCOL}\r\n")
+        format!("Sec-WebSocket-Protocol: {}\r\n", url.subprotocol())
     } else {
         String::new()
     };
@@ -461,7 +480,7 @@ fn check_response(
             if name.eq_ignore_ascii_case("sec-websocket-accept") {
                 accept_ok = value == expected_accept;
             } else if name.eq_ignore_ascii_case("sec-websocket-protocol") {
-                if !binary || value != SUBPROTOCOL {
+                if !binary || value != url.subprotocol() {
                     return Err(Error::Handshake(format!(
                         "unrequested subprotocol `{value}`"
                     )));
@@ -488,7 +507,8 @@ fn check_response(
     }
     if !protocol_ok {
         return Err(Error::Handshake(format!(
-            "the relay does not speak the {SUBPROTOCOL} binary transport"
+            "the relay does not speak the {} binary transport",
+            url.subprotocol()
         )));
     }
     match (&url.deflate, extensions) {
@@ -529,6 +549,8 @@ mod tests {
         let u = WsUrl::parse("binary+deflate+ws://127.0.0.1:7777").unwrap();
         assert!(u.binary);
         assert_eq!(u.deflate, Some(DeflateConfig::default()));
+        let u = WsUrl::parse("v2+deflate+ws://127.0.0.1:7777").unwrap();
+        assert!(u.binary && u.v2 && u.subprotocol() == "nostrwire.v2");
         let u = WsUrl::parse("deflate-nct+ws://127.0.0.1:7777").unwrap();
         let d = u.deflate.unwrap();
         assert!(!u.binary && !d.server_context_takeover && !d.client_context_takeover);

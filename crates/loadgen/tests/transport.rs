@@ -1,6 +1,6 @@
-//! The publish and query scenarios over the `nostrwire.v1` binary transport
-//! (`binary+ws://`) against our relay, next to the same run over JSON, and
-//! the dump scenario with and without permessage-deflate.
+//! The publish and query scenarios over the binary transports
+//! (`binary+ws://`, `v2+ws://`) against our relay, next to the same run
+//! over JSON, and the dump scenario with and without permessage-deflate.
 
 mod common;
 
@@ -58,13 +58,9 @@ async fn run(
 async fn publish_and_query_over_both_transports() {
     // The same events through each transport, each into a fresh relay.
     let mut publish_bytes = Vec::new();
-    for binary in [false, true] {
+    for prefix in ["", "binary+", "v2+"] {
         let (relay, _dir) = common::start_relay();
-        let url = format!(
-            "{}ws://{}",
-            if binary { "binary+" } else { "" },
-            relay.local_addr()
-        );
+        let url = format!("{prefix}ws://{}", relay.local_addr());
         let (o, out, _) = run(&url, Scenario::Publish, events(1, 200), vec![]).await;
         assert_eq!(o.status, Status::Completed, "{:?}", o.notes);
         let s = &o.ops["publish"];
@@ -95,6 +91,7 @@ async fn publish_and_query_over_both_transports() {
     }
     // The nwb frames are smaller than the JSON messages for the same events.
     assert!(publish_bytes[1] < publish_bytes[0], "{publish_bytes:?}");
+    assert!(publish_bytes[2] < publish_bytes[0], "{publish_bytes:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -103,7 +100,7 @@ async fn dump_returns_the_same_events_with_fewer_bytes_under_deflate() {
     let addr = relay.local_addr();
     let seeds = events(5, 300);
     let mut received = Vec::new();
-    for prefix in ["", "deflate+", "deflate-nct+", "binary+deflate+"] {
+    for prefix in ["", "deflate+", "deflate-nct+", "binary+deflate+", "v2+"] {
         let url = format!("{prefix}ws://{addr}");
         let (o, _, bytes_in) = run(&url, Scenario::Dump, vec![], seeds.clone()).await;
         assert_eq!(o.status, Status::Completed, "{:?}", o.notes);

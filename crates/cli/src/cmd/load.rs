@@ -13,8 +13,10 @@ use nostrwire_loadgen::{report, Error, Scenario, Settings};
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Relay to load (`ws://host:port[/path]`); the baseline of every ratio.
-    /// Write `binary+ws://…` to speak the nostrwire.v1 binary transport
-    /// (publish, query, dump, mixed, concurrent, large and connections only),
+    /// Write `binary+ws://…` to speak the nostrwire.v1 binary transport, or
+    /// `v2+ws://…` for nostrwire.v2 (the relay's dictionary set fetched and
+    /// held) (publish, query, dump, mixed, concurrent, large and connections
+    /// only),
     /// `deflate+ws://…` or `deflate-nct+ws://…` to offer permessage-deflate
     /// with or without context takeover; prefixes combine.
     #[arg(long)]
