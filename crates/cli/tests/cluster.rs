@@ -319,6 +319,146 @@ fn assert_none_lost(cluster: &Cluster, nodes: &[usize], published: &[Published])
     acknowledged.len()
 }
 
+/// A node whose writer is held up (another process holds its database's
+/// write lock) answers a second copy of an event it has passed to the
+/// writer but not applied yet as what it is: an event the stream holds,
+/// `OK true`, not the store's verdict on an event it has not stored yet.
+#[test]
+fn a_second_copy_is_answered_truly_while_the_node_is_behind() {
+    let _one = one_at_a_time();
+    let Some(cluster) = Cluster::start(1) else {
+        return;
+    };
+    let node = &cluster.nodes[0];
+    let url = node.url();
+    let rt = runtime();
+    let (mut first, mut second) = rt.block_on(async { (connect(&url).await, connect(&url).await) });
+    rt.block_on(async {
+        let before = event(30, 1, &[], "before", 0);
+        assert!(publish(&mut first, &before).await.accepted);
+    });
+
+    // SAFETY: a second process's use of an LMDB environment, as LMDB
+    // documents it (the map is the larger of this size and the node's).
+    let env = unsafe {
+        heed::EnvOpenOptions::new()
+            .map_size(1 << 30)
+            .open(&node.data)
+    }
+    .unwrap();
+    let lock = env.write_txn().unwrap();
+    let note = event(30, 1, &[], "held up", 0);
+    let again = rt.block_on(async {
+        let mut out = Vec::new();
+        write::client_event(&mut out, &note);
+        first
+            .send(Message::text(String::from_utf8(out).unwrap()))
+            .await
+            .unwrap();
+        // The stream's reader hands the note to the writer, which waits.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        publish(&mut second, &note).await
+    });
+    assert!(again.accepted, "{again:?}");
+    assert_eq!(again.message, "", "{again:?}");
+
+    // Let go: the first copy is stored and answered.
+    drop(lock);
+    drop(env);
+    rt.block_on(async {
+        loop {
+            let text = next_text(&mut first, Duration::from_secs(20))
+                .await
+                .expect("the first copy's OK");
+            if let Ok(RelayMessage::Ok {
+                event_id,
+                accepted,
+                message,
+            }) = RelayMessage::parse(text.as_bytes())
+            {
+                assert_eq!(event_id, note.id);
+                assert!(accepted && message.is_empty(), "{message}");
+                break;
+            }
+        }
+        let mut by_id = Filter::new();
+        by_id.ids = Some(vec![note.id]);
+        assert_eq!(query(&mut second, by_id).await, vec![note.id]);
+    });
+}
+
+/// With NATS not reading (every server stopped with SIGSTOP), a flood of
+/// ephemeral events fills their own bounded queue and the excess is
+/// dropped and counted in `/metrics`; a stored event sent after them is
+/// still answered by its deadline, counted from when the relay read it.
+#[test]
+fn ephemeral_events_never_hold_up_a_stored_event() {
+    let _one = one_at_a_time();
+    let Some(cluster) = Cluster::start(1) else {
+        return;
+    };
+    let node = &cluster.nodes[0];
+    let url = node.url();
+    let rt = runtime();
+    let mut stored = rt.block_on(connect(&url));
+    rt.block_on(async {
+        let before = event(31, 1, &[], "before", 0);
+        assert!(publish(&mut stored, &before).await.accepted);
+    });
+    for nats in &cluster.nats {
+        nats.pause();
+    }
+    // More than NATS's socket and the client's buffers hold: 4,000 events
+    // of 16 KiB, their OKs read as they come.
+    let filler = "x".repeat(16 << 10);
+    let flood: Vec<String> = (0..4000)
+        .map(|i| {
+            let mut out = Vec::new();
+            write::client_event(&mut out, &event(32, 20001, &[], &format!("{i}{filler}"), 0));
+            String::from_utf8(out).unwrap()
+        })
+        .collect();
+    let (answer, took) = rt.block_on(async {
+        let (mut tx, mut rx) = futures_util::StreamExt::split(connect(&url).await);
+        let reader = tokio::spawn(async move {
+            let mut oks = 0;
+            while let Ok(Some(Ok(_))) = tokio::time::timeout(
+                Duration::from_secs(10),
+                futures_util::StreamExt::next(&mut rx),
+            )
+            .await
+            {
+                oks += 1;
+            }
+            oks
+        });
+        for message in flood {
+            tx.send(Message::text(message)).await.unwrap();
+        }
+        let note = event(31, 1, &[], "behind the ephemeral events", 0);
+        let started = Instant::now();
+        let answer = publish(&mut stored, &note).await;
+        let took = started.elapsed();
+        drop(tx);
+        reader.abort();
+        (answer, took)
+    });
+    // NATS takes nothing: refused, by the deadline (3 s) and not later.
+    assert!(!answer.accepted, "{answer:?}");
+    assert!(
+        answer.message.starts_with("error: cluster unavailable"),
+        "{answer:?}"
+    );
+    assert!(took < Duration::from_secs(6), "answered after {took:?}");
+    let dropped = node
+        .gauge("ephemeral_send_dropped_total")
+        .expect("the counter of dropped ephemeral events");
+    assert!(dropped > 0, "no ephemeral event dropped");
+    for nats in &cluster.nats {
+        nats.resume();
+    }
+}
+
 #[test]
 fn kill_9_of_the_stream_leader_loses_no_acknowledged_event() {
     let _one = one_at_a_time();

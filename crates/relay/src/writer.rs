@@ -59,32 +59,24 @@ impl Committed<Ticket> for Answers {
                 .metrics
                 .write_seconds
                 .observe(ticket.received.elapsed().as_secs_f64());
-            let reply = &ticket.reply;
+            // Counted before the answer: a publisher that reads the
+            // counters after its OK sees its event.
             match verdict {
-                Verdict::Stored(serial) => {
+                Verdict::Stored(_) => {
                     shared.metrics.events_stored.fetch_add(1, Ordering::Relaxed);
                     shared
                         .metrics
                         .json_bytes_stored
                         .fetch_add(event.json().len() as u64, Ordering::Relaxed);
-                    reply.send_ok(event.id(), true, "");
-                    live.push(Arc::new(LiveEvent { serial, event }));
                 }
-                Verdict::Duplicate => {
-                    reply.send_ok(event.id(), true, "duplicate: already have this event");
-                }
-                Verdict::Superseded => {
-                    shared.metrics.rejected("superseded");
-                    reply.send_ok(
-                        event.id(),
-                        false,
-                        "duplicate: a newer version of this event is stored",
-                    );
-                }
-                Verdict::Deleted => {
-                    shared.metrics.rejected("deleted");
-                    reply.send_ok(event.id(), false, "blocked: this event was deleted");
-                }
+                Verdict::Duplicate => {}
+                Verdict::Superseded => shared.metrics.rejected("superseded"),
+                Verdict::Deleted => shared.metrics.rejected("deleted"),
+            }
+            let (accepted, message) = answer(&verdict);
+            ticket.reply.send_ok(event.id(), accepted, message);
+            if let Verdict::Stored(serial) = verdict {
+                live.push(Arc::new(LiveEvent { serial, event }));
             }
         }
         if !live.is_empty() {
@@ -96,9 +88,28 @@ impl Committed<Ticket> for Answers {
         let shared = &*self.shared;
         for (event, ticket) in batch {
             shared.metrics.rejected("storage_error");
-            ticket
-                .reply
-                .send_ok(event.id(), false, "error: could not store the event");
+            ticket.reply.send_ok(event.id(), false, STORAGE_ERROR);
         }
+    }
+
+    fn applied(&mut self, sequence: u64) {
+        if let Some(cluster) = &self.shared.cluster {
+            cluster.applied(sequence);
+        }
+    }
+}
+
+/// The answer to a publisher whose event failed to be stored.
+pub const STORAGE_ERROR: &str = "error: could not store the event";
+
+/// The `OK` a publisher gets for what the store did with its event: the
+/// one mapping, for a single relay's events and for a cluster's (whose
+/// publishers may learn the verdict from the store after the fact).
+pub fn answer(verdict: &Verdict) -> (bool, &'static str) {
+    match verdict {
+        Verdict::Stored(_) => (true, ""),
+        Verdict::Duplicate => (true, "duplicate: already have this event"),
+        Verdict::Superseded => (false, "duplicate: a newer version of this event is stored"),
+        Verdict::Deleted => (false, "blocked: this event was deleted"),
     }
 }

@@ -64,6 +64,11 @@ pub trait Committed<T>: Send {
 
     /// The batch's transaction failed: none of it is stored.
     fn failed(&mut self, batch: Vec<(Admitted, T)>, error: &StoreError);
+
+    /// The batch just committed (after [`Committed::committed`]) carried
+    /// log positions ([`Submission::sequence`]): the store is applied up to
+    /// `sequence`, as [`EventStore::applied_sequence`] now reads.
+    fn applied(&mut self, _sequence: u64) {}
 }
 
 /// How the writer batches.
@@ -231,14 +236,19 @@ fn commit<T>(
         None => store.submit(&events, now()),
     };
     match submitted {
-        Ok(verdicts) => answer.committed(
-            events
-                .into_iter()
-                .zip(tickets)
-                .zip(verdicts)
-                .map(|((event, ticket), verdict)| (event, ticket, verdict))
-                .collect(),
-        ),
+        Ok(verdicts) => {
+            answer.committed(
+                events
+                    .into_iter()
+                    .zip(tickets)
+                    .zip(verdicts)
+                    .map(|((event, ticket), verdict)| (event, ticket, verdict))
+                    .collect(),
+            );
+            if let Some(sequence) = sequence {
+                answer.applied(sequence);
+            }
+        }
         Err(e) => {
             tracing::error!("write failed: {e}");
             answer.failed(events.into_iter().zip(tickets).collect(), &e);

@@ -78,6 +78,27 @@ impl Nats {
         self.kill();
         self.spawn();
     }
+
+    /// SIGSTOP (`resume` is SIGCONT): the server reads and answers nothing
+    /// while its connections stay open, as a server far behind would.
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        if let Some(child) = &self.child {
+            let status = Command::new("kill")
+                .arg(signal)
+                .arg(child.id().to_string())
+                .status()
+                .unwrap();
+            assert!(status.success());
+        }
+    }
 }
 
 impl Drop for Nats {

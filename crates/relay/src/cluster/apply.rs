@@ -45,14 +45,20 @@ const BATCH: usize = 500;
 
 /// Reads the stream until the node stops.
 pub(super) async fn run(state: Arc<State>) {
-    while !state.stopping.load(Ordering::Relaxed) {
+    loop {
         let Some(context) = state.ready().await else {
             return;
         };
         let start = lock(&state).forwarded + 1;
-        if let Err(e) = consume(&state, &context, start).await {
+        let result = tokio::select! {
+            result = consume(&state, &context, start) => result,
+            () = state.stop.cancelled() => return,
+        };
+        if let Err(e) = result {
             tracing::warn!("reading the cluster stream from {start}: {e}; starting again");
-            tokio::time::sleep(Duration::from_millis(250)).await;
+            if !state.pause(Duration::from_millis(250)).await {
+                return;
+            }
         }
     }
 }
@@ -106,7 +112,7 @@ async fn consume(
         state
             .stream_last
             .fetch_max(sequence + info.pending, Ordering::Relaxed);
-        if state.stopping.load(Ordering::Relaxed) {
+        if state.stop.is_cancelled() {
             return Ok(());
         }
         match forward(state, sequence, &message.payload) {

@@ -21,13 +21,15 @@ mod error;
 mod publish;
 pub mod status;
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use async_nats::jetstream;
 use crossbeam_channel::Sender;
-use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
+use tokio::sync::mpsc::{self, unbounded_channel, UnboundedSender};
+use tokio::sync::{watch, Notify};
+use tokio_util::sync::CancellationToken;
 
 pub use error::ClusterError;
 pub use status::{read_status, ClusterStatus, NodeStatus};
@@ -35,7 +37,11 @@ pub use status::{read_status, ClusterStatus, NodeStatus};
 use crate::config::ClusterSettings;
 use crate::msg::{Accepted, FanoutMsg, WriterMsg};
 use crate::store::EventStore;
-use publish::{Publication, Waiters};
+use publish::Waiters;
+
+/// Ephemeral events waiting for NATS: beyond this many, new ones are
+/// dropped (and counted) rather than delay anything else.
+const EPHEMERAL_QUEUE: usize = 1024;
 
 /// Header naming the node that published a message.
 const NODE_HEADER: &str = "Nostrwire-Node";
@@ -76,19 +82,29 @@ struct State {
     fanout_tx: Sender<FanoutMsg>,
     /// Set once connected and the stream exists.
     context: OnceLock<jetstream::Context>,
+    /// Woken when `context` is set.
+    connected: Notify,
     /// Publishers waiting for their event to be applied, and the highest
     /// stream sequence handed to the writer (changed together).
     waiters: Mutex<Waiters>,
     /// The stream's last sequence as last seen (acks, deliveries, stream
     /// info).
     stream_last: AtomicU64,
-    /// The sequence the store is applied up to, as last read.
-    applied: AtomicU64,
+    /// The sequence the store is applied up to, as the writer reports it
+    /// after each commit ([`Cluster::applied`]): publishers wait on it.
+    applied: watch::Sender<u64>,
     /// Events refused because the stream did not acknowledge them.
     refused: AtomicU64,
     /// Ephemeral events received from other nodes.
     ephemeral_in: AtomicU64,
-    stopping: AtomicBool,
+    /// Ephemeral events not sent to the other nodes: the queue to NATS was
+    /// full, or the node was not connected.
+    ephemeral_out_dropped: AtomicU64,
+    /// Other nodes' ephemeral events not delivered here: fan-out's queue
+    /// was full.
+    ephemeral_in_dropped: AtomicU64,
+    /// Cancelled by [`Cluster::shutdown`]: every task ends on it.
+    stop: CancellationToken,
 }
 
 impl std::fmt::Debug for State {
@@ -104,13 +120,23 @@ impl State {
     /// The JetStream context, once connected.
     async fn ready(&self) -> Option<jetstream::Context> {
         loop {
+            // Made before the check: a wakeup in between is not missed.
+            let connected = self.connected.notified();
             if let Some(context) = self.context.get() {
                 return Some(context.clone());
             }
-            if self.stopping.load(Ordering::Relaxed) {
-                return None;
+            tokio::select! {
+                () = connected => {}
+                () = self.stop.cancelled() => return None,
             }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Waits `time` unless the node stops first (then false).
+    async fn pause(&self, time: Duration) -> bool {
+        tokio::select! {
+            () = tokio::time::sleep(time) => true,
+            () = self.stop.cancelled() => false,
         }
     }
 
@@ -125,7 +151,10 @@ impl State {
 #[derive(Debug)]
 pub struct Cluster {
     state: Arc<State>,
-    publish_tx: UnboundedSender<Publication>,
+    publish_tx: UnboundedSender<Accepted>,
+    /// Ephemeral events to NATS, on a path of their own: bounded, and
+    /// never in front of a stored event.
+    ephemeral_tx: mpsc::Sender<Vec<u8>>,
     runtime: Mutex<Option<tokio::runtime::Runtime>>,
 }
 
@@ -164,15 +193,20 @@ impl Cluster {
             writer_tx: links.writer_tx,
             fanout_tx: links.fanout_tx,
             context: OnceLock::new(),
+            connected: Notify::new(),
             waiters: Mutex::new(Waiters::new(applied)),
             stream_last: AtomicU64::new(applied),
-            applied: AtomicU64::new(applied),
+            applied: watch::Sender::new(applied),
             refused: AtomicU64::new(0),
             ephemeral_in: AtomicU64::new(0),
-            stopping: AtomicBool::new(false),
+            ephemeral_out_dropped: AtomicU64::new(0),
+            ephemeral_in_dropped: AtomicU64::new(0),
+            stop: CancellationToken::new(),
         });
         let (publish_tx, publish_rx) = unbounded_channel();
         runtime.spawn(publish::run(state.clone(), publish_rx));
+        let (ephemeral_tx, ephemeral_rx) = mpsc::channel(EPHEMERAL_QUEUE);
+        runtime.spawn(ephemeral::publish(state.clone(), ephemeral_rx));
         let s = state.clone();
         runtime.spawn(async move {
             let Some(client) = connect(&s).await else {
@@ -191,6 +225,7 @@ impl Cluster {
         Ok(Cluster {
             state,
             publish_tx,
+            ephemeral_tx,
             runtime: Mutex::new(Some(runtime)),
         })
     }
@@ -203,10 +238,8 @@ impl Cluster {
     /// Publishes an admitted event; its publisher gets `OK` when this node
     /// applies it, or `OK false` when the stream does not take it.
     pub fn publish(&self, accepted: Accepted) {
-        if let Err(e) = self.publish_tx.send(Publication::Event(Box::new(accepted))) {
-            let Publication::Event(accepted) = e.0 else {
-                return;
-            };
+        if let Err(e) = self.publish_tx.send(accepted) {
+            let accepted = e.0;
             accepted.ticket.reply.send_ok(
                 accepted.event.id(),
                 false,
@@ -215,11 +248,23 @@ impl Cluster {
         }
     }
 
-    /// Sends an ephemeral event's record to the other nodes.
+    /// Sends an ephemeral event's record to the other nodes, at most once:
+    /// when the queue to NATS is full it is dropped, and counted.
     pub fn publish_ephemeral(&self, record: &[u8]) {
-        let _ = self
-            .publish_tx
-            .send(Publication::Ephemeral(record.to_vec()));
+        if self.ephemeral_tx.try_send(record.to_vec()).is_err() {
+            self.state
+                .ephemeral_out_dropped
+                .fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The writer has committed the stream up to `sequence`.
+    pub fn applied(&self, sequence: u64) {
+        self.state.applied.send_if_modified(|applied| {
+            let newer = sequence > *applied;
+            *applied = (*applied).max(sequence);
+            newer
+        });
     }
 
     /// Appends the cluster's metrics (Prometheus text).
@@ -231,7 +276,7 @@ impl Cluster {
     /// reader feeds it). Publishers still waiting get no answer; their
     /// connections are closed by then.
     pub fn shutdown(&self) {
-        self.state.stopping.store(true, Ordering::Relaxed);
+        self.state.stop.cancel();
         let runtime = self
             .runtime
             .lock()
@@ -256,10 +301,9 @@ async fn connect(state: &State) -> Option<async_nats::Client> {
             Ok(client) => break client,
             Err(e) => {
                 tracing::warn!("cannot connect to NATS ({e}); retrying");
-                if state.stopping.load(Ordering::Relaxed) {
+                if !state.pause(Duration::from_secs(1)).await {
                     return None;
                 }
-                tokio::time::sleep(Duration::from_secs(1)).await;
             }
         }
     };
@@ -273,14 +317,14 @@ async fn connect(state: &State) -> Option<async_nats::Client> {
             Ok(()) => break,
             Err(e) => {
                 tracing::warn!("cluster stream {}: {e}; retrying", settings.stream);
-                if state.stopping.load(Ordering::Relaxed) {
+                if !state.pause(Duration::from_secs(1)).await {
                     return None;
                 }
-                tokio::time::sleep(Duration::from_secs(1)).await;
             }
         }
     }
     let _ = state.context.set(context);
+    state.connected.notify_waiters();
     tracing::info!(node = state.node, "connected to the cluster");
     Some(client)
 }

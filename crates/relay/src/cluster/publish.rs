@@ -9,31 +9,22 @@
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_nats::jetstream;
 use async_nats::jetstream::context::PublishAckFuture;
 use async_nats::jetstream::message::PublishMessage;
-use async_nats::HeaderMap;
 use bytes::Bytes;
 use nostrwire_event::EventId;
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use super::{ephemeral_subject, events_subject, State, NODE_HEADER};
+use super::{events_subject, State, NODE_HEADER};
 use crate::msg::Accepted;
-use crate::store::Presence;
+use crate::store::{Presence, Verdict};
+use crate::writer::STORAGE_ERROR;
 
 /// Pause before publishing again an event the stream did not acknowledge.
 const RETRY_AFTER: Duration = Duration::from_millis(100);
-
-/// What the ingest workers hand to the publisher.
-#[derive(Debug)]
-pub(super) enum Publication {
-    /// An admitted event, for the stream.
-    Event(Box<Accepted>),
-    /// An ephemeral event's record, for the other nodes' subscribers.
-    Ephemeral(Vec<u8>),
-}
 
 /// The publishers of this node waiting for their events, and how far the
 /// stream has been handed to the writer. One lock for both: an
@@ -89,25 +80,12 @@ impl Waiters {
     }
 }
 
-/// Publishes what the ingest workers hand over until the node stops.
-pub(super) async fn run(state: Arc<State>, mut inbox: UnboundedReceiver<Publication>) {
+/// Publishes the events the ingest workers hand over until the node stops.
+/// (Ephemeral events take a path of their own, `ephemeral.rs`.)
+pub(super) async fn run(state: Arc<State>, mut inbox: UnboundedReceiver<Accepted>) {
     let subject = events_subject(&state.settings.stream);
-    let ephemeral = ephemeral_subject(&state.settings.stream);
-    while let Some(publication) = inbox.recv().await {
-        match publication {
-            Publication::Event(accepted) => publish_event(&state, &subject, *accepted).await,
-            Publication::Ephemeral(record) => {
-                let Some(context) = state.context.get() else {
-                    continue;
-                };
-                let mut headers = HeaderMap::new();
-                headers.insert(NODE_HEADER, state.node.as_str());
-                let _ = context
-                    .client()
-                    .publish_with_headers(ephemeral.clone(), headers, Bytes::from(record))
-                    .await;
-            }
-        }
+    while let Some(accepted) = inbox.recv().await {
+        publish_event(&state, &subject, accepted).await;
     }
 }
 
@@ -117,8 +95,11 @@ async fn publish_event(state: &Arc<State>, subject: &str, accepted: Accepted) {
         return refuse(state, accepted, "not connected to NATS");
     };
     let payload = Bytes::copy_from_slice(accepted.event.record());
+    // The client's clock: from the moment its message was read, not from
+    // the moment this task got to it.
+    let deadline =
+        tokio::time::Instant::from_std(accepted.ticket.received) + state.publish_timeout();
     let token = lock(state).insert(accepted);
-    let deadline = tokio::time::Instant::now() + state.publish_timeout();
     match send(state, context, subject, &id, payload.clone(), deadline).await {
         Ok(ack) => {
             let (state, context, subject) = (state.clone(), context.clone(), subject.to_string());
@@ -201,49 +182,66 @@ async fn confirm(
         }
     };
     match passed {
-        Some(accepted) => answer_applied(state, context, accepted, sequence).await,
-        None => answer_if_unapplied(state, id, token).await,
+        Some(accepted) => answer_applied(state, context, accepted, sequence, deadline).await,
+        None => answer_if_unapplied(state, id, token, deadline).await,
     }
 }
 
 /// The stream's reader answers an acknowledged event once it hands it to
 /// the writer. When it is late (its consumer being created again after a
-/// NATS server failed), the client is told, after the publish timeout,
-/// what is already certain: the stream holds the event, so every node
-/// will apply it. The reader then applies it with nobody to answer.
-async fn answer_if_unapplied(state: &State, id: &EventId, token: u64) {
-    tokio::time::sleep(state.publish_timeout()).await;
+/// NATS server failed), the client is answered at its deadline. The reader
+/// then applies the event with nobody to answer.
+async fn answer_if_unapplied(
+    state: &State,
+    id: &EventId,
+    token: u64,
+    deadline: tokio::time::Instant,
+) {
+    tokio::time::sleep_until(deadline).await;
     let waiting = lock(state).remove(id, token);
     if let Some(accepted) = waiting {
-        tracing::debug!("event {id} acknowledged by the stream, not applied yet: OK sent");
-        accepted.ticket.reply.send_ok(id, true, "");
+        answer_unapplied(accepted);
     }
 }
 
-/// Answers a publisher whose event the stream held before, once the store
-/// has applied the stream up to it: the verdict the store would give.
+/// The answer for an event the stream acknowledged and this node has not
+/// applied by the publisher's deadline, with what is already certain: the
+/// stream holds the event, so every node will apply it.
+fn answer_unapplied(accepted: Accepted) {
+    let id = accepted.event.id();
+    tracing::debug!("event {id} acknowledged by the stream, not applied yet: OK sent");
+    accepted.ticket.reply.send_ok(id, true, "");
+}
+
+/// Answers a publisher whose event the stream held before, once the writer
+/// reports the stream applied up to it: the verdict the store would give a
+/// second copy. A node still behind at the deadline answers as for an
+/// event not yet applied.
 async fn answer_applied(
     state: &State,
     context: &jetstream::Context,
     accepted: Accepted,
     sequence: u64,
+    deadline: tokio::time::Instant,
 ) {
     // As of now: a deletion that followed the event counts.
     let last = match context.get_stream(&state.settings.stream).await {
         Ok(stream) => stream.cached_info().state.last_sequence.max(sequence),
         Err(_) => sequence,
     };
-    let deadline = Instant::now() + state.publish_timeout();
-    while state.store.applied_sequence().unwrap_or(0) < last && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(2)).await;
+    let mut applied = state.applied.subscribe();
+    let caught_up = tokio::time::timeout_at(deadline, applied.wait_for(|&a| a >= last)).await;
+    if !matches!(caught_up, Ok(Ok(_))) {
+        return answer_unapplied(accepted);
     }
     let id = accepted.event.id();
-    let (ok, message) = match state.store.presence(id) {
-        Ok(Presence::Stored) => (true, "duplicate: already have this event"),
-        Ok(Presence::Deleted) => (false, "blocked: this event was deleted"),
-        Ok(Presence::Absent) => (false, "duplicate: a newer version of this event is stored"),
-        Err(_) => (false, "error: could not store the event"),
+    let verdict = match state.store.presence(id) {
+        Ok(Presence::Stored) => Verdict::Duplicate,
+        Ok(Presence::Deleted) => Verdict::Deleted,
+        Ok(Presence::Absent) => Verdict::Superseded,
+        Err(_) => return accepted.ticket.reply.send_ok(id, false, STORAGE_ERROR),
     };
+    let (ok, message) = crate::writer::answer(&verdict);
     accepted.ticket.reply.send_ok(id, ok, message);
 }
 

@@ -36,10 +36,10 @@ pub(super) async fn report(state: Arc<State>) {
     };
     let mut bucket = None;
     let mut tick = tokio::time::interval(REPORT_EVERY);
-    while !state.stopping.load(Ordering::Relaxed) {
-        tick.tick().await;
-        if let Ok(applied) = state.store.applied_sequence() {
-            state.applied.store(applied, Ordering::Relaxed);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            () = state.stop.cancelled() => return,
         }
         if let Ok(stream) = context.get_stream(&state.settings.stream).await {
             state
@@ -55,7 +55,7 @@ pub(super) async fn report(state: Arc<State>) {
         if let Some(bucket) = &bucket {
             let report = Report {
                 url: state.public_url.clone(),
-                applied: state.applied.load(Ordering::Relaxed),
+                applied: *state.applied.borrow(),
                 stream_last: state.stream_last.load(Ordering::Relaxed),
                 at: crate::now(),
             };
@@ -67,10 +67,7 @@ pub(super) async fn report(state: Arc<State>) {
 
 /// Appends the cluster's figures in the Prometheus text format.
 pub(super) fn render_metrics(state: &State, out: &mut String) {
-    let applied = state
-        .store
-        .applied_sequence()
-        .unwrap_or_else(|_| state.applied.load(Ordering::Relaxed));
+    let applied = *state.applied.borrow();
     let last = state.stream_last.load(Ordering::Relaxed).max(applied);
     let connected = state.context.get().is_some_and(|context| {
         context.client().connection_state() == async_nats::connection::State::Connected
@@ -117,6 +114,18 @@ pub(super) fn render_metrics(state: &State, out: &mut String) {
         "Ephemeral events received from other nodes.",
         "counter",
         state.ephemeral_in.load(Ordering::Relaxed),
+    );
+    gauge(
+        "nostrwire_cluster_ephemeral_send_dropped_total",
+        "Ephemeral events not sent to the other nodes (queue to NATS full, or not connected).",
+        "counter",
+        state.ephemeral_out_dropped.load(Ordering::Relaxed),
+    );
+    gauge(
+        "nostrwire_cluster_ephemeral_receive_dropped_total",
+        "Ephemeral events from other nodes not delivered here (fan-out's queue full).",
+        "counter",
+        state.ephemeral_in_dropped.load(Ordering::Relaxed),
     );
 }
 
