@@ -178,7 +178,11 @@ export class Relay {
         }
       }
       if (!this.ws) await this.open(undefined);
-    })();
+    })().catch((e: unknown) => {
+      // A failed attempt is not remembered: the next `connect` tries again.
+      this.connecting = null;
+      throw e;
+    });
     return this.connecting;
   }
 
@@ -260,6 +264,13 @@ export class Relay {
       case 'CLOSED': {
         const sub = this.openSubs.get(msg[1]);
         if (sub) this.enqueue({ sub, closed: String(msg[2] ?? '') });
+        // A refused COUNT (NIP-45) is answered with CLOSED too.
+        const count = this.counts.get(msg[1]);
+        if (count) {
+          this.counts.delete(msg[1]);
+          clearTimeout(count.timer);
+          count.reject(new Error(String(msg[2] ?? '')));
+        }
         return;
       }
       case 'OK':

@@ -264,3 +264,29 @@ test('publishing the same event twice: both calls settle with the relay\'s answe
     { status: 'fulfilled', value: 'duplicate: already have this event' },
   ]);
 });
+
+test('a COUNT the relay refuses with CLOSED rejects with its reason, at once', { skip }, async (t) => {
+  const strict = await startRelay({ config: '[rate]\nreqs_per_second = 0.001\nreqs_burst = 1\n' });
+  t.after(() => strict.stop());
+  const r = await Relay.connect(strict.url);
+  t.after(() => r.close());
+  r.publishTimeout = 3000;
+  assert.equal(await r.count([{ kinds: [1] }]), 0);
+  const started = performance.now();
+  await assert.rejects(r.count([{ kinds: [1] }]), /^Error: rate-limited:/);
+  assert.ok(performance.now() - started < 1000, 'not left to time out');
+});
+
+test('a Relay whose connection failed can connect again', async (t) => {
+  const { WebSocketServer } = await import('ws');
+  const { freePort } = await import('./relay-process.mjs');
+  const port = await freePort();
+  const r = new Relay(`ws://127.0.0.1:${port}`, { transport: 'json' });
+  t.after(() => r.close());
+  await assert.rejects(r.connect(), /failed/);
+  const server = new WebSocketServer({ host: '127.0.0.1', port });
+  await new Promise((res) => server.once('listening', res));
+  t.after(() => server.close());
+  await r.connect();
+  assert.equal(r.connected, true);
+});
