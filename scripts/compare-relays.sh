@@ -101,7 +101,7 @@ while [ $# -gt 0 ]; do
 done
 
 # Abuse scenarios run apart from the others (see the usage above).
-ABUSE_ATTACKS="abuse-slow-readers abuse-idle-flood abuse-oversized-subs abuse-deflate-bomb abuse-quadratic-json abuse-hostile-search abuse-deletion-undo abuse-auth-relayed"
+ABUSE_ATTACKS="abuse-slow-readers abuse-idle-flood abuse-oversized-subs abuse-deflate-bomb abuse-quadratic-json abuse-hostile-search abuse-deletion-undo abuse-auth-relayed abuse-spread-slow-readers abuse-spread-oversized-subs abuse-spread-heavy-queries"
 normal=()
 attacks=()
 IFS=',' read -r -a scenario_list <<<"$scenarios"

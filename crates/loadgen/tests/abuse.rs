@@ -38,6 +38,10 @@ fn small(relay: &str, scenarios: Vec<Scenario>) -> Settings {
         quadratic_messages: 2,
         search_terms: 500,
         hostile_searches: 3,
+        attack_addresses: 3,
+        spread_connections: 12,
+        spread_reqs: 2,
+        settle_seconds: 0.0,
     };
     s
 }

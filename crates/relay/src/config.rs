@@ -135,6 +135,8 @@ settings! {
         "Public WebSocket URL of this relay, for NIP-62 `relay` tags and NIP-42 AUTH (empty: NIP-62 takes `ws://` and the listen address, and an AUTH event's `relay` tag must name the host and path the client connected to, from its `Host` header)."
     real_ip_header: String = String::new(); reloadable = false;
         "Behind a reverse proxy: the HTTP header that carries the client's address (`X-Forwarded-For`, whose last address is taken, or `X-Real-IP`), for per-address limits and the plugin. Empty: the address of the TCP peer. Set it only when every connection comes through the proxy, since any client can send the header."
+    ipv6_prefix: u8 = 64; reloadable = false;
+        "Per-address limits (connections, rate buckets, the ingest and query pools' turns) count an IPv6 client by this many leading bits of its address (1-128): a host is usually given a whole /64, so by its full address one client would be 2^64 clients. IPv4 clients count by their full address."
     metrics: MetricsAccess = MetricsAccess::Loopback; reloadable = false;
         "Who gets `GET /metrics`: `loopback` (clients on this machine, by the address `real_ip_header` gives when set), `everyone`, or `off`. Others get 404. To scrape from another machine, keep `loopback` and proxy the path, or use `everyone` on a firewalled listener."
 
@@ -209,6 +211,8 @@ settings! {
         "Most simultaneous connections."
     max_connection_bytes: usize = 16 << 20; reloadable = false;
         "Memory one connection may hold: its subscriptions (filters, searches, read gates, fan-out entries), stored results waiting to be sent and its outgoing queue. A REQ, COUNT or NEG-OPEN that would go over it gets CLOSED (or NEG-ERR) `rate-limited:`; stored results wait while the queue holds more than a quarter of it, and the results its queries render while they scan take at most a quarter of it more (beyond that they are rendered when sent); live events that would go over it cut the connection off."
+    relay_memory_bytes: usize = 0; reloadable = false;
+        "Memory all connections together may hold (what `max_connection_bytes` counts, summed); 0: a sixteenth of the machine's memory, between 64 MiB and 256 MiB. When it is spent, a connection holding more than its fair share (this divided by the open connections) gets `CLOSED rate-limited:` for new requests, its queries wait (and give up with `CLOSED rate-limited:` after `slow_reader_seconds`), and one that does not read its output is cut off; connections within their share are still served."
     ingest_queue_bytes: usize = 128 << 20; reloadable = false;
         "Bytes of client messages read but not yet handled, relay-wide (an event's until its OK); each connection may hold at most twice `max_message_bytes` of it. A connection whose share is full is not read until its messages are handled (TCP backpressure), so a fast or hostile sender cannot grow the relay's memory."
     slow_reader_seconds: u64 = 10; reloadable = false;
@@ -371,6 +375,11 @@ impl Config {
             admin.is_empty() || nostrwire_event::PublicKey::from_hex(admin).is_ok(),
             "info.pubkey: {admin:?} is not a public key (64 hex characters)"
         );
+        anyhow::ensure!(
+            (1..=128).contains(&self.relay.ipv6_prefix),
+            "relay.ipv6_prefix must be between 1 and 128, not {}",
+            self.relay.ipv6_prefix
+        );
         self.cluster.validate()?;
         let plugin = &self.policy.plugin;
         anyhow::ensure!(
@@ -379,6 +388,15 @@ impl Config {
             plugin.display()
         );
         Ok(())
+    }
+
+    /// The relay-wide memory budget: `limits.relay_memory_bytes`, or its
+    /// default for this machine.
+    pub fn relay_memory_bytes(&self) -> usize {
+        match self.limits.relay_memory_bytes {
+            0 => crate::memory::default_relay_bytes(),
+            n => n,
+        }
     }
 
     /// The listen address as a WebSocket URL, unless `relay.url` is set.

@@ -19,6 +19,7 @@ use crossbeam_channel::Receiver;
 use nostrwire_event::message::write;
 use nostrwire_event::{ClientMessage, Error, ErrorKind, EventId, SignedFields};
 
+use crate::memory::Short;
 use crate::msg::{
     Accepted, Admission, Conn, ConnId, FanoutMsg, IngestMsg, LiveEvent, Phase, Sub, Ticket,
     WriterMsg,
@@ -90,7 +91,7 @@ pub fn run(shared: Arc<Shared>, inbox: Receiver<IngestMsg>) {
             match msg {
                 IngestMsg::Frame(conn, bytes, received, admission) => {
                     let cost = bytes.len() as u64 + 64;
-                    let (address, id) = (conn.ip, conn.id);
+                    let (address, id) = (conn.address, conn.id);
                     turns.push(
                         address,
                         id,
@@ -435,17 +436,27 @@ fn open_sub(
             .map(Query::footprint)
             .sum::<usize>()
         + gate.as_deref().map_or(0, KindGate::footprint);
-    let Some(held) = conn.outbox.budget().hold(bytes) else {
-        shared.metrics.limit_hit("max_connection_bytes");
-        let budget = conn.outbox.budget();
-        return Err(format!(
-            "rate-limited: this request needs {bytes} bytes and the connection holds {} of its {}; close some subscriptions",
-            budget.used(),
-            budget.cap()
-        ));
+    let budget = conn.outbox.budget();
+    let held = match budget.hold(bytes) {
+        Ok(held) => held,
+        Err(Short::Relay) => {
+            shared.metrics.limit_hit("relay_memory_bytes");
+            return Err(
+                "rate-limited: the relay is short of memory and this connection holds more than its share; read what it sent, or try again later"
+                    .into(),
+            );
+        }
+        Err(_) => {
+            shared.metrics.limit_hit("max_connection_bytes");
+            return Err(format!(
+                "rate-limited: this request needs {bytes} bytes and the connection holds {} of its {}; close some subscriptions",
+                budget.used(),
+                budget.cap()
+            ));
+        }
     };
     Ok(Arc::new(Sub {
-        address: conn.ip,
+        address: conn.address,
         conn: conn.id,
         id,
         filters,
@@ -487,7 +498,7 @@ fn over_budget(shared: &Shared, conn: &Conn, budget: Budget) -> bool {
         return false;
     }
     let pubkey = conn.authed.read().expect("auth lock").first().copied();
-    !shared.rate.allow(budget, conn.ip, pubkey)
+    !shared.rate.allow(budget, conn.address, pubkey)
 }
 
 /// Charges the message to its sender's bucket; the refusal was already

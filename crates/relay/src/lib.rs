@@ -13,11 +13,13 @@
 //! - [`cluster`] (stage 6, `[cluster]` only): events through a NATS
 //!   JetStream stream shared by several relays, applied in stream order.
 
+pub mod address;
 pub mod cluster;
 pub mod config;
 pub mod dictionaries;
 pub mod fanout;
 pub mod ingest;
+pub mod memory;
 pub mod metrics;
 pub mod msg;
 pub mod nip11;
@@ -100,6 +102,12 @@ pub struct Shared {
     /// Most sockets open at once: `limits.max_connections`, lowered to fit
     /// the process's descriptor limit.
     pub max_sockets: usize,
+    /// One permit per socket that may be open (`max_sockets`), taken at
+    /// `accept`.
+    pub sockets: Arc<tokio::sync::Semaphore>,
+    /// The memory all connections together may hold
+    /// (`limits.relay_memory_bytes`).
+    pub memory: Arc<memory::RelayMemory>,
     /// Room in the ingest queues, in bytes (`limits.ingest_queue_bytes`):
     /// each client frame holds its size until it is handled.
     pub ingest_room: Arc<tokio::sync::Semaphore>,
@@ -361,6 +369,7 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
         false => None,
     };
     let dictionaries = Arc::new(dictionaries::Dictionaries::new(&*store));
+    let relay_memory = memory::RelayMemory::new(config.relay_memory_bytes());
     let shared = Arc::new(Shared {
         current: RwLock::new(Arc::new(config.clone())),
         config,
@@ -379,6 +388,8 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
         tasks: TaskTracker::new(),
         fanned_serial: Default::default(),
         max_sockets,
+        sockets: Arc::new(tokio::sync::Semaphore::new(max_sockets)),
+        memory: relay_memory,
         ingest_room: Arc::new(tokio::sync::Semaphore::new(ingest_room_bytes)),
         ingest_room_bytes,
         ingest_tx,

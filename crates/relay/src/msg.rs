@@ -14,6 +14,8 @@ use crate::store::AsStored;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::OwnedSemaphorePermit;
 
+use crate::memory::Short;
+pub use crate::memory::{Budget, Held};
 use crate::policy::KindGate;
 use crate::search::Query;
 use crate::store::Admitted;
@@ -44,99 +46,6 @@ pub const CLOSE_NORMAL: u16 = 1000;
 pub const CLOSE_GOING_AWAY: u16 = 1001;
 /// Close status: the connection broke a policy (here: it did not read).
 pub const CLOSE_POLICY: u16 = 1008;
-
-/// One connection's memory budget (`limits.max_connection_bytes`): what
-/// its subscriptions hold (filters, parsed searches, read gates, their
-/// entries in the fan-out index), the stored results its queries hold until
-/// they are sent, and its queued output. A request that would go over it
-/// is refused; output that would go over it cuts the connection off.
-#[derive(Debug)]
-pub struct Budget {
-    cap: usize,
-    used: AtomicUsize,
-}
-
-impl Budget {
-    /// A budget of `cap` bytes, nothing used.
-    pub fn new(cap: usize) -> Arc<Budget> {
-        Arc::new(Budget {
-            cap,
-            used: AtomicUsize::new(0),
-        })
-    }
-
-    /// Bytes in use.
-    pub fn used(&self) -> usize {
-        self.used.load(Ordering::Relaxed)
-    }
-
-    /// The cap.
-    pub fn cap(&self) -> usize {
-        self.cap
-    }
-
-    /// Takes `n` bytes if they fit; false (and nothing taken) if not.
-    fn take(&self, n: usize) -> bool {
-        let mut used = self.used.load(Ordering::Relaxed);
-        loop {
-            if used.saturating_add(n) > self.cap {
-                return false;
-            }
-            match self.used.compare_exchange_weak(
-                used,
-                used + n,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return true,
-                Err(now) => used = now,
-            }
-        }
-    }
-
-    fn give_back(&self, n: usize) {
-        self.used.fetch_sub(n, Ordering::Relaxed);
-    }
-
-    /// Holds `n` bytes until the guard is dropped; `None` if they do not fit.
-    pub fn hold(self: &Arc<Self>, n: usize) -> Option<Held> {
-        self.take(n).then(|| Held {
-            budget: self.clone(),
-            bytes: n,
-        })
-    }
-}
-
-/// Bytes held in a [`Budget`]; given back when dropped.
-#[derive(Debug)]
-pub struct Held {
-    budget: Arc<Budget>,
-    bytes: usize,
-}
-
-impl Held {
-    /// Gives back `n` of the held bytes now (at most all of them).
-    pub fn release(&mut self, n: usize) {
-        let n = n.min(self.bytes);
-        self.bytes -= n;
-        self.budget.give_back(n);
-    }
-
-    /// Holds `n` more bytes if they fit.
-    pub fn grow(&mut self, n: usize) -> bool {
-        let ok = self.budget.take(n);
-        if ok {
-            self.bytes += n;
-        }
-        ok
-    }
-}
-
-impl Drop for Held {
-    fn drop(&mut self) {
-        self.budget.give_back(self.bytes);
-    }
-}
 
 /// Room a client frame takes in the queues between the socket and the
 /// writer: relay-wide (`limits.ingest_queue_bytes`) and in the connection's
@@ -177,6 +86,10 @@ pub struct Outbox {
     queued: Arc<AtomicUsize>,
     dead: Arc<AtomicBool>,
     cut: Arc<AtomicBool>,
+    /// When the socket last took queued bytes (or, with nothing taken
+    /// yet, when the connection opened): milliseconds since `opened`.
+    progress: Arc<AtomicU64>,
+    opened: Instant,
     budget: Arc<Budget>,
     /// Room for results its queries render while they scan: a quarter of
     /// the budget besides it, so scans never crowd out the queue.
@@ -252,7 +165,9 @@ impl Outbox {
             queued: Arc::new(AtomicUsize::new(0)),
             dead: Arc::new(AtomicBool::new(false)),
             cut: Arc::new(AtomicBool::new(false)),
-            scan_budget: Budget::new(budget.cap() / 4),
+            progress: Arc::new(AtomicU64::new(0)),
+            opened: Instant::now(),
+            scan_budget: Budget::new(budget.cap() / 4, budget.relay().cloned()),
             budget,
             transport,
         }
@@ -292,6 +207,12 @@ impl Outbox {
         self.queue(frame.len(), Outgoing::Binary(frame))
     }
 
+    /// [`Outbox::send_frame`] for a batch of the connection's own stored
+    /// results (as [`Outbox::send_result`]).
+    pub fn send_results_frame(&self, frame: Vec<u8>) -> bool {
+        self.queue_as(frame.len(), Outgoing::Binary(frame), true)
+    }
+
     /// Queues live events for a subscription: one batch on a
     /// `nostrwire.v2` connection (each event in its stored form when the
     /// client can read it, compressed once when it was admitted), one
@@ -324,12 +245,24 @@ impl Outbox {
     }
 
     fn queue(&self, n: usize, frame: Outgoing) -> bool {
+        self.queue_as(n, frame, false)
+    }
+
+    /// Queues `frame`. What does not fit the connection's budget cuts it
+    /// off; so does what does not fit the relay's, unless `result`: a
+    /// stored result, which the query sends only while the connection's
+    /// queue is short (it reads), and whose room its results held.
+    fn queue_as(&self, n: usize, frame: Outgoing, result: bool) -> bool {
         if self.dead.load(Ordering::Relaxed) {
             return false;
         }
-        if !self.budget.take(n) {
-            self.cut_off();
-            return false;
+        match self.budget.take(n) {
+            Ok(()) => {}
+            Err(Short::Relay) if result => self.budget.take_anyway(n),
+            Err(_) => {
+                self.cut_off();
+                return false;
+            }
         }
         self.queued.fetch_add(n, Ordering::Relaxed);
         self.tx.send(frame).is_ok()
@@ -352,19 +285,32 @@ impl Outbox {
     /// binary ones, a batch of one on `nostrwire.v2`. Only the one the
     /// transport needs has to be filled in.
     pub fn send_event(&self, subscription_id: &str, json: &[u8], record: &[u8]) -> bool {
+        self.event_as(subscription_id, json, record, false)
+    }
+
+    /// [`Outbox::send_event`] for a stored result of the connection's own
+    /// query: when the relay's budget is spent it does not cut the
+    /// connection off (the query sends results only while its queue is
+    /// short, and their room was held by its results).
+    pub fn send_result(&self, subscription_id: &str, json: &[u8], record: &[u8]) -> bool {
+        self.event_as(subscription_id, json, record, true)
+    }
+
+    fn event_as(&self, subscription_id: &str, json: &[u8], record: &[u8], result: bool) -> bool {
         if self.v2().is_some() {
             let mut batch = BatchBuilder::new(subscription_id, 0);
             batch.push(record);
-            return self.send_frame(batch.finish());
+            let frame = batch.finish();
+            return self.queue_as(frame.len(), Outgoing::Binary(frame), result);
         }
         if self.is_binary() {
             let mut frame = Vec::new();
             transport::write_relay_event(&mut frame, subscription_id, record);
-            return self.queue(frame.len(), Outgoing::Binary(frame));
+            return self.queue_as(frame.len(), Outgoing::Binary(frame), result);
         }
         let mut out = Vec::with_capacity(json.len() + subscription_id.len() + 16);
         write::relay_event_json(&mut out, subscription_id, |o| o.extend_from_slice(json));
-        self.send(out)
+        self.queue_as(out.len(), Outgoing::Text(out), result)
     }
 
     /// Queues an `OK`.
@@ -461,6 +407,19 @@ impl Outbox {
     pub fn sent(&self, n: usize) {
         self.queued.fetch_sub(n, Ordering::Relaxed);
         self.budget.give_back(n);
+        self.progress
+            .store(self.opened.elapsed().as_millis() as u64, Ordering::Relaxed);
+    }
+
+    /// How long since the socket last took queued bytes.
+    pub fn idle_for(&self) -> std::time::Duration {
+        let last = std::time::Duration::from_millis(self.progress.load(Ordering::Relaxed));
+        self.opened.elapsed().saturating_sub(last)
+    }
+
+    /// Bytes the connection holds: its budget and its scans' together.
+    pub fn holding(&self) -> usize {
+        self.budget.used() + self.scan_budget.used()
     }
 
     /// Bytes queued now.
@@ -481,8 +440,11 @@ pub struct Conn {
     pub id: ConnId,
     /// Where its replies go.
     pub outbox: Outbox,
-    /// The peer's address (rate limits, plugin `sourceInfo`).
+    /// The client's address (plugin `sourceInfo`, logs).
     pub ip: IpAddr,
+    /// The address its per-address limits and turns count it under: `ip`,
+    /// or its IPv6 prefix (`relay.ipv6_prefix`).
+    pub address: IpAddr,
     /// The NIP-42 challenge (empty when AUTH is off), sent on connect or
     /// with the first `auth-required:` answer (`auth.challenge_on_connect`).
     pub challenge: String,
@@ -502,11 +464,19 @@ pub struct Conn {
 
 impl Conn {
     /// A connection with nothing authenticated yet.
-    pub fn new(id: ConnId, outbox: Outbox, ip: IpAddr, challenge: String, url: String) -> Conn {
+    pub fn new(
+        id: ConnId,
+        outbox: Outbox,
+        ip: IpAddr,
+        address: IpAddr,
+        challenge: String,
+        url: String,
+    ) -> Conn {
         Conn {
             id,
             outbox,
             ip,
+            address,
             challenge,
             challenge_sent: AtomicBool::new(false),
             url,

@@ -4,7 +4,7 @@
 //! turn ([`Queue`]): one connection's heavy or numerous queries cannot
 //! starve another's.
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::net::IpAddr;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex};
@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use nostrwire_event::message::write;
 use nostrwire_wire::transport::{self, BatchBuilder};
 
+use crate::memory::Short;
 use crate::msg::{Held, Phase, QueryKind, Sub};
 use crate::store::AsStored;
 use crate::store::{Found, QueryCursor, ScanStatus, StoreError};
@@ -33,9 +34,10 @@ pub struct Queue {
 struct Waiting {
     jobs: AddressTurns<IpAddr, Job>,
     /// Jobs waiting for their connection to read (stored results paced by
-    /// its queue), each until the time it is tried again: parked rather
-    /// than turned over and over.
-    parked: Vec<(Instant, Job)>,
+    /// its queue), or for the relay's memory, each until the time it is
+    /// tried again: parked rather than turned over and over. One queue per
+    /// waiting time, so each is in time order.
+    parked: [VecDeque<(Instant, Job)>; 2],
     /// Set when the relay stops: the workers end.
     closed: bool,
 }
@@ -43,13 +45,16 @@ struct Waiting {
 /// How long a job whose connection's queue is full waits before it is
 /// tried again.
 const PARK: Duration = Duration::from_millis(5);
+/// How long a job waiting for the relay's memory waits before it is
+/// tried again.
+const STARVED: Duration = Duration::from_millis(50);
 
 impl Default for Queue {
     fn default() -> Self {
         Queue {
             state: Mutex::new(Waiting {
                 jobs: AddressTurns::new(1),
-                parked: Vec::new(),
+                parked: Default::default(),
                 closed: false,
             }),
             ready: Condvar::new(),
@@ -69,11 +74,12 @@ impl Queue {
         self.ready.notify_one();
     }
 
-    /// Sets aside a job that waits for its connection to read, for a few
-    /// milliseconds.
-    pub fn park(&self, job: Job) {
+    /// Sets aside a job that waits (for its connection to read: 5 ms; for
+    /// the relay's memory: 50 ms) until it is tried again.
+    pub fn park(&self, job: Job, wait: Duration) {
         let mut state = self.state.lock().expect("query queue");
-        state.parked.push((Instant::now() + PARK, job));
+        let queue = usize::from(wait != PARK);
+        state.parked[queue].push_back((Instant::now() + wait, job));
     }
 
     /// The next connection's next job, waiting for one as long as it takes
@@ -86,20 +92,25 @@ impl Queue {
             }
             let now = Instant::now();
             // Parked jobs whose time has come take their turns again.
-            let (due, later) = std::mem::take(&mut state.parked)
-                .into_iter()
-                .partition::<Vec<_>, _>(|(at, _)| *at <= now);
-            state.parked = later;
-            for (_, job) in due {
-                let (address, conn) = (job.sub.address, job.sub.conn);
-                state.jobs.push(address, conn, job, 1);
+            let Waiting { jobs, parked, .. } = &mut *state;
+            for queue in parked.iter_mut() {
+                while queue.front().is_some_and(|(at, _)| *at <= now) {
+                    let (_, job) = queue.pop_front().expect("a due job");
+                    let (address, conn) = (job.sub.address, job.sub.conn);
+                    jobs.push(address, conn, job, 1);
+                }
             }
             if let Some(job) = state.jobs.pop() {
                 return Some(job);
             }
             // Woken by a new job or by `close`; a parked job's time ends
             // the wait too.
-            state = match state.parked.iter().map(|(at, _)| *at).min() {
+            let wake = state
+                .parked
+                .iter()
+                .filter_map(|q| q.front().map(|(at, _)| *at))
+                .min();
+            state = match wake {
                 Some(wake) => {
                     let left = wake.saturating_duration_since(now);
                     self.ready.wait_timeout(state, left).expect("query queue").0
@@ -136,6 +147,12 @@ pub struct Job {
     /// Room held in the connection's budget for the results the scan
     /// renders (REQ), given back when the scan ends.
     scan_room: Option<Held>,
+    /// What the matches found so far hold (REQ), taken slice by slice
+    /// from the connection's budget: when the relay's is spent and the
+    /// connection holds more than its share, the scan waits.
+    matches: Option<Held>,
+    /// Since when the scan has waited for the relay's memory.
+    waiting_since: Option<Instant>,
 }
 
 /// Stored results on their way out, paced by the connection's queue.
@@ -153,7 +170,12 @@ struct Delivery {
 enum Progress {
     Done,
     More,
+    /// Waits for its connection to read.
     Blocked,
+    /// Waits for the relay's memory.
+    Starved,
+    /// Ended with `CLOSED` and this reason.
+    Refused(&'static str),
 }
 
 impl Job {
@@ -167,8 +189,8 @@ impl Job {
         let budget = sub.outbox.scan_budget();
         let room = budget.cap().saturating_sub(budget.used());
         let (scan_room, room) = match budget.hold(room) {
-            Some(held) => (Some(held), room),
-            None => (None, 0),
+            Ok(held) => (Some(held), room),
+            Err(_) => (None, 0),
         };
         let render_bytes = room / sub.filters.len().max(1);
         let cursors = sub
@@ -188,6 +210,7 @@ impl Job {
                     .rendering_at_most(render_bytes)
             })
             .collect();
+        let sub_matches = sub.outbox.budget().hold_none();
         Job {
             sub,
             kind: QueryKind::Req,
@@ -195,6 +218,8 @@ impl Job {
             current: 0,
             started: Instant::now(),
             delivery: None,
+            matches: Some(sub_matches),
+            waiting_since: None,
             scan_room,
         }
     }
@@ -225,6 +250,8 @@ impl Job {
             started: Instant::now(),
             delivery: None,
             scan_room: None,
+            matches: None,
+            waiting_since: None,
         }
     }
 
@@ -244,6 +271,8 @@ impl Job {
             started: Instant::now(),
             delivery: None,
             scan_room: None,
+            matches: None,
+            waiting_since: None,
         }
     }
 }
@@ -258,8 +287,16 @@ pub fn run(shared: Arc<Shared>) {
         }
         match step(&shared, &mut job, budget) {
             Ok(Progress::More) => queue.push(job),
-            Ok(Progress::Blocked) => queue.park(job),
+            Ok(Progress::Blocked) => queue.park(job, PARK),
+            Ok(Progress::Starved) => queue.park(job, STARVED),
             Ok(Progress::Done) => {}
+            Ok(Progress::Refused(reason)) => {
+                if matches!(job.kind, QueryKind::Sync { .. }) {
+                    finish_sync(&shared, &mut job, Some(reason.to_string()));
+                } else {
+                    close_job(&job, reason);
+                }
+            }
             Err(e) => {
                 let reason = match e {
                     StoreError::SearchBehind { .. } => {
@@ -276,16 +313,20 @@ pub fn run(shared: Arc<Shared>) {
                 if matches!(job.kind, QueryKind::Sync { .. }) {
                     finish_sync(&shared, &mut job, Some(reason));
                 } else {
-                    // Ended: the fan-out drops it instead of holding its
-                    // live matches for a query that will not finish.
-                    job.sub.cancelled.store(true, Ordering::Relaxed);
-                    let mut out = Vec::new();
-                    write::closed(&mut out, &job.sub.id, &reason);
-                    job.sub.outbox.send(out);
+                    close_job(&job, &reason);
                 }
             }
         }
     }
+}
+
+/// Ends a REQ or COUNT with `CLOSED`: the fan-out drops it instead of
+/// holding its live matches for a query that will not finish.
+fn close_job(job: &Job, reason: &str) {
+    job.sub.cancelled.store(true, Ordering::Relaxed);
+    let mut out = Vec::new();
+    write::closed(&mut out, &job.sub.id, reason);
+    job.sub.outbox.send(out);
 }
 
 fn step(
@@ -294,7 +335,37 @@ fn step(
     budget: usize,
 ) -> Result<Progress, crate::store::StoreError> {
     if job.delivery.is_none() {
-        if slice(shared, job, budget)? == ScanStatus::More {
+        if job.sub.outbox.budget().must_wait() {
+            // The relay's budget is spent and this connection holds more
+            // than its share: its scan waits, and gives up (with what it
+            // holds) if that lasts, so that waiting scans cannot hold the
+            // budget among themselves for good.
+            shared.metrics.limit_hit("relay_memory_bytes");
+            let since = *job.waiting_since.get_or_insert_with(Instant::now);
+            if since.elapsed() > Duration::from_secs(shared.config.limits.slow_reader_seconds) {
+                return Ok(Progress::Refused(
+                    "rate-limited: the relay is short of memory; try again later",
+                ));
+            }
+            return Ok(Progress::Starved);
+        }
+        job.waiting_since = None;
+        let status = slice(shared, job, budget)?;
+        if let Some(matches) = &mut job.matches {
+            // The scan's matches take their room. They exist already: a
+            // refusal from the relay's budget counts them all the same and
+            // makes the scan wait (above); one from the connection's leaves
+            // the cut to the delivery below.
+            let now: usize = job.cursors.iter().map(|c| c.held_bytes()).sum();
+            let more = now.saturating_sub(matches.bytes());
+            if matches.grow(more) == Err(Short::Relay) {
+                matches.grow_anyway(more);
+                if status == ScanStatus::More {
+                    return Ok(Progress::Starved);
+                }
+            }
+        }
+        if status == ScanStatus::More {
             return Ok(Progress::More);
         }
         if matches!(job.kind, QueryKind::Count) {
@@ -327,22 +398,28 @@ fn step(
         // their serial, and rendered again when their turn comes; only when
         // not even that fits (hundreds of thousands of results waiting on
         // one connection) are the rest left out, as if the limit were lower.
-        let mut held = job.sub.outbox.budget().hold(0).expect("nothing fits");
+        let mut held = job.sub.outbox.budget().hold_none();
         let mut fits = results.len();
         for (i, f) in results.iter_mut().enumerate() {
-            if held.grow(found_bytes(f)) {
+            if held.grow(found_bytes(f)).is_ok() {
                 continue;
             }
             if !f.is_deferred() {
                 f.json = Vec::new();
                 f.record = Vec::new();
-                if held.grow(found_bytes(f)) {
-                    continue;
+            }
+            match held.grow(found_bytes(f)) {
+                Ok(()) => continue,
+                // The scan's matches held this much already: the room only
+                // changes hands.
+                Err(Short::Relay) => held.grow_anyway(found_bytes(f)),
+                Err(_) => {
+                    fits = i;
+                    break;
                 }
             }
-            fits = i;
-            break;
         }
+        job.matches = None;
         if fits < results.len() {
             shared.metrics.limit_hit("max_connection_bytes");
             results.truncate(fits);
@@ -432,6 +509,10 @@ fn finish_sync(shared: &Shared, job: &mut Job, failure: Option<String>) {
         .send(crate::msg::IngestMsg::SyncReady(ready));
 }
 
+/// Queued bytes below which stored results are still sent to a
+/// connection above its share of a spent relay budget.
+const SHORT_QUEUE_BYTES: usize = 64 << 10;
+
 /// Bytes of stored results one turn of a query sends.
 const DELIVERY_TURN_BYTES: usize = 256 << 10;
 
@@ -477,7 +558,7 @@ impl<'s> Batches<'s> {
     /// Sends the batch being filled, if any.
     fn flush(&mut self) -> bool {
         match self.open.take() {
-            Some(batch) => self.sub.outbox.send_frame(batch.finish()),
+            Some(batch) => self.sub.outbox.send_results_frame(batch.finish()),
             None => true,
         }
     }
@@ -509,7 +590,10 @@ fn deliver_stored(shared: &Shared, job: &mut Job, batches: &mut Batches<'_>) -> 
             return Some(Progress::More);
         }
         let queued = sub.outbox.queued();
-        if queued > high_water {
+        // Waits while its queue is full, or while the relay's budget is
+        // spent, it holds more than its share and it has not taken what
+        // was sent (a connection that reads keeps being served).
+        if queued > high_water || (queued > SHORT_QUEUE_BYTES && sub.outbox.budget().must_wait()) {
             if queued < d.low_water {
                 d.low_water = queued;
                 d.stalled_since = Instant::now();
@@ -549,7 +633,7 @@ fn deliver_stored(shared: &Shared, job: &mut Job, batches: &mut Batches<'_>) -> 
         sent += f.json.len() + f.record.len();
         let queued = match batches.is_on() {
             true => batches.push(&f.record),
-            false => sub.outbox.send_event(&sub.id, &f.json, &f.record),
+            false => sub.outbox.send_result(&sub.id, &f.json, &f.record),
         };
         if !queued {
             return Some(Progress::Done);

@@ -27,14 +27,16 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc::UnboundedReceiver;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
+use crate::address::client_key;
 use crate::config::MetricsAccess;
+use crate::memory::Membership;
 use nostrwire_wire::transport::{self, Version};
 
 use crate::msg::{
-    Admission, Budget, Conn, IngestMsg, Outbox, Outgoing, Transport, CLOSE_GOING_AWAY,
+    Admission, Budget, Conn, ConnId, IngestMsg, Outbox, Outgoing, Transport, CLOSE_GOING_AWAY,
 };
 use crate::Shared;
 
@@ -44,6 +46,8 @@ const MAX_HEAD: usize = 16 * 1024;
 const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 /// Framed bytes gathered before one socket write.
 const MAX_WRITE_BATCH: usize = 1 << 20;
+/// Largest write buffer a connection keeps between batches.
+const KEPT_WRITE_BUFFER: usize = 64 << 10;
 /// Bytes a queued frame is counted for beyond its payload (its slot in the
 /// queue, the `Conn` handle), so floods of tiny frames are bounded too.
 const FRAME_OVERHEAD: usize = 64;
@@ -87,25 +91,91 @@ pub async fn serve(shared: Arc<Shared>, listener: TcpListener, shutdown: Cancell
                 continue;
             }
         };
-        // Sockets not yet upgraded count too (slow request heads).
-        let sockets = shared.metrics.sockets_open.load(Ordering::Relaxed) as usize;
-        if sockets >= shared.max_sockets {
+        // The socket's slot is taken here, before the next `accept`, and
+        // moves into its task: a burst of connections never holds more
+        // than `max_connections` (sockets not yet upgraded count too).
+        let Some(slot) = SocketSlot::take(&shared) else {
             shared.metrics.limit_hit("max_connections");
             drop(stream);
             continue;
-        }
+        };
         let _ = stream.set_nodelay(true);
         let shared = shared.clone();
         let id = next_id.fetch_add(1, Ordering::Relaxed);
         let shutdown = shutdown.clone();
         tasks.spawn(async move {
-            shared.metrics.sockets_open.fetch_add(1, Ordering::Relaxed);
+            let _slot = slot;
             let ip = peer.ip().to_canonical();
             if let Err(e) = connection(&shared, stream, ip, id, shutdown).await {
                 tracing::debug!(conn = id, "connection ended: {e}");
             }
-            shared.metrics.sockets_open.fetch_sub(1, Ordering::Relaxed);
         });
+    }
+}
+
+/// One of the relay's `max_connections` socket slots, from `accept` until
+/// the connection's task ends, however it ends (a panic included).
+#[derive(Debug)]
+pub(crate) struct SocketSlot {
+    _permit: OwnedSemaphorePermit,
+    shared: Arc<Shared>,
+}
+
+impl SocketSlot {
+    /// A free slot, counted in `sockets_open`; `None` when all are taken.
+    pub(crate) fn take(shared: &Arc<Shared>) -> Option<SocketSlot> {
+        let permit = shared.sockets.clone().try_acquire_owned().ok()?;
+        shared.metrics.sockets_open.fetch_add(1, Ordering::Relaxed);
+        Some(SocketSlot {
+            _permit: permit,
+            shared: shared.clone(),
+        })
+    }
+}
+
+impl Drop for SocketSlot {
+    fn drop(&mut self) {
+        self.shared
+            .metrics
+            .sockets_open
+            .fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// What an upgraded connection holds in the relay's counts (the open
+/// connections, its place in the memory budget's fair shares, its
+/// subscriptions and sessions at its ingest worker), given back in one
+/// place when it ends, however it ends (a panic in its task included).
+#[derive(Debug)]
+pub(crate) struct OpenConnection {
+    shared: Arc<Shared>,
+    id: ConnId,
+    address: IpAddr,
+    _membership: Membership,
+}
+
+impl OpenConnection {
+    pub(crate) fn new(shared: &Arc<Shared>, id: ConnId, address: IpAddr, outbox: &Outbox) -> Self {
+        let metrics = &shared.metrics;
+        metrics.connections_open.fetch_add(1, Ordering::Relaxed);
+        metrics.connections_total.fetch_add(1, Ordering::Relaxed);
+        OpenConnection {
+            shared: shared.clone(),
+            id,
+            address,
+            _membership: shared.memory.join(id, outbox.clone()),
+        }
+    }
+}
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        self.shared
+            .metrics
+            .connections_open
+            .fetch_sub(1, Ordering::Relaxed);
+        let worker = self.shared.ingest_for(self.id);
+        let _ = worker.send(IngestMsg::Closed(self.id, self.address));
     }
 }
 
@@ -328,8 +398,9 @@ async fn connection(
     // Without a proxy header the client's address is known before its
     // request, so its sockets count from the start: one address cannot
     // hold more half-open sockets than connections either.
+    let prefix = shared.config.relay.ipv6_prefix;
     let early_slot = if shared.config.relay.real_ip_header.is_empty() {
-        match shared.rate.connect(peer_ip) {
+        match shared.rate.connect(client_key(peer_ip, prefix)) {
             Some(slot) => Some(slot),
             None => {
                 shared.metrics.limit_hit("connections_per_ip");
@@ -356,6 +427,7 @@ async fn connection(
         .await;
     };
     let ip = request.forwarded_ip.unwrap_or(peer_ip);
+    let address = client_key(ip, prefix);
     if !request.upgrade {
         if request.method == "OPTIONS" {
             return http_reply(&mut stream, "204 No Content", "text/plain", "").await;
@@ -382,6 +454,7 @@ async fn connection(
                 "# HELP nostrwire_ingest_queue_bytes Bytes of client messages read and not yet handled (limits.ingest_queue_bytes).\n\
                  # TYPE nostrwire_ingest_queue_bytes gauge\nnostrwire_ingest_queue_bytes {queued}\n"
             ));
+            shared.memory.render_metrics(&mut body);
             return http_reply_with(
                 &mut stream,
                 "200 OK",
@@ -429,19 +502,9 @@ async fn connection(
         stream.write_all(reply.as_bytes()).await?;
         return stream.shutdown().await;
     }
-    let open = shared.metrics.connections_open.load(Ordering::Relaxed) as usize;
-    if open >= shared.max_sockets {
-        return http_reply(
-            &mut stream,
-            "503 Service Unavailable",
-            "text/plain",
-            "too many connections\n",
-        )
-        .await;
-    }
     let _slot = match early_slot {
         Some(slot) => slot,
-        None => match shared.rate.connect(ip) {
+        None => match shared.rate.connect(address) {
             Some(slot) => slot,
             None => {
                 shared.metrics.limit_hit("connections_per_ip");
@@ -490,25 +553,12 @@ async fn connection(
         deflate: deflate.map(|(params, _)| params),
         deflate_config,
         url,
+        ip,
+        address,
     };
-    shared
-        .metrics
-        .connections_open
-        .fetch_add(1, Ordering::Relaxed);
-    shared
-        .metrics
-        .connections_total
-        .fetch_add(1, Ordering::Relaxed);
     let early = head[head_len..].to_vec();
     drop(head);
-    let result = websocket(shared, stream, &early, ip, session, id, &shutdown).await;
-    shared
-        .metrics
-        .connections_open
-        .fetch_sub(1, Ordering::Relaxed);
-    let worker = shared.ingest_for(id);
-    let _ = worker.send(IngestMsg::Closed(id, ip));
-    result
+    websocket(shared, stream, &early, session, id, &shutdown).await
 }
 
 /// What the handshake settled for one connection.
@@ -520,6 +570,10 @@ struct Session {
     deflate_config: DeflateConfig,
     /// The relay's URL as the client reached it.
     url: String,
+    /// The client's address (the TCP peer's, or `real_ip_header`'s).
+    ip: IpAddr,
+    /// The address its per-address limits count it under (`client_key`).
+    address: IpAddr,
 }
 
 /// Waits for room for a frame of `len` bytes in the connection's share of
@@ -551,7 +605,6 @@ async fn websocket(
     shared: &Arc<Shared>,
     stream: TcpStream,
     early: &[u8],
-    ip: IpAddr,
     session: Session,
     id: u64,
     shutdown: &CancellationToken,
@@ -560,11 +613,13 @@ async fn websocket(
     let limits = &shared.config.limits;
     let (mut rd, wr) = stream.into_split();
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let budget = Budget::new(limits.max_connection_bytes, Some(shared.memory.clone()));
     let outbox = Outbox::new(
         tx,
-        Budget::new(limits.max_connection_bytes),
+        budget,
         Transport::new(session.version, &shared.dictionaries),
     );
+    let _open = OpenConnection::new(shared, id, session.address, &outbox);
     // nostrwire.v2: the relay's set first, then again whenever it changes.
     let mut sets = shared.dictionaries.subscribe();
     let v2 = outbox.v2().is_some();
@@ -581,7 +636,8 @@ async fn websocket(
     let conn = Arc::new(Conn::new(
         id,
         outbox.clone(),
-        ip,
+        session.ip,
+        session.address,
         challenge,
         session.url.clone(),
     ));
@@ -823,7 +879,9 @@ async fn write_loop(
         }
         outbox.sent(written);
         out.clear();
-        if out.capacity() > 4 * MAX_WRITE_BATCH {
+        // A large batch's buffer is not kept: thousands of connections
+        // that once received one would each hold it.
+        if out.capacity() > KEPT_WRITE_BUFFER {
             out = Vec::new();
         }
         if close.is_some() {
@@ -865,4 +923,50 @@ fn drop_queue(mut rx: UnboundedReceiver<Outgoing>, outbox: &Outbox, in_hand: usi
         };
     }
     outbox.sent(bytes);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A connection task that panics gives back its socket slot, its place
+    /// among the open connections and in the memory budget, and what its
+    /// queue held.
+    #[test]
+    fn a_connection_task_that_dies_gives_everything_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = crate::Config::default();
+        config.relay.listen = "127.0.0.1:0".into();
+        config.relay.data = dir.path().to_path_buf();
+        config.limits.max_connections = 3;
+        let relay = crate::start(config).unwrap();
+        let shared = relay.shared.clone();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let s = shared.clone();
+            let task = tokio::spawn(async move {
+                let _slot = SocketSlot::take(&s).expect("a free slot");
+                let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+                let budget = Budget::new(1 << 20, Some(s.memory.clone()));
+                let outbox = Outbox::new(tx, budget, Transport::Json);
+                let _open = OpenConnection::new(&s, 7, "192.0.2.1".parse().unwrap(), &outbox);
+                assert!(outbox.send(vec![b' '; 10_000]));
+                assert!(s.memory.used() >= 10_000);
+                assert_eq!(s.metrics.connections_open.load(Ordering::Relaxed), 1);
+                assert_eq!(s.sockets.available_permits(), 2);
+                drop(rx);
+                panic!("the connection task dies");
+            });
+            assert!(task.await.unwrap_err().is_panic());
+        });
+        assert_eq!(shared.metrics.sockets_open.load(Ordering::Relaxed), 0);
+        assert_eq!(shared.metrics.connections_open.load(Ordering::Relaxed), 0);
+        assert_eq!(shared.sockets.available_permits(), 3);
+        assert_eq!(shared.memory.used(), 0);
+        assert_eq!(shared.memory.fair_share(), shared.memory.cap());
+        drop(shared);
+        relay.shutdown();
+    }
 }

@@ -259,6 +259,14 @@ impl QueryCursor {
         self.counted
     }
 
+    /// Bytes the matches kept so far hold, besides what their rendered
+    /// JSON or records hold (bounded by the cursor's `render_bytes`).
+    pub fn held_bytes(&self) -> usize {
+        // Each match: its `Found` (or `Ranked`) and its serial in `seen`.
+        let per_match = std::mem::size_of::<Found>() + 2 * std::mem::size_of::<u64>();
+        (self.found.len() + self.ranked.len()) * per_match + self.rendered
+    }
+
     /// Serials of every match so far (to union counts across filters).
     pub fn seen_serials(&self) -> impl Iterator<Item = u64> + '_ {
         self.seen.iter().copied()

@@ -27,7 +27,8 @@ pub struct Args {
     /// queries; docs/bench-methodology.md, "Abuse scenarios"): abuse-slow-readers,
     /// abuse-idle-flood, abuse-oversized-subs, abuse-deflate-bomb,
     /// abuse-quadratic-json, abuse-hostile-search, abuse-deletion-undo,
-    /// abuse-auth-relayed, or abuse for all of them (not part of all).
+    /// abuse-auth-relayed, abuse-spread-slow-readers, abuse-spread-oversized-subs,
+    /// abuse-spread-heavy-queries, or abuse for all of them (not part of all).
     #[arg(long, default_value = "publish", value_delimiter = ',')]
     pub scenario: Vec<String>,
     /// Events (or queries) per scenario and round.
@@ -148,6 +149,20 @@ pub struct Args {
     /// abuse-hostile-search: live search subscriptions.
     #[arg(long, default_value_t = 20, help_heading = "Abuse scenarios")]
     pub hostile_searches: usize,
+    /// abuse-spread-*: addresses the attack comes from (127.0.0.2 and up,
+    /// when the relay is on loopback; the probe stays on 127.0.0.1).
+    #[arg(long, default_value_t = 30, help_heading = "Abuse scenarios")]
+    pub attack_addresses: usize,
+    /// abuse-spread-*: connections, spread over --attack-addresses.
+    #[arg(long, default_value_t = 900, help_heading = "Abuse scenarios")]
+    pub spread_connections: usize,
+    /// abuse-spread-slow-readers: subscriptions (`{"kinds":[1],"limit":5000}`) per connection.
+    #[arg(long, default_value_t = 4, help_heading = "Abuse scenarios")]
+    pub spread_reqs: usize,
+    /// Abuse: seconds to wait after each attack before the relay's anonymous
+    /// memory is read again (what it kept).
+    #[arg(long, default_value_t = 0.0, help_heading = "Abuse scenarios")]
+    pub settle_seconds: f64,
     /// Client worker threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
@@ -220,6 +235,10 @@ fn settings(args: &Args) -> Result<Settings, Error> {
             quadratic_messages: args.quadratic_messages,
             search_terms: args.search_terms,
             hostile_searches: args.hostile_searches,
+            attack_addresses: args.attack_addresses,
+            spread_connections: args.spread_connections,
+            spread_reqs: args.spread_reqs,
+            settle_seconds: args.settle_seconds,
         },
     };
     s.validate()?;

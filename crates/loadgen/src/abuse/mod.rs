@@ -41,11 +41,13 @@ mod parsing;
 mod probe;
 mod protocol;
 mod resources;
+mod spread;
 
 use parsing::*;
 use probe::*;
 use protocol::*;
 use resources::*;
+use spread::*;
 
 /// A class of hostile client.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -67,11 +69,17 @@ pub enum Attack {
     DeletionUndo,
     /// An AUTH event that names another relay.
     AuthRelayed,
+    /// Slow readers spread over many addresses, each within the per-address limits.
+    SpreadSlowReaders,
+    /// Oversized live subscriptions from many addresses.
+    SpreadOversizedSubs,
+    /// Heavy queries, read to the end, from many addresses.
+    SpreadHeavyQueries,
 }
 
 impl Attack {
     /// Every attack, in the order `abuse` runs them.
-    pub const ALL: [Attack; 8] = [
+    pub const ALL: [Attack; 11] = [
         Attack::SlowReaders,
         Attack::IdleFlood,
         Attack::OversizedSubs,
@@ -80,6 +88,9 @@ impl Attack {
         Attack::HostileSearch,
         Attack::DeletionUndo,
         Attack::AuthRelayed,
+        Attack::SpreadSlowReaders,
+        Attack::SpreadOversizedSubs,
+        Attack::SpreadHeavyQueries,
     ];
 
     /// The scenario name (`abuse-` and the attack).
@@ -93,6 +104,9 @@ impl Attack {
             Attack::HostileSearch => "abuse-hostile-search",
             Attack::DeletionUndo => "abuse-deletion-undo",
             Attack::AuthRelayed => "abuse-auth-relayed",
+            Attack::SpreadSlowReaders => "abuse-spread-slow-readers",
+            Attack::SpreadOversizedSubs => "abuse-spread-oversized-subs",
+            Attack::SpreadHeavyQueries => "abuse-spread-heavy-queries",
         }
     }
 
@@ -108,7 +122,13 @@ impl Attack {
 
     /// Whether the attack needs stored events first (`--seed-events`).
     pub fn needs_seed(self) -> bool {
-        matches!(self, Attack::SlowReaders | Attack::HostileSearch)
+        matches!(
+            self,
+            Attack::SlowReaders
+                | Attack::HostileSearch
+                | Attack::SpreadSlowReaders
+                | Attack::SpreadHeavyQueries
+        )
     }
 }
 
@@ -151,6 +171,15 @@ pub struct AbuseParams {
     pub search_terms: usize,
     /// Hostile live searches (`hostile-search`).
     pub hostile_searches: usize,
+    /// Addresses the `spread-*` attacks come from (127.0.0.2 and up).
+    pub attack_addresses: usize,
+    /// Connections of a `spread-*` attack, over its addresses.
+    pub spread_connections: usize,
+    /// Subscriptions each `spread-slow-readers` connection opens.
+    pub spread_reqs: usize,
+    /// Seconds to wait after an attack before the relay's memory is read
+    /// again (`relay_rss_anon_after_kib`); 0 reads it at once.
+    pub settle_seconds: f64,
 }
 
 impl Default for AbuseParams {
@@ -171,6 +200,10 @@ impl Default for AbuseParams {
             quadratic_messages: 8,
             search_terms: 40_000,
             hostile_searches: 20,
+            attack_addresses: 30,
+            spread_connections: 900,
+            spread_reqs: 4,
+            settle_seconds: 0.0,
         }
     }
 }
@@ -295,6 +328,10 @@ pub async fn run(attack: Attack, run: &Run) -> Outcome {
             before.name()
         ));
     }
+    if attack.needs_seed() && !run.seed_events.is_empty() {
+        scenario::seed_events(run, &mut out).await;
+    }
+    // The relay's memory with its stored events, before the attack.
     if let Some(pid) = crate::host::listening_pid(run.target.url.port) {
         for (key, kib) in [
             ("relay_rss_before_kib", crate::host::rss_kib(pid)),
@@ -304,9 +341,6 @@ pub async fn run(attack: Attack, run: &Run) -> Outcome {
                 out.metrics.insert(key.into(), k as f64);
             }
         }
-    }
-    if attack.needs_seed() && !run.seed_events.is_empty() {
-        scenario::seed_events(run, &mut out).await;
     }
     let p = run.params.abuse.clone();
     let timeout = run.target.timeout;
@@ -535,6 +569,17 @@ pub async fn run(attack: Attack, run: &Run) -> Outcome {
             "relay memory not read: no process of this user listens on the relay's port".into(),
         );
     }
+    // What the relay kept once the attack was over (the allocator may
+    // hold on to what the attack made it take).
+    if let Some(pid) = pid {
+        if p.settle_seconds > 0.0 {
+            tokio::time::sleep(Duration::from_secs_f64(p.settle_seconds)).await;
+        }
+        if let Some(k) = crate::host::rss_anon_kib(pid) {
+            out.metrics
+                .insert("relay_rss_anon_after_kib".into(), k as f64);
+        }
+    }
     out.metrics.insert("acked".into(), acked.len() as f64);
     if let Some(lost) = lost {
         out.metrics.insert("acked_lost".into(), lost as f64);
@@ -693,6 +738,9 @@ async fn attack_body(attack: Attack, ctx: Ctx) -> Found {
         Attack::HostileSearch => hostile_search(ctx).await,
         Attack::DeletionUndo => deletion_undo(ctx).await,
         Attack::AuthRelayed => auth_relayed(ctx).await,
+        Attack::SpreadSlowReaders => spread_slow_readers(ctx).await,
+        Attack::SpreadOversizedSubs => spread_oversized_subs(ctx).await,
+        Attack::SpreadHeavyQueries => spread_heavy_queries(ctx).await,
     }
 }
 

@@ -1,0 +1,564 @@
+//! Memory that clients make the relay hold, in two budgets: each
+//! connection's (`limits.max_connection_bytes`: its subscriptions, the
+//! stored results its queries hold, its queued output) and, around all of
+//! them, the relay's (`limits.relay_memory_bytes`).
+//!
+//! Per-connection and per-address limits do not bound an attacker with
+//! many addresses; the relay-wide budget does. When it is spent, the
+//! connections that hold the most and read the least give way first:
+//!
+//! - a connection holding no more than its fair share (the budget divided
+//!   by the open connections) may still take what it needs, so a client
+//!   that reads keeps being served while others hold the budget;
+//! - one holding more than its share is refused: its new requests get
+//!   `CLOSED rate-limited:`, its queries wait, and output that would add to
+//!   its queue cuts it off;
+//! - the relay reclaims what it overdrew by cutting off the connections
+//!   above their share that have not taken a byte of their output for a
+//!   while, largest first ([`RelayMemory::reclaim`]).
+//!
+//! Everything taken is in these budgets, so the overdraw is bounded: at
+//! most every connection's fair share beyond the cap, that is, the cap
+//! again.
+//!
+//! Once most of a large peak has been given back, the allocator is asked
+//! to return its free pages to the system (`malloc_trim`), so the memory
+//! an attack made the relay take does not stay with the process.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::msg::{ConnId, Outbox};
+
+/// Why a budget refused bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Short {
+    /// The connection's own budget (`limits.max_connection_bytes`) is spent.
+    Connection,
+    /// The relay's budget (`limits.relay_memory_bytes`) is spent and the
+    /// connection holds more than its fair share of it.
+    Relay,
+}
+
+/// A connection that has queued output and has not taken any of it for
+/// this long is not reading, for the choice of who gives way.
+const NOT_READING: Duration = Duration::from_millis(500);
+/// Reclaiming scans every connection: at most this often.
+const RECLAIM_EVERY: Duration = Duration::from_millis(20);
+/// Peaks below this are not worth returning to the system.
+const TRIM_MIN_PEAK: usize = 64 << 20;
+/// How long after the budget fell below a quarter of its peak the
+/// allocator is trimmed (frees of a closing attack come in bursts).
+const TRIM_DELAY: Duration = Duration::from_secs(1);
+
+/// The relay-wide budget, and the open connections that draw on it.
+#[derive(Debug)]
+pub struct RelayMemory {
+    cap: usize,
+    used: AtomicUsize,
+    /// Highest `used` since the allocator was last trimmed.
+    peak: AtomicUsize,
+    trimming: AtomicBool,
+    members: Mutex<HashMap<ConnId, Member>>,
+    open: AtomicUsize,
+    /// Milliseconds since `epoch` of the last reclaim.
+    last_reclaim: AtomicU64,
+    epoch: Instant,
+    /// Connections cut off to give memory back.
+    pub cut_offs: AtomicU64,
+    /// Requests and query steps refused or held back for want of memory.
+    pub refusals: AtomicU64,
+    /// Times the allocator was asked to return free memory.
+    pub trims: AtomicU64,
+}
+
+#[derive(Debug)]
+struct Member {
+    outbox: Outbox,
+}
+
+impl RelayMemory {
+    /// A budget of `cap` bytes (at least 1 MiB), nothing used.
+    pub fn new(cap: usize) -> Arc<RelayMemory> {
+        Arc::new(RelayMemory {
+            cap: cap.max(1 << 20),
+            used: AtomicUsize::new(0),
+            peak: AtomicUsize::new(0),
+            trimming: AtomicBool::new(false),
+            members: Mutex::default(),
+            open: AtomicUsize::new(0),
+            last_reclaim: AtomicU64::new(0),
+            epoch: Instant::now(),
+            cut_offs: AtomicU64::new(0),
+            refusals: AtomicU64::new(0),
+            trims: AtomicU64::new(0),
+        })
+    }
+
+    /// The cap, in bytes.
+    pub fn cap(&self) -> usize {
+        self.cap
+    }
+
+    /// Bytes held by all connections together.
+    pub fn used(&self) -> usize {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    /// True while the budget is spent.
+    pub fn is_short(&self) -> bool {
+        self.used() >= self.cap
+    }
+
+    /// What one connection may hold while the budget is spent.
+    pub fn fair_share(&self) -> usize {
+        self.cap / self.open.load(Ordering::Relaxed).max(1)
+    }
+
+    /// Counts a connection in (for the fair share) until the returned
+    /// guard is dropped; reclaiming may cut it off through `outbox`.
+    pub fn join(self: &Arc<Self>, id: ConnId, outbox: Outbox) -> Membership {
+        self.members
+            .lock()
+            .expect("memory members")
+            .insert(id, Member { outbox });
+        self.open.fetch_add(1, Ordering::Relaxed);
+        Membership {
+            memory: self.clone(),
+            id,
+        }
+    }
+
+    /// Appends the budget's figures to a `/metrics` page.
+    pub fn render_metrics(&self, out: &mut String) {
+        use std::fmt::Write as _;
+        let counters = [
+            (
+                "nostrwire_relay_memory_bytes",
+                "gauge",
+                "Bytes all connections hold together (limits.relay_memory_bytes counts them).",
+                self.used() as u64,
+            ),
+            (
+                "nostrwire_relay_memory_cap_bytes",
+                "gauge",
+                "limits.relay_memory_bytes as in effect.",
+                self.cap as u64,
+            ),
+            (
+                "nostrwire_relay_memory_cut_offs_total",
+                "counter",
+                "Connections cut off because they held more than their share of a spent budget and did not read.",
+                self.cut_offs.load(Ordering::Relaxed),
+            ),
+            (
+                "nostrwire_relay_memory_refusals_total",
+                "counter",
+                "Requests refused and queued output denied because the budget was spent.",
+                self.refusals.load(Ordering::Relaxed),
+            ),
+            (
+                "nostrwire_relay_memory_trims_total",
+                "counter",
+                "Times free memory was returned to the system after a peak.",
+                self.trims.load(Ordering::Relaxed),
+            ),
+        ];
+        for (name, kind, help, value) in counters {
+            let _ = write!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n"
+            );
+        }
+    }
+
+    /// Takes `n` bytes for a connection that will then hold `holding`.
+    fn take(&self, n: usize, holding: usize) -> Result<(), Short> {
+        let used = self.used.fetch_add(n, Ordering::Relaxed) + n;
+        if used <= self.cap {
+            return Ok(());
+        }
+        self.peak.fetch_max(used, Ordering::Relaxed);
+        if holding <= self.fair_share() {
+            // Within its share: served, and someone above theirs gives way.
+            self.reclaim();
+            return Ok(());
+        }
+        self.used.fetch_sub(n, Ordering::Relaxed);
+        self.refusals.fetch_add(1, Ordering::Relaxed);
+        self.reclaim();
+        Err(Short::Relay)
+    }
+
+    /// Takes `n` bytes whatever the budget says: for memory that exists
+    /// already and is only changing hands.
+    fn force(&self, n: usize) {
+        let used = self.used.fetch_add(n, Ordering::Relaxed) + n;
+        if used > self.cap {
+            self.peak.fetch_max(used, Ordering::Relaxed);
+        }
+    }
+
+    fn give_back(&self, n: usize) {
+        let used = self.used.fetch_sub(n, Ordering::Relaxed) - n;
+        let peak = self.peak.load(Ordering::Relaxed);
+        if peak >= TRIM_MIN_PEAK && used < peak / 4 && !self.trimming.swap(true, Ordering::AcqRel) {
+            self.schedule_trim();
+        }
+    }
+
+    /// Cuts off connections above their fair share that are not reading,
+    /// the largest holders first, until what they hold would bring the
+    /// budget back under its cap. At most once every 20 ms.
+    pub fn reclaim(&self) {
+        let now = self.epoch.elapsed().as_millis() as u64;
+        let last = self.last_reclaim.load(Ordering::Relaxed);
+        if now < last + RECLAIM_EVERY.as_millis() as u64
+            || self
+                .last_reclaim
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_err()
+        {
+            return;
+        }
+        let over = self.used().saturating_sub(self.cap);
+        if over == 0 {
+            return;
+        }
+        let share = self.fair_share();
+        let mut candidates: Vec<(usize, Outbox)> = {
+            let members = self.members.lock().expect("memory members");
+            members
+                .values()
+                .filter(|m| !m.outbox.is_dead())
+                .map(|m| (m.outbox.holding(), &m.outbox))
+                .filter(|(holding, outbox)| {
+                    *holding > share && outbox.queued() > 0 && outbox.idle_for() >= NOT_READING
+                })
+                .map(|(holding, outbox)| (holding, outbox.clone()))
+                .collect()
+        };
+        candidates.sort_unstable_by_key(|c| std::cmp::Reverse(c.0));
+        let mut freed = 0;
+        for (holding, outbox) in candidates {
+            if freed >= over {
+                break;
+            }
+            outbox.cut_off();
+            self.cut_offs.fetch_add(1, Ordering::Relaxed);
+            freed += holding;
+        }
+    }
+
+    /// Returns free memory to the system a moment after a large peak was
+    /// given back, on a thread of its own (trimming takes milliseconds).
+    fn schedule_trim(&self) {
+        // The next trim waits for a new peak.
+        self.peak.store(self.used(), Ordering::Relaxed);
+        self.trims.fetch_add(1, Ordering::Relaxed);
+        let spawned = std::thread::Builder::new().name("trim".into()).spawn(|| {
+            std::thread::sleep(TRIM_DELAY);
+            trim_allocator();
+        });
+        if spawned.is_err() {
+            tracing::debug!("could not start the allocator trim");
+        }
+        self.trimming.store(false, Ordering::Release);
+    }
+}
+
+/// Asks the C allocator to return every free page it holds.
+fn trim_allocator() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks the allocator's own free lists.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+/// A connection counted in the relay's budget; leaves when dropped.
+#[derive(Debug)]
+pub struct Membership {
+    memory: Arc<RelayMemory>,
+    id: ConnId,
+}
+
+impl Drop for Membership {
+    fn drop(&mut self) {
+        if self
+            .memory
+            .members
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.id)
+            .is_some()
+        {
+            self.memory.open.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// One connection's memory budget (`limits.max_connection_bytes`): what
+/// its subscriptions hold (filters, parsed searches, read gates, their
+/// entries in the fan-out index), the stored results its queries hold until
+/// they are sent, and its queued output; drawn from the relay's budget.
+#[derive(Debug)]
+pub struct Budget {
+    cap: usize,
+    used: AtomicUsize,
+    relay: Option<Arc<RelayMemory>>,
+}
+
+impl Budget {
+    /// A budget of `cap` bytes, nothing used, within `relay`'s (`None`:
+    /// on its own, for tests and tools).
+    pub fn new(cap: usize, relay: Option<Arc<RelayMemory>>) -> Arc<Budget> {
+        Arc::new(Budget {
+            cap,
+            used: AtomicUsize::new(0),
+            relay,
+        })
+    }
+
+    /// Bytes in use.
+    pub fn used(&self) -> usize {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    /// The cap.
+    pub fn cap(&self) -> usize {
+        self.cap
+    }
+
+    /// The relay's budget this one draws on.
+    pub fn relay(&self) -> Option<&Arc<RelayMemory>> {
+        self.relay.as_ref()
+    }
+
+    /// Whether the relay's budget is spent and this connection holds more
+    /// than its fair share of it: its queries wait.
+    pub fn must_wait(&self) -> bool {
+        self.relay
+            .as_ref()
+            .is_some_and(|r| r.is_short() && self.used() > r.fair_share())
+    }
+
+    /// Takes `n` bytes if they fit; nothing taken if not.
+    pub fn take(&self, n: usize) -> Result<(), Short> {
+        let mut used = self.used.load(Ordering::Relaxed);
+        loop {
+            if used.saturating_add(n) > self.cap {
+                return Err(Short::Connection);
+            }
+            match self.used.compare_exchange_weak(
+                used,
+                used + n,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => break,
+                Err(now) => used = now,
+            }
+        }
+        if let Some(relay) = &self.relay {
+            if let Err(short) = relay.take(n, used + n) {
+                self.used.fetch_sub(n, Ordering::Relaxed);
+                return Err(short);
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes `n` bytes whatever the caps say: memory that exists already
+    /// and is only changing hands.
+    pub fn take_anyway(&self, n: usize) {
+        self.used.fetch_add(n, Ordering::Relaxed);
+        if let Some(relay) = &self.relay {
+            relay.force(n);
+        }
+    }
+
+    /// Gives back `n` bytes.
+    pub fn give_back(&self, n: usize) {
+        self.used.fetch_sub(n, Ordering::Relaxed);
+        if let Some(relay) = &self.relay {
+            relay.give_back(n);
+        }
+    }
+
+    /// Holds `n` bytes until the guard is dropped.
+    pub fn hold(self: &Arc<Self>, n: usize) -> Result<Held, Short> {
+        self.take(n).map(|()| Held {
+            budget: self.clone(),
+            bytes: n,
+        })
+    }
+
+    /// Holds nothing yet.
+    pub fn hold_none(self: &Arc<Self>) -> Held {
+        Held {
+            budget: self.clone(),
+            bytes: 0,
+        }
+    }
+}
+
+impl Drop for Budget {
+    /// A connection's budget goes when its last holder does: whatever it
+    /// still counts (a queue its writer never drained, say, when the
+    /// connection's task died) goes back to the relay's.
+    fn drop(&mut self) {
+        if let Some(relay) = &self.relay {
+            relay.give_back(*self.used.get_mut());
+        }
+    }
+}
+
+/// Bytes held in a [`Budget`]; given back when dropped.
+#[derive(Debug)]
+pub struct Held {
+    budget: Arc<Budget>,
+    bytes: usize,
+}
+
+impl Held {
+    /// Bytes held.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Gives back `n` of the held bytes now (at most all of them).
+    pub fn release(&mut self, n: usize) {
+        let n = n.min(self.bytes);
+        self.bytes -= n;
+        self.budget.give_back(n);
+    }
+
+    /// Holds `n` more bytes if they fit.
+    pub fn grow(&mut self, n: usize) -> Result<(), Short> {
+        self.budget.take(n)?;
+        self.bytes += n;
+        Ok(())
+    }
+
+    /// Holds `n` more bytes whatever the caps say: for memory that exists
+    /// already and is only changing hands.
+    pub fn grow_anyway(&mut self, n: usize) {
+        self.budget.take_anyway(n);
+        self.bytes += n;
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.budget.give_back(self.bytes);
+    }
+}
+
+/// The default of `limits.relay_memory_bytes`: a sixteenth of the
+/// machine's memory, between 64 MiB and 256 MiB. The rest is the page
+/// cache's, which serves every query from the database file.
+pub fn default_relay_bytes() -> usize {
+    let total = physical_memory().unwrap_or(4 << 30);
+    (total / 16).clamp(64 << 20, 256 << 20)
+}
+
+/// Bytes of physical memory, from the operating system.
+fn physical_memory() -> Option<usize> {
+    // SAFETY: sysconf only reads system configuration.
+    let (pages, size) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    (pages > 0 && size > 0).then(|| pages as usize * size as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outbox(
+        budget: Arc<Budget>,
+    ) -> (
+        Outbox,
+        tokio::sync::mpsc::UnboundedReceiver<crate::msg::Outgoing>,
+    ) {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        (Outbox::new(tx, budget, crate::msg::Transport::Json), rx)
+    }
+
+    #[test]
+    fn within_the_relay_budget_connections_take_what_their_own_allows() {
+        let relay = RelayMemory::new(4 << 20);
+        let a = Budget::new(3 << 20, Some(relay.clone()));
+        assert!(a.take(3 << 20).is_ok());
+        assert_eq!(a.take(1), Err(Short::Connection));
+        assert_eq!(relay.used(), 3 << 20);
+        a.give_back(3 << 20);
+        assert_eq!(relay.used(), 0);
+    }
+
+    #[test]
+    fn when_the_relay_budget_is_spent_only_connections_within_their_share_are_served() {
+        let relay = RelayMemory::new(4 << 20);
+        let big = Budget::new(16 << 20, Some(relay.clone()));
+        let small = Budget::new(16 << 20, Some(relay.clone()));
+        let (big_out, _rx1) = outbox(big.clone());
+        let (small_out, _rx2) = outbox(small.clone());
+        let _m1 = relay.join(1, big_out);
+        let _m2 = relay.join(2, small_out);
+        // Two connections: a fair share is 2 MiB.
+        assert!(big.take(4 << 20).is_ok());
+        assert!(relay.is_short());
+        assert!(big.must_wait());
+        assert_eq!(big.take(1 << 10), Err(Short::Relay), "above its share");
+        assert!(!small.must_wait());
+        assert!(small.take(1 << 20).is_ok(), "within its share: overdraws");
+        assert_eq!(small.take(2 << 20), Err(Short::Relay), "past its share");
+        assert_eq!(relay.used(), 5 << 20);
+    }
+
+    #[test]
+    fn reclaiming_cuts_off_the_largest_holder_that_does_not_read() {
+        let relay = RelayMemory::new(4 << 20);
+        let mut members = Vec::new();
+        let mut receivers = Vec::new();
+        let mut outboxes = Vec::new();
+        for (id, bytes) in [(1u64, 3usize << 20), (2, 1 << 20), (3, 0)] {
+            let budget = Budget::new(16 << 20, Some(relay.clone()));
+            let (out, rx) = outbox(budget.clone());
+            members.push(relay.join(id, out.clone()));
+            receivers.push(rx);
+            if bytes > 0 {
+                // Queued and never taken: a reader that stopped.
+                assert!(out.send(vec![b' '; bytes]));
+            }
+            outboxes.push(out);
+        }
+        std::thread::sleep(NOT_READING + Duration::from_millis(20));
+        // The third connection needs room: the first gives way.
+        assert!(outboxes[2].budget().take(1 << 20).is_ok());
+        assert!(outboxes[0].is_cut_off(), "the largest non-reader");
+        assert!(!outboxes[1].is_cut_off(), "within its share");
+        assert!(!outboxes[2].is_cut_off());
+        assert_eq!(relay.cut_offs.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn leaving_gives_the_share_back_to_the_others() {
+        let relay = RelayMemory::new(8 << 20);
+        let b = Budget::new(16 << 20, None);
+        let (o1, _r1) = outbox(b.clone());
+        let (o2, _r2) = outbox(b);
+        let m1 = relay.join(1, o1);
+        let _m2 = relay.join(2, o2);
+        assert_eq!(relay.fair_share(), 4 << 20);
+        drop(m1);
+        assert_eq!(relay.fair_share(), 8 << 20);
+    }
+}

@@ -1,0 +1,197 @@
+//! Attackers with many addresses, over real sockets: the relay-wide limits
+//! (sockets, the memory budget) hold where per-address ones cannot, and a
+//! client that reads keeps being served.
+
+mod support;
+
+use std::time::Duration;
+
+use support::{event, filter, now, Client, Got};
+use tokio::io::AsyncReadExt;
+
+/// Loopback address `k` of the attackers: 127.0.0.2 and up.
+fn attacker(k: usize) -> String {
+    format!("127.0.0.{}", 2 + k % 200)
+}
+
+/// A burst of connections, faster than connection tasks start, never
+/// holds more sockets than `limits.max_connections`: each slot is taken
+/// at `accept`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_connections_never_holds_more_than_the_limit() {
+    const LIMIT: usize = 4;
+    let relay = support::TestRelay::start_with(|c| c.limits.max_connections = LIMIT);
+    let mut sockets = Vec::new();
+    for k in 0..60 {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket
+            .bind(format!("{}:0", attacker(k)).parse().unwrap())
+            .unwrap();
+        sockets.push(socket.connect(relay.addr()).await.unwrap());
+    }
+    // A socket the relay took waits for its request head (10 s); one it
+    // refused is closed at once.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut held = 0;
+    for s in &mut sockets {
+        let mut byte = [0u8; 1];
+        match tokio::time::timeout(Duration::from_millis(20), s.read(&mut byte)).await {
+            Err(_) => held += 1,
+            Ok(Ok(0)) | Ok(Err(_)) => {}
+            Ok(Ok(_)) => panic!("the relay sent bytes before a request"),
+        }
+    }
+    assert!(held >= 1, "the relay took no connection at all");
+    assert!(
+        held <= LIMIT,
+        "the relay held {held} sockets with limits.max_connections = {LIMIT}"
+    );
+    drop(sockets);
+    // The slots come back.
+    let mut back = false;
+    for _ in 0..50 {
+        if tokio_tungstenite::connect_async(relay.url.as_str())
+            .await
+            .is_ok()
+        {
+            back = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(back, "slots were not given back");
+}
+
+/// Sets up stored notes of about 2 KB each for the queries below.
+async fn store_notes(url: &str, n: u64) {
+    let mut c = Client::connect(url).await;
+    let keys = nostrwire_event::Keys::derive(77, 1);
+    let text = "x".repeat(2_000);
+    for i in 0..n {
+        let e = event(&keys, now() - 10_000 + i, 1, &[], &format!("{i} {text}"));
+        assert!(c.publish(&e).await.0);
+    }
+}
+
+/// Many addresses' slow readers spend the relay's memory budget: those
+/// holding more than their share give way (their queries wait and end
+/// with `CLOSED rate-limited:`, or they are cut off for not reading),
+/// while a client that reads is served in full, and the budget is given
+/// back when they are gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_readers_from_many_addresses_give_way_to_a_reader() {
+    let relay = support::TestRelay::start_with(|c| {
+        c.limits.relay_memory_bytes = 4 << 20;
+        c.limits.slow_reader_seconds = 2;
+    });
+    store_notes(&relay.url, 600).await;
+    // 40 connections from 20 addresses (2 each: within every per-address
+    // limit), each asking for every note twice and never reading.
+    let mut readers = Vec::new();
+    for k in 0..40 {
+        let mut c = Client::connect_from(&relay.url, relay.addr(), &attacker(k % 20)).await;
+        for r in 0..2 {
+            c.req(
+                &format!("all{r}"),
+                &[filter(r#"{"kinds":[1],"limit":5000}"#)],
+            )
+            .await;
+        }
+        readers.push(c);
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let metrics = || async { support::http_get(relay.addr(), "/metrics", "text/plain").await };
+    let gauge = |page: &str, name: &str| -> u64 {
+        page.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} ")))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{name} not in /metrics"))
+    };
+    let page = metrics().await;
+    assert!(
+        gauge(&page, "nostrwire_relay_memory_bytes") > 0,
+        "the slow readers hold nothing"
+    );
+    // The reader, from its own address, gets every note it asks for.
+    let mut reader = Client::connect(&relay.url).await;
+    let got = reader
+        .query("mine", &[filter(r#"{"kinds":[1],"limit":600}"#)])
+        .await;
+    assert_eq!(got.len(), 600, "a reading client was not served in full");
+    // The slow readers gave way: refused, waited out, or cut off.
+    let mut gave_way = 0;
+    for _ in 0..100 {
+        let page = metrics().await;
+        gave_way = gauge(&page, "nostrwire_relay_memory_refusals_total")
+            + gauge(&page, "nostrwire_relay_memory_cut_offs_total");
+        if gave_way > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(gave_way > 0, "nobody gave way to the budget");
+    let page = metrics().await;
+    let used = gauge(&page, "nostrwire_relay_memory_bytes");
+    let cap = gauge(&page, "nostrwire_relay_memory_cap_bytes");
+    // At most every connection's share beyond the cap.
+    assert!(used <= 2 * cap, "{used} bytes held of a {cap}-byte budget");
+    drop(readers);
+    let mut freed = false;
+    for _ in 0..100 {
+        if gauge(&metrics().await, "nostrwire_relay_memory_bytes") == 0 {
+            freed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        freed,
+        "the budget was not given back after the attackers left"
+    );
+    // Still serving.
+    let mut after = Client::connect(&relay.url).await;
+    after
+        .req("after", &[filter(r#"{"kinds":[1],"limit":1}"#)])
+        .await;
+    assert!(matches!(after.recv().await, Got::Event(..)));
+}
+
+/// With the budget spent, a new subscription from a connection holding
+/// more than its share gets `CLOSED rate-limited:`; one within its share
+/// is opened.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spent_budget_refuses_requests_over_the_share_only() {
+    let relay = support::TestRelay::start_with(|c| c.limits.relay_memory_bytes = 1 << 20);
+    // Oversized subscriptions (about 1 MB of authors each) from two addresses.
+    let authors: Vec<String> = (0..5_000u32)
+        .map(|i| format!("\"{:064x}\"", u64::from(i) * 7919 + 1))
+        .collect();
+    let one = format!("{{\"authors\":[{}],\"kinds\":[1]}}", authors.join(","));
+    let mut refused = None;
+    let mut attackers = Vec::new();
+    for k in 0..2 {
+        let mut c = Client::connect_from(&relay.url, relay.addr(), &attacker(k)).await;
+        for i in 0..6 {
+            let id = format!("big{i}");
+            c.send_text(format!("[\"REQ\",\"{id}\",{one},{one}]")).await;
+            match c.recv().await {
+                Got::Eose(_) => {}
+                Got::Closed(s, m) => {
+                    assert_eq!(s, id);
+                    if m.contains("short of memory") {
+                        refused = Some(m);
+                    }
+                    break;
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        attackers.push(c);
+    }
+    let m = refused.expect("the relay's budget never refused a subscription");
+    assert!(m.starts_with("rate-limited:"), "{m}");
+    // A small subscription within its share is still opened.
+    let mut small = Client::connect(&relay.url).await;
+    small.req("small", &[filter(r#"{"kinds":[1]}"#)]).await;
+    assert!(matches!(small.recv().await, Got::Eose(_)));
+}
