@@ -10,7 +10,7 @@ use std::sync::Arc;
 use memmap2::Mmap;
 use nostrwire_event::{matches_any, Event, EventRef, Filter, SignedFields};
 use nostrwire_wire::compress::{self, RecordDecompressor};
-use nostrwire_wire::{frame, EventView, Limits};
+use nostrwire_wire::{frame, EventView, Limits, COMPRESSED_V1};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
@@ -19,8 +19,11 @@ use crate::event::PyEvent;
 use crate::nwb::PyDictSet;
 use crate::par;
 
-/// Items read per batch (between two trips into Python).
-const BATCH: usize = 4096;
+/// Most items and input bytes read per batch (between two trips into
+/// Python). Large, because each batch ends in a join of its threads, and
+/// on a busy machine a join waits for a thread to be scheduled at all.
+const BATCH: usize = 65_536;
+const BATCH_BYTES: usize = 64 << 20;
 /// Items per unit of work handed to a thread.
 const BLOCK: usize = 256;
 
@@ -98,7 +101,8 @@ impl Scanner {
         let data: &[u8] = map;
         let mut items: Vec<(usize, usize, Place)> = Vec::with_capacity(BATCH);
         let mut framing = None;
-        while items.len() < BATCH && self.pos < data.len() {
+        let first = self.pos;
+        while items.len() < BATCH && self.pos - first < BATCH_BYTES && self.pos < data.len() {
             let start = self.pos;
             match self.format {
                 Format::JsonLines => {
@@ -129,31 +133,36 @@ impl Scanner {
         let (filters, verify, format) = (&self.filters[..], self.verify, self.format);
         let set = self.dictionaries.as_deref();
         let outcomes = par::map_blocks(&items, self.threads, BLOCK, |block| {
-            let mut decompressor = match format {
-                Format::Nwb => match RecordDecompressor::new(set) {
-                    Ok(d) => Some(d),
-                    Err(e) => {
-                        return block
-                            .iter()
-                            .map(|&(_, _, at)| Outcome::Invalid(Failure::Io(e.to_string()), at))
-                            .collect()
-                    }
-                },
-                Format::JsonLines => None,
-            };
+            // A zstd context only for blocks that hold compressed records.
+            let mut decompressor: Option<RecordDecompressor<'_>> = None;
             block
                 .iter()
                 .map(|&(start, end, at)| {
                     let bytes = &data[start..end];
-                    let judged = match decompressor.as_mut() {
-                        None => EventRef::parse(bytes)
+                    let judged = match format {
+                        Format::JsonLines => EventRef::parse(bytes)
                             .map_err(Failure::Event)
                             .and_then(|e| Ok(judge(&e, filters, verify)?.then(|| e.to_event()))),
-                        Some(d) => d
-                            .record(bytes, &Limits::DEFAULT)
-                            .and_then(EventView::decode)
-                            .map_err(Failure::Nwb)
-                            .and_then(|e| Ok(judge(&e, filters, verify)?.then(|| e.to_event()))),
+                        Format::Nwb => {
+                            let record = if bytes.first() == Some(&COMPRESSED_V1) {
+                                if decompressor.is_none() {
+                                    match RecordDecompressor::new(set) {
+                                        Ok(d) => decompressor = Some(d),
+                                        Err(e) => {
+                                            return Outcome::Invalid(Failure::Io(e.to_string()), at)
+                                        }
+                                    }
+                                }
+                                let d = decompressor.as_mut().expect("just made");
+                                d.record(bytes, &Limits::DEFAULT)
+                            } else {
+                                Ok(bytes)
+                            };
+                            record
+                                .and_then(EventView::decode)
+                                .map_err(Failure::Nwb)
+                                .and_then(|e| Ok(judge(&e, filters, verify)?.then(|| e.to_event())))
+                        }
                     };
                     match judged {
                         Ok(Some(event)) => Outcome::Matched(event),
