@@ -1,9 +1,13 @@
 //! `Event`, `Keys`, `event_id` and `verify_many` (stages 3–4 for Python).
 
+use std::borrow::Cow;
+
+use nostrwire_event::message::write;
 use nostrwire_event::{
     Event, EventRef, Keys, Kind, PreimageFields, PublicKey, SignedFields, Tag, Timestamp,
     UnsignedEvent,
 };
+use nostrwire_wire::Limits;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
@@ -15,25 +19,129 @@ use crate::par;
 /// signature is checked.
 const DETACH_BYTES: usize = 64 * 1024;
 
+/// How an event is held.
+enum Repr {
+    /// Signed here, decoded from nwb, read from a file or from a relay.
+    Owned(Event),
+    /// Parsed from the JSON the caller gave, which is kept with the
+    /// parser's view into it: nothing is copied or decoded until asked for.
+    Json {
+        /// Borrows `_source`'s bytes. They are on the heap (a Python object,
+        /// or a Rust allocation, that `_source` holds and never changes), so
+        /// they stay put when `Repr` moves, and live as long as it does;
+        /// the `'static` never leaves this type (see [`shorten`]).
+        view: EventRef<'static>,
+        /// Held for `view`, never read.
+        _source: Input,
+    },
+}
+
+/// The view with the lifetime of the borrow of its holder.
+fn shorten<'a>(view: &'a EventRef<'static>) -> &'a EventRef<'a> {
+    view
+}
+
+/// Runs `$body` with `$e` bound to the event, whichever its representation.
+macro_rules! with_event {
+    ($self:expr, $e:ident => $body:expr) => {
+        match &$self.repr {
+            Repr::Owned($e) => $body,
+            Repr::Json { view, .. } => {
+                let $e = shorten(view);
+                $body
+            }
+        }
+    };
+}
+
 /// Strict parse, then (optionally) the id and the signature.
-pub(crate) fn parse_event(input: &[u8], verify: bool) -> Result<Event, Failure> {
-    let event = EventRef::parse(input).map_err(Failure::Event)?;
+fn parse_json(source: Input, verify: bool) -> Result<Repr, Failure> {
+    let bytes = source.as_bytes();
+    // SAFETY: `bytes` lives as long as `source` and does not move with it
+    // (see `Repr::Json`); the view is stored beside `source` and only lent
+    // out with a shorter lifetime.
+    let bytes: &'static [u8] = unsafe { std::slice::from_raw_parts(bytes.as_ptr(), bytes.len()) };
+    let view = EventRef::parse(bytes).map_err(Failure::Event)?;
     if verify {
-        event.verify().map_err(Failure::Event)?;
+        view.verify().map_err(Failure::Event)?;
     }
-    Ok(event.to_event())
+    Ok(Repr::Json {
+        view,
+        _source: source,
+    })
 }
 
 /// A Nostr event: parsed strictly, immutable.
 #[pyclass(module = "nostrwire", name = "Event", frozen, eq, hash)]
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct PyEvent {
-    pub(crate) inner: Event,
+    repr: Repr,
+}
+
+impl std::fmt::Debug for PyEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.__repr__())
+    }
+}
+
+/// Equal events have one canonical form.
+impl PartialEq for PyEvent {
+    fn eq(&self, other: &PyEvent) -> bool {
+        self.id_bytes() == other.id_bytes() && self.json_bytes() == other.json_bytes()
+    }
+}
+
+impl Eq for PyEvent {}
+
+impl std::hash::Hash for PyEvent {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.id_bytes().hash(state);
+    }
 }
 
 impl PyEvent {
-    pub(crate) fn new(inner: Event) -> PyEvent {
-        PyEvent { inner }
+    pub(crate) fn new(event: Event) -> PyEvent {
+        PyEvent {
+            repr: Repr::Owned(event),
+        }
+    }
+
+    fn id_bytes(&self) -> [u8; 32] {
+        with_event!(self, e => *e.id().as_bytes())
+    }
+
+    pub(crate) fn id_hex(&self) -> String {
+        with_event!(self, e => e.id().to_hex())
+    }
+
+    fn json_bytes(&self) -> Vec<u8> {
+        with_event!(self, e => e.to_json_bytes())
+    }
+
+    /// The id and the signature.
+    pub(crate) fn check(&self) -> Result<(), nostrwire_event::Error> {
+        with_event!(self, e => e.verify())
+    }
+
+    /// Appends the nwb record.
+    pub(crate) fn record_into(&self, out: &mut Vec<u8>) -> Result<(), nostrwire_wire::Error> {
+        match &self.repr {
+            Repr::Owned(e) => nostrwire_wire::try_encode_event_into(e, &Limits::DEFAULT, out),
+            // Parsed under the default JSON limits, which the default
+            // record limits admit.
+            Repr::Json { view, .. } => {
+                nostrwire_wire::encode_json_event_into(shorten(view), out);
+                Ok(())
+            }
+        }
+    }
+
+    /// Appends `["EVENT",…]` or `["AUTH",…]`.
+    pub(crate) fn write_message(&self, auth: bool, out: &mut Vec<u8>) {
+        with_event!(self, e => if auth {
+            write::client_auth(out, e)
+        } else {
+            write::client_event(out, e)
+        })
     }
 }
 
@@ -44,61 +152,76 @@ impl PyEvent {
     #[staticmethod]
     #[pyo3(signature = (data, verify = true))]
     fn from_json(py: Python<'_>, data: Input, verify: bool) -> PyResult<PyEvent> {
-        let bytes = data.as_bytes();
-        let parsed = if verify || bytes.len() > DETACH_BYTES {
-            py.detach(|| parse_event(bytes, verify))
+        let repr = if verify || data.as_bytes().len() > DETACH_BYTES {
+            py.detach(move || parse_json(data, verify))
         } else {
-            parse_event(bytes, verify)
+            parse_json(data, verify)
         };
-        Ok(PyEvent::new(parsed?))
+        Ok(PyEvent { repr: repr? })
     }
 
     /// The id, 64 lowercase hex characters.
     #[getter]
     fn id(&self) -> String {
-        self.inner.id.to_hex()
+        self.id_hex()
     }
 
     /// The author's x-only public key, 64 lowercase hex characters.
     #[getter]
     fn pubkey(&self) -> String {
-        self.inner.pubkey.to_hex()
+        with_event!(self, e => e.pubkey().to_hex())
     }
 
     #[getter]
     fn created_at(&self) -> u64 {
-        self.inner.created_at.as_u64()
+        with_event!(self, e => e.created_at().as_u64())
     }
 
     #[getter]
     fn kind(&self) -> u16 {
-        self.inner.kind.as_u16()
+        with_event!(self, e => e.kind().as_u16())
     }
 
     /// The tags, a new list of lists of strings on every access.
     #[getter]
     fn tags<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let list = PyList::empty(py);
-        for tag in &self.inner.tags {
-            list.append(PyList::new(py, tag.as_slice())?)?;
+        match &self.repr {
+            Repr::Owned(e) => {
+                for tag in &e.tags {
+                    list.append(PyList::new(py, tag.as_slice())?)?;
+                }
+            }
+            Repr::Json { view, .. } => {
+                for tag in shorten(view).tags().iter() {
+                    let elements = PyList::empty(py);
+                    for element in tag.iter() {
+                        elements.append(element.value())?;
+                    }
+                    list.append(elements)?;
+                }
+            }
         }
         Ok(list)
     }
 
     #[getter]
-    fn content(&self) -> &str {
-        &self.inner.content
+    fn content(&self) -> Cow<'_, str> {
+        match &self.repr {
+            Repr::Owned(e) => Cow::Borrowed(&e.content),
+            Repr::Json { view, .. } => shorten(view).content().value(),
+        }
     }
 
     /// The signature, 128 lowercase hex characters.
     #[getter]
     fn sig(&self) -> String {
-        self.inner.sig.to_hex()
+        with_event!(self, e => e.sig().to_hex())
     }
 
     /// Canonical compact JSON, keys in NIP-01 order.
     fn to_json(&self) -> String {
-        self.inner.to_json()
+        with_event!(self, e => e.to_json())
     }
 
     /// The event as a dict of its seven fields.
@@ -116,34 +239,34 @@ impl PyEvent {
 
     /// Recomputes the id and checks the signature; raises `InvalidEvent`.
     fn verify(&self, py: Python<'_>) -> PyResult<()> {
-        py.detach(|| self.inner.verify())
+        py.detach(|| self.check())
             .map_err(|e| Failure::Event(e).to_py())
     }
 
     /// The id computed from the fields (equal to `id` when the event verifies).
     fn compute_id(&self) -> String {
-        self.inner.compute_id().to_hex()
+        with_event!(self, e => e.compute_id().to_hex())
     }
 
     fn __repr__(&self) -> String {
         format!(
             "Event(id='{}', kind={}, pubkey='{}', created_at={})",
-            self.inner.id.to_hex(),
-            self.inner.kind.as_u16(),
-            self.inner.pubkey.to_hex(),
-            self.inner.created_at.as_u64()
+            self.id(),
+            self.kind(),
+            self.pubkey(),
+            self.created_at()
         )
     }
 
     fn __str__(&self) -> String {
-        self.inner.to_json()
+        self.to_json()
     }
 
     /// Pickles through the canonical JSON (verified again on loading).
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
         let py = slf.py();
         let from_json = slf.get_type().getattr("from_json")?;
-        let args = PyTuple::new(py, [slf.get().inner.to_json()])?;
+        let args = PyTuple::new(py, [slf.get().to_json()])?;
         PyTuple::new(py, [from_json.into_any(), args.into_any()])
     }
 }
@@ -211,7 +334,7 @@ enum Item {
 
 fn verify_item(item: &Item) -> bool {
     match item {
-        Item::Event(e) => e.get().inner.verify().is_ok(),
+        Item::Event(e) => e.get().check().is_ok(),
         Item::Json(input) => EventRef::parse(input.as_bytes())
             .and_then(|e| e.verify())
             .is_ok(),

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use nostrwire_event::{EventRef, SignedFields};
 use nostrwire_wire::compress::{self, RecordCompressor, RecordDecompressor};
-use nostrwire_wire::{encode_json_event_into, frame, try_encode_event_into, EventView, Limits};
+use nostrwire_wire::{encode_json_event_into, frame, EventView, Limits};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
@@ -81,7 +81,9 @@ impl PyDictSet {
 /// Appends the record of `event` (an `Event`, or event JSON) to `out`.
 fn record_into(obj: &Bound<'_, PyAny>, out: &mut Vec<u8>) -> PyResult<()> {
     if let Ok(event) = obj.cast::<PyEvent>() {
-        try_encode_event_into(&event.get().inner, &Limits::DEFAULT, out)
+        event
+            .get()
+            .record_into(out)
             .map_err(|e| Failure::Nwb(e).to_py())
     } else {
         let input: Input = obj.extract()?;

@@ -11,7 +11,7 @@ use std::borrow::Cow;
 use nostrwire_event::message::{write, RelayMessage};
 use nostrwire_event::{Error, ErrorKind, Event, EventRef, Filter, SignedFields};
 use nostrwire_wire::transport::{self, RelayFrame};
-use nostrwire_wire::{try_encode_event, Limits};
+use nostrwire_wire::Limits;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
@@ -219,7 +219,7 @@ impl PyRelayMessage {
             parts.push(format!("subscription_id={s:?}"));
         }
         if let Some(e) = &self.event {
-            parts.push(format!("event={}", e.get().inner.id.to_hex()));
+            parts.push(format!("event={}", e.get().id_hex()));
         }
         if let Some(s) = &self.event_id {
             parts.push(format!("event_id={s:?}"));
@@ -433,15 +433,13 @@ impl Encoder {
         match self.transport {
             Transport::Json => {
                 let mut json = Vec::new();
-                if auth {
-                    write::client_auth(&mut json, &event.inner);
-                } else {
-                    write::client_event(&mut json, &event.inner);
-                }
+                event.write_message(auth, &mut json);
                 Ok(self.json_frame(py, json))
             }
             Transport::V1 => {
-                let record = try_encode_event(&event.inner, &Limits::DEFAULT)
+                let mut record = Vec::new();
+                event
+                    .record_into(&mut record)
                     .map_err(|e| Failure::Nwb(e).to_py())?;
                 let mut frame = Vec::with_capacity(record.len() + 1);
                 if auth {

@@ -156,3 +156,21 @@ def test_hostile_inputs_raise_invalid_event_never_crash(corpus_lines):
     for data in (b"", b"[", b"{" * 100_000, b'{"id":' + b"[" * 100_000, b"\xff" * 64, "\ud800".encode("utf-8", "surrogatepass")):
         with pytest.raises(nw.InvalidEvent):
             nw.Event.from_json(data)
+
+
+def test_events_own_their_input(corpus_lines):
+    line = corpus_lines[8]
+    buffer = bytearray(line)
+    text = line.decode()
+    from_buffer = nw.Event.from_json(buffer)
+    from_text = nw.Event.from_json(text)
+    buffer[:] = b"x" * len(buffer)  # the caller's buffer changes; the event does not
+    del text
+    import gc
+
+    gc.collect()
+    expected = json.loads(line)
+    for event in (from_buffer, from_text):
+        assert event.to_dict() == expected
+        event.verify()
+        assert nw.nwb.decode(nw.nwb.encode(event)) == event
