@@ -112,6 +112,9 @@ def test_batches_edge_cases_and_argument_errors(corpus_lines, dumps, tmp_path):
         nw.scan(jsonl, {"authors": ["ABC"]})
     with pytest.raises(ValueError):
         nw.scan(jsonl, errors="ignore")
+    for bad in ({"kinds": [1], "limit": 10}, [{}, {"search": "nostr"}]):
+        with pytest.raises(ValueError):
+            nw.scan(jsonl, bad)
     with pytest.raises(ValueError):
         nw.scan(jsonl, format="csv")
     with pytest.raises(FileNotFoundError):

@@ -9,6 +9,7 @@ The codec is the Rust one of the nostrwire workspace.
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Optional, Union
 
@@ -73,7 +74,9 @@ def scan(
     """Streams the events of a JSON Lines or nwb file that match `filter`.
 
     `filter` is a NIP-01 filter (a dict) or a list of them (an event matches
-    if any matches; `limit` and `search` are not applied). Matching, and
+    if any matches): `ids`, `authors`, `kinds`, `#x` tags, `since`, `until`.
+    `limit` and `search` raise `ValueError`: a dump has no order to take the
+    newest from, nor a search index (`itertools.islice` bounds a scan). Matching, and
     verification when `verify=True`, run in Rust on `threads` threads
     (default: every core) over a memory map of the file. With
     `errors="raise"` the first bad line or record raises `InvalidEvent` or
@@ -82,9 +85,15 @@ def scan(
     """
     if errors not in _ERRORS:
         raise ValueError(f'errors must be "raise" or "skip", not {errors!r}')
+    filters = filters_json(filter)
+    for text in filters:
+        keys = json.loads(text).keys()
+        for key in ("limit", "search"):
+            if key in keys:
+                raise ValueError(f"scan does not apply {key!r}: remove it from the filter")
     return _scan(
         os.fspath(path),
-        filters_json(filter),
+        filters,
         verify,
         errors == "skip",
         threads,
