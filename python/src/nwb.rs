@@ -116,29 +116,30 @@ fn encode<'py>(
 }
 
 /// Decodes one event record, enforcing every canonical rule; by default
-/// also verifies the id and signature. With `dictionaries`, a stored record
-/// (raw or compressed, `spec/nwb.md` §11); without, a compressed record is
-/// refused (`bad_version`), as a plain record decoder must.
+/// also verifies the id and signature. A stored record (raw, or compressed
+/// as `spec/nwb.md` §11 describes) is read with `stored=True` or with
+/// `dictionaries`; otherwise a compressed record is refused
+/// (`bad_version`), as a plain record decoder must.
 #[pyfunction]
-#[pyo3(signature = (data, verify = true, dictionaries = None))]
+#[pyo3(signature = (data, verify = true, dictionaries = None, stored = false))]
 fn decode(
     py: Python<'_>,
     data: Input,
     verify: bool,
     dictionaries: Option<&PyDictSet>,
+    stored: bool,
 ) -> PyResult<PyEvent> {
-    let stored = data.as_bytes();
+    let bytes = data.as_bytes();
+    let set = dictionaries.map(|d| d.inner.as_ref());
     let event = py.detach(|| {
-        let mut decompressor = match dictionaries {
-            Some(set) => Some(
-                RecordDecompressor::new(Some(&set.inner))
-                    .map_err(|e| Failure::Io(e.to_string()))?,
-            ),
-            None => None,
+        let mut decompressor = if stored || set.is_some() {
+            Some(RecordDecompressor::new(set).map_err(|e| Failure::Io(e.to_string()))?)
+        } else {
+            None
         };
         let record = match decompressor.as_mut() {
-            Some(d) => d.record(stored, &Limits::DEFAULT).map_err(Failure::Nwb)?,
-            None => stored,
+            Some(d) => d.record(bytes, &Limits::DEFAULT).map_err(Failure::Nwb)?,
+            None => bytes,
         };
         let view = EventView::decode(record).map_err(Failure::Nwb)?;
         if verify {

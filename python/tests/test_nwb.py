@@ -50,6 +50,22 @@ def test_invalid_vectors_raise_their_kind(wire_vectors):
         assert info.value.kind == case["error"], case["name"]
 
 
+def test_compressed_vectors(repo):
+    cases = json.loads((repo / "vectors" / "wire" / "compressed.json").read_text())["cases"]
+    for case in cases:
+        data = bytes.fromhex(case["hex"])
+        with pytest.raises(nw.NwbError) as info:
+            nw.nwb.decode(data, verify=False)
+        assert info.value.kind == "bad_version", case["name"]
+        if "error" in case:
+            with pytest.raises(nw.NwbError) as info:
+                nw.nwb.decode(data, verify=False, stored=True)
+            assert info.value.kind == case["error"], case["name"]
+        else:
+            event = nw.nwb.decode(data, verify=False, stored=True)
+            assert nw.nwb.encode(event).hex() == case["record"], case["name"]
+
+
 def test_corpus_round_trips_through_every_bytes_like(corpus_lines):
     for line in corpus_lines:
         event = nw.Event.from_json(line)

@@ -113,7 +113,10 @@ class DictSet:
 
 def encode(event: Union[Event, _Json], dictionaries: Optional[DictSet] = None) -> bytes: ...
 def decode(
-    data: _Bytes, verify: bool = True, dictionaries: Optional[DictSet] = None
+    data: _Bytes,
+    verify: bool = True,
+    dictionaries: Optional[DictSet] = None,
+    stored: bool = False,
 ) -> Event: ...
 def write(
     path: _Path, events: Iterable[Union[Event, _Json]], dictionaries: Optional[DictSet] = None
