@@ -98,16 +98,17 @@ class Verifier implements WasmVerifier {
     return true;
   }
 
-  // A u32 length and the UTF-8 of `s`; false for lone surrogates. Short
-  // strings (most tag values) are copied here; longer ones go through the
-  // engine's encoder, which is faster once the call is paid for.
+  // A u32 length and the UTF-8 of `s`; false for lone surrogates. Strings
+  // up to a few hundred ASCII characters (tag values: ids, keys, URLs) are
+  // copied here; longer ones go through the engine's encoder, which is
+  // faster once its call is paid for.
   private str(s: string): boolean {
     const n = s.length;
     this.ensure(this.at + 4 + 3 * n);
     const buf = this.buf;
     let p = this.at + 4;
     let i = 0;
-    if (n <= 32) {
+    if (n <= 256) {
       for (; i < n; i++) {
         const c = s.charCodeAt(i);
         if (c >= 0x80) break;
