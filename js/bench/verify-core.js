@@ -1,12 +1,14 @@
 // The verifier benchmark's measurements, shared by Node (bench/verify.mjs)
 // and the Chromium page (bench/verify-page.js): each verifier over the same
 // events in memory, one thread, interleaved rounds, fresh event objects per
-// pass (parsed before the clock starts, so no verdict is cached).
+// pass (parsed before the clock starts, so no verdict is cached) and no
+// parsed public key cached in this package's verifier.
 import { verifyEvent as nobleVerify } from 'nostr-tools/pure';
 import { setNostrWasm, verifyEvent as nostrWasmVerify } from 'nostr-tools/wasm';
 import { initNostrWasm } from 'nostr-wasm';
 import { encodeEvent, initVerifier, verifierName, verifyEvents, verifyRecords } from '../dist/index.js';
 import { loadVerifier } from '../dist/verify-wasm.js';
+import { clearVerifierCache } from '../dist/verify.js';
 
 /**
  * `lines`: the events as JSON text. `variants`: other builds of the
@@ -20,12 +22,22 @@ export async function measure(lines, variants, rounds) {
   for (const [name, bytes] of Object.entries(variants)) loaded[name] = await loadVerifier(bytes);
   const fresh = () => lines.map((l) => JSON.parse(l));
   const records = fresh().map((e) => encodeEvent(e));
+  // The signature checks alone (key, id, signature as bytes), for the split
+  // between them and the id hash with the packing.
+  const raw = await loadVerifier();
+  const items = new Uint8Array(128 * lines.length);
+  records.forEach((r, i) => {
+    items.set(r.subarray(11, 43), 128 * i);
+    items.set(r.subarray(43, 75), 128 * i + 32);
+    items.set(r.subarray(75, 139), 128 * i + 64);
+  });
 
   const methods = {
     noble: (ev) => ev.map((e) => nobleVerify(e)),
     'nostr-wasm': (ev) => ev.map((e) => nostrWasmVerify(e)),
     nostrwire: (ev) => verifyEvents(ev),
     'nostrwire-records': () => verifyRecords(records),
+    'nostrwire-signatures': () => Array.from(raw.verifySignatures(items), (x) => x === 1),
   };
   for (const [name, v] of Object.entries(loaded)) {
     methods[`variant:${name}`] = (ev) => {
@@ -44,6 +56,10 @@ export async function measure(lines, variants, rounds) {
     for (let k = 0; k < names.length; k++) {
       const m = names[(k + r) % names.length];
       const ev = fresh();
+      // Every pass starts with no parsed key cached, as a first REQ does.
+      clearVerifierCache();
+      raw.clearKeyCache();
+      for (const v of Object.values(loaded)) v.clearKeyCache?.();
       const t = performance.now();
       const verdicts = await methods[m](ev);
       const ms = performance.now() - t;

@@ -118,7 +118,7 @@ const floorUs = median([floorBefore.bareVerifyUs, floorAfter.bareVerifyUs]);
 let md = `# Verifier benchmark: µs per event, one thread\n\n`;
 md += `${results.date.slice(0, 10)}; ${results.machine.cpus} cores (${results.machine.cpu}), shared with other work; Node ${process.version}, ${chromium} headless. `;
 md += `The corpus's ${lines.length} real events (testdata/real-events.jsonl), in memory; medians of ${rounds} interleaved rounds (min–max). `;
-md += `Every row checks the id (canonical serialization + SHA-256) and the signature, except the floor.\n\n`;
+md += `Every row checks the id (canonical serialization + SHA-256) and the signature, except the floor and the signatures-only row.\n\n`;
 md += `Host floor, native libsecp256k1 (\`nostrwire bench codec\`, bare verify, signature only): ${f(floorBefore.bareVerifyUs)} µs before, ${f(floorAfter.bareVerifyUs)} µs after; `;
 md += `native nostrwire parse + id + signature: ${f(floorBefore.parseIdSigUs)} / ${f(floorAfter.parseIdSigUs)} µs.\n\n`;
 md += `| verifier | Node µs | Chromium µs | Node vs nostr-wasm | Chromium vs nostr-wasm | Chromium / native floor | valid |\n|---|---|---|---|---|---|---|\n`;
@@ -127,6 +127,7 @@ const label = {
   'nostr-wasm': 'nostr-wasm (nostr-tools/wasm `verifyEvent`)',
   nostrwire: 'nostrwire `verifyEvents` (default build, slices)',
   'nostrwire-records': 'nostrwire `verifyRecords` (nwb records)',
+  'nostrwire-signatures': 'nostrwire, signature checks only (key, id, signature as bytes; no id hash)',
 };
 const rowsFor = (keys) => {
   for (const k of keys) {
@@ -136,7 +137,7 @@ const rowsFor = (keys) => {
     md += `${(median(node.times['nostr-wasm']) / median(n)).toFixed(2)}× | ${(median(inChromium.times['nostr-wasm']) / median(c)).toFixed(2)}× | ${(median(c) / floorUs).toFixed(2)}× | ${node.valid[k]}/${inChromium.valid[k]} |\n`;
   }
 };
-rowsFor(['noble', 'nostr-wasm', 'nostrwire', 'nostrwire-records']);
+rowsFor(['noble', 'nostr-wasm', 'nostrwire', 'nostrwire-records', 'nostrwire-signatures']);
 md += `\n## Builds of the WebAssembly verifier\n\nField, \`ecmult\` window for G, binaryen \`wasm-opt -O3\` or not; bytes of the module and gzip -9 of it; timed through the same packer as \`verifyEvents\`, in chunks of 32.\n\n`;
 md += `| build | bytes | gzip | Node µs | Chromium µs |\n|---|---|---|---|---|\n`;
 for (const name of Object.keys(variants)) {
