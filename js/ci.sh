@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The js/ package's CI: installs what it needs (npm ci, Chromium when
-# missing), builds, type-checks and runs every JavaScript test: vectors,
-# the corpus through Rust and back, the Relay client against live relays in
+# missing; for the WebAssembly verifier, Rust's wasm32 target and Debian's
+# clang and lld when missing), builds (the verifier from crates/verify-wasm
+# in about 10 s from an empty target directory), type-checks and runs every
+# JavaScript test: vectors, the corpus through Rust and back, the verifier
+# against noble and the Rust codec, the Relay client against live relays in
 # Node, and the same in headless Chromium together with the relay's web page.
 #   NOSTRWIRE_BIN=target/release/nostrwire js/ci.sh
 # NOSTRWIRE_BIN (relative to the repository root, or absolute) must be a
