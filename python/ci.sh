@@ -14,10 +14,13 @@ export NOSTRWIRE_BIN="${NOSTRWIRE_BIN:-$CARGO_TARGET_DIR/release/nostrwire}"
 start=$SECONDS
 
 # The crate is outside the Cargo workspace (its own lock file), so the
-# workspace's fmt and clippy gates do not see it: they run here.
+# workspace's fmt and clippy gates do not see it: they run here. Not
+# --locked: a dependency added to crates/event or crates/wire enters this
+# lock file here rather than failing the run; everything already in it
+# stays pinned.
 echo "== python: cargo fmt --check, cargo clippy"
 cargo fmt --manifest-path "$here/Cargo.toml" -- --check
-cargo clippy --manifest-path "$here/Cargo.toml" --all-targets --locked -- -D warnings
+cargo clippy --manifest-path "$here/Cargo.toml" --all-targets -- -D warnings
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -28,7 +31,7 @@ python3 -m venv "$work/build"
 "$work/build/bin/pip" install -q --disable-pip-version-check maturin==1.16.0
 
 echo "== python: maturin build --release (abi3 wheel)"
-"$work/build/bin/maturin" build --release --locked -m "$here/Cargo.toml" -o "$work/wheels" -q
+"$work/build/bin/maturin" build --release -m "$here/Cargo.toml" -o "$work/wheels" -q
 wheel="$(ls "$work"/wheels/nostrwire-*-abi3-*.whl)"
 echo "built $(basename "$wheel")"
 
