@@ -1,8 +1,10 @@
 //! Stage 6a, read side: REQ and COUNT on read snapshots, on a pool of
 //! workers. A job examines at most `query_slice` index entries, then goes to
-//! the back of its connection's queue, and the workers take connections in
-//! turn ([`Queue`]): one connection's heavy or numerous queries cannot
-//! starve another's.
+//! the back of its connection's queue, and the workers take client
+//! addresses in turn, then their connections ([`Queue`]), each turn paid
+//! for by the time the job's last slice took: one client's heavy or
+//! numerous queries, over however many connections, cannot starve
+//! another's light ones.
 
 use std::collections::{HashSet, VecDeque};
 use std::net::IpAddr;
@@ -42,6 +44,10 @@ struct Waiting {
     closed: bool,
 }
 
+/// Microseconds of work a client address may do per turn: turns are
+/// paid for by the time each job's last slice took.
+const QUANTUM_MICROS: u64 = 500;
+
 /// How long a job whose connection's queue is full waits before it is
 /// tried again.
 const PARK: Duration = Duration::from_millis(5);
@@ -53,7 +59,7 @@ impl Default for Queue {
     fn default() -> Self {
         Queue {
             state: Mutex::new(Waiting {
-                jobs: AddressTurns::new(1),
+                jobs: AddressTurns::new(QUANTUM_MICROS),
                 parked: Default::default(),
                 closed: false,
             }),
@@ -65,12 +71,12 @@ impl Default for Queue {
 impl Queue {
     /// Adds a job at the back of its connection's queue.
     pub fn push(&self, job: Job) {
-        let (address, conn) = (job.sub.address, job.sub.conn);
+        let (address, conn, cost) = (job.sub.address, job.sub.conn, job.cost);
         self.state
             .lock()
             .expect("query queue")
             .jobs
-            .push(address, conn, job, 1);
+            .push(address, conn, job, cost);
         self.ready.notify_one();
     }
 
@@ -96,8 +102,8 @@ impl Queue {
             for queue in parked.iter_mut() {
                 while queue.front().is_some_and(|(at, _)| *at <= now) {
                     let (_, job) = queue.pop_front().expect("a due job");
-                    let (address, conn) = (job.sub.address, job.sub.conn);
-                    jobs.push(address, conn, job, 1);
+                    let (address, conn, cost) = (job.sub.address, job.sub.conn, job.cost);
+                    jobs.push(address, conn, job, cost);
                 }
             }
             if let Some(job) = state.jobs.pop() {
@@ -153,6 +159,8 @@ pub struct Job {
     matches: Option<Held>,
     /// Since when the scan has waited for the relay's memory.
     waiting_since: Option<Instant>,
+    /// What its next turn costs its address: microseconds its last took.
+    cost: u64,
 }
 
 /// Stored results on their way out, paced by the connection's queue.
@@ -220,6 +228,7 @@ impl Job {
             delivery: None,
             matches: Some(sub_matches),
             waiting_since: None,
+            cost: 1,
             scan_room,
         }
     }
@@ -252,6 +261,7 @@ impl Job {
             scan_room: None,
             matches: None,
             waiting_since: None,
+            cost: 1,
         }
     }
 
@@ -273,6 +283,7 @@ impl Job {
             scan_room: None,
             matches: None,
             waiting_since: None,
+            cost: 1,
         }
     }
 }
@@ -285,7 +296,12 @@ pub fn run(shared: Arc<Shared>) {
         if job.sub.is_cancelled() {
             continue;
         }
-        match step(&shared, &mut job, budget) {
+        let started = Instant::now();
+        let progress = step(&shared, &mut job, budget);
+        // Its next turn costs what this one took: an address whose
+        // queries take long slices sits out turns that lighter clients get.
+        job.cost = (started.elapsed().as_micros() as u64).max(1);
+        match progress {
             Ok(Progress::More) => queue.push(job),
             Ok(Progress::Blocked) => queue.park(job, PARK),
             Ok(Progress::Starved) => queue.park(job, STARVED),
