@@ -7,7 +7,7 @@ use nostrwire_event::{
     Event, EventRef, Keys, Kind, PreimageFields, PublicKey, SignedFields, Tag, Timestamp,
     UnsignedEvent,
 };
-use nostrwire_wire::Limits;
+use nostrwire_wire::{EventView, Limits};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
@@ -34,10 +34,28 @@ enum Repr {
         /// Held for `view`, never read.
         _source: Input,
     },
+    /// An nwb record inside a binary frame from a relay, kept the same way.
+    Nwb {
+        /// Borrows `_source`'s bytes, as `Json::view` does.
+        view: EventView<'static>,
+        /// Held for `view`, never read.
+        _source: Input,
+    },
+}
+
+/// A view into bytes that an [`Input`] holds, before the two are joined.
+pub(crate) enum Borrowed<'a> {
+    Json(EventRef<'a>),
+    Nwb(EventView<'a>),
 }
 
 /// The view with the lifetime of the borrow of its holder.
 fn shorten<'a>(view: &'a EventRef<'static>) -> &'a EventRef<'a> {
+    view
+}
+
+/// As [`shorten`], for nwb views.
+fn shorten_nwb<'a>(view: &'a EventView<'static>) -> &'a EventView<'a> {
     view
 }
 
@@ -50,25 +68,23 @@ macro_rules! with_event {
                 let $e = shorten(view);
                 $body
             }
+            Repr::Nwb { view, .. } => {
+                let $e = shorten_nwb(view);
+                $body
+            }
         }
     };
 }
 
 /// Strict parse, then (optionally) the id and the signature.
-fn parse_json(source: Input, verify: bool) -> Result<Repr, Failure> {
-    let bytes = source.as_bytes();
-    // SAFETY: `bytes` lives as long as `source` and does not move with it
-    // (see `Repr::Json`); the view is stored beside `source` and only lent
-    // out with a shorter lifetime.
-    let bytes: &'static [u8] = unsafe { std::slice::from_raw_parts(bytes.as_ptr(), bytes.len()) };
-    let view = EventRef::parse(bytes).map_err(Failure::Event)?;
+fn parse_json(source: Input, verify: bool) -> Result<PyEvent, Failure> {
+    // SAFETY: `view` is joined with `source` below, or dropped.
+    let view = EventRef::parse(unsafe { source.unbound_bytes() }).map_err(Failure::Event)?;
     if verify {
         view.verify().map_err(Failure::Event)?;
     }
-    Ok(Repr::Json {
-        view,
-        _source: source,
-    })
+    // SAFETY: `view` was parsed from `source`'s bytes.
+    Ok(unsafe { PyEvent::from_borrowed(Borrowed::Json(view), source) })
 }
 
 /// A Nostr event: parsed strictly, immutable.
@@ -105,6 +121,31 @@ impl PyEvent {
         }
     }
 
+    /// An event that keeps `source` and the view into it.
+    ///
+    /// # Safety
+    ///
+    /// `view` must borrow only from the bytes of `source` (`source.as_bytes()`),
+    /// which stay where they are while `source` lives and moves (a Python
+    /// object or a Rust allocation it holds); the view is stored beside
+    /// `source` and only lent out with the lifetime of a borrow of the event.
+    pub(crate) unsafe fn from_borrowed(view: Borrowed<'_>, source: Input) -> PyEvent {
+        // SAFETY: the caller's promise; the lifetimes are erased only here.
+        let repr = unsafe {
+            match view {
+                Borrowed::Json(view) => Repr::Json {
+                    view: std::mem::transmute::<EventRef<'_>, EventRef<'static>>(view),
+                    _source: source,
+                },
+                Borrowed::Nwb(view) => Repr::Nwb {
+                    view: std::mem::transmute::<EventView<'_>, EventView<'static>>(view),
+                    _source: source,
+                },
+            }
+        };
+        PyEvent { repr }
+    }
+
     fn id_bytes(&self) -> [u8; 32] {
         with_event!(self, e => *e.id().as_bytes())
     }
@@ -132,6 +173,10 @@ impl PyEvent {
                 nostrwire_wire::encode_json_event_into(shorten(view), out);
                 Ok(())
             }
+            Repr::Nwb { view, .. } => {
+                out.extend_from_slice(shorten_nwb(view).record());
+                Ok(())
+            }
         }
     }
 
@@ -152,12 +197,12 @@ impl PyEvent {
     #[staticmethod]
     #[pyo3(signature = (data, verify = true))]
     fn from_json(py: Python<'_>, data: Input, verify: bool) -> PyResult<PyEvent> {
-        let repr = if verify || data.as_bytes().len() > DETACH_BYTES {
+        let event = if verify || data.as_bytes().len() > DETACH_BYTES {
             py.detach(move || parse_json(data, verify))
         } else {
             parse_json(data, verify)
         };
-        Ok(PyEvent { repr: repr? })
+        Ok(event?)
     }
 
     /// The id, 64 lowercase hex characters.
@@ -201,6 +246,15 @@ impl PyEvent {
                     list.append(elements)?;
                 }
             }
+            Repr::Nwb { view, .. } => {
+                for tag in shorten_nwb(view).tags() {
+                    let elements = PyList::empty(py);
+                    for element in tag.iter() {
+                        elements.append(element.to_str())?;
+                    }
+                    list.append(elements)?;
+                }
+            }
         }
         Ok(list)
     }
@@ -210,6 +264,7 @@ impl PyEvent {
         match &self.repr {
             Repr::Owned(e) => Cow::Borrowed(&e.content),
             Repr::Json { view, .. } => shorten(view).content().value(),
+            Repr::Nwb { view, .. } => Cow::Borrowed(shorten_nwb(view).content()),
         }
     }
 

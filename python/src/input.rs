@@ -22,6 +22,21 @@ impl Input {
             Input::Bytes(b) => b,
         }
     }
+
+    /// The bytes, with a lifetime the borrow checker does not tie to `self`.
+    ///
+    /// # Safety
+    ///
+    /// The bytes stay where they are while `self` lives, also when it
+    /// moves (they are a Python object's, or a Rust allocation that `self`
+    /// holds and never changes); the caller must not use them after `self`
+    /// is dropped — in practice, keep what borrows them beside `self`
+    /// (`PyEvent::from_borrowed`).
+    pub(crate) unsafe fn unbound_bytes<'x>(&self) -> &'x [u8] {
+        let bytes = self.as_bytes();
+        // SAFETY: the caller's promise.
+        unsafe { std::slice::from_raw_parts(bytes.as_ptr(), bytes.len()) }
+    }
 }
 
 impl<'py> FromPyObject<'_, 'py> for Input {

@@ -9,7 +9,7 @@
 use std::borrow::Cow;
 
 use nostrwire_event::message::{write, RelayMessage};
-use nostrwire_event::{Error, ErrorKind, Event, EventRef, Filter, SignedFields};
+use nostrwire_event::{Error, ErrorKind, Filter, SignedFields};
 use nostrwire_wire::transport::{self, RelayFrame};
 use nostrwire_wire::Limits;
 use pyo3::exceptions::PyValueError;
@@ -17,7 +17,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 
 use crate::errors::Failure;
-use crate::event::PyEvent;
+use crate::event::{Borrowed, PyEvent};
 use crate::input::Input;
 use crate::par;
 
@@ -51,8 +51,10 @@ impl Transport {
 }
 
 /// A relay message decoded without the GIL, before it becomes Python objects.
+/// An event is a view into the received message, joined with it later
+/// (`PyEvent::from_borrowed`).
 enum Decoded {
-    Event(String, Event),
+    Event(String, Borrowed<'static>),
     Ok(String, bool, String),
     Eose(String),
     Closed(String, String),
@@ -76,9 +78,9 @@ fn owned(s: Cow<'_, str>) -> String {
 /// The event of an `EVENT` message, verified when asked.
 fn event_message<E: SignedFields>(
     subscription_id: String,
-    event: &E,
+    event: E,
     verify: bool,
-    to_event: impl FnOnce(&E) -> Event,
+    borrowed: impl FnOnce(E) -> Borrowed<'static>,
 ) -> Decoded {
     if verify {
         if let Err(e) = event.verify() {
@@ -89,10 +91,10 @@ fn event_message<E: SignedFields>(
             };
         }
     }
-    Decoded::Event(subscription_id, to_event(event))
+    Decoded::Event(subscription_id, borrowed(event))
 }
 
-fn decode_json(text: &[u8], verify: bool) -> Decoded {
+fn decode_json(text: &'static [u8], verify: bool) -> Decoded {
     let message = match RelayMessage::parse(text) {
         Ok(m) => m,
         Err(e) => {
@@ -107,7 +109,7 @@ fn decode_json(text: &[u8], verify: bool) -> Decoded {
         RelayMessage::Event {
             subscription_id,
             event,
-        } => event_message(owned(subscription_id), &event, verify, EventRef::to_event),
+        } => event_message(owned(subscription_id), event, verify, Borrowed::Json),
         RelayMessage::Ok {
             event_id,
             accepted,
@@ -135,7 +137,7 @@ fn decode_json(text: &[u8], verify: bool) -> Decoded {
     }
 }
 
-fn decode_v1(frame: &[u8], verify: bool) -> Decoded {
+fn decode_v1(frame: &'static [u8], verify: bool) -> Decoded {
     let invalid = |failure| Decoded::Invalid {
         subscription_id: None,
         event_id: None,
@@ -146,7 +148,7 @@ fn decode_v1(frame: &[u8], verify: bool) -> Decoded {
         Ok(RelayFrame::Event {
             subscription_id,
             event,
-        }) => event_message(subscription_id.to_owned(), &event, verify, |v| v.to_event()),
+        }) => event_message(subscription_id.to_owned(), event, verify, Borrowed::Nwb),
         Ok(RelayFrame::Ok {
             id,
             accepted,
@@ -166,6 +168,12 @@ enum Received {
 }
 
 impl Received {
+    fn into_input(self) -> Input {
+        match self {
+            Received::Text(input) | Received::Binary(input) => input,
+        }
+    }
+
     fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Received> {
         let text = obj.is_instance_of::<PyString>();
         let input: Input = obj.extract()?;
@@ -177,13 +185,17 @@ impl Received {
     }
 }
 
+/// Decodes one message. An event in the result borrows `received`'s bytes:
+/// join it with them (`PyRelayMessage::from_decoded`) or drop it.
 fn decode_received(transport: Transport, received: &Received, verify: bool) -> Decoded {
     match (transport, received) {
         // A JSON connection may hand text over as bytes.
         (Transport::Json, Received::Text(t) | Received::Binary(t)) => {
-            decode_json(t.as_bytes(), verify)
+            // SAFETY: see above.
+            decode_json(unsafe { t.unbound_bytes() }, verify)
         }
-        (Transport::V1, Received::Binary(b)) => decode_v1(b.as_bytes(), verify),
+        // SAFETY: see above.
+        (Transport::V1, Received::Binary(b)) => decode_v1(unsafe { b.unbound_bytes() }, verify),
         (Transport::V1, Received::Text(_)) => Decoded::Invalid {
             subscription_id: None,
             event_id: None,
@@ -254,13 +266,16 @@ impl PyRelayMessage {
         }
     }
 
-    fn from_decoded(py: Python<'_>, d: Decoded) -> PyResult<PyRelayMessage> {
+    /// The message `d` decoded from `received`.
+    fn from_decoded(py: Python<'_>, d: Decoded, received: Received) -> PyResult<PyRelayMessage> {
         let mut m;
         match d {
-            Decoded::Event(sub, event) => {
+            Decoded::Event(sub, view) => {
                 m = PyRelayMessage::empty("EVENT");
                 m.subscription_id = Some(sub);
-                m.event = Some(Py::new(py, PyEvent::new(event))?);
+                // SAFETY: `view` was decoded from `received`'s bytes.
+                let event = unsafe { PyEvent::from_borrowed(view, received.into_input()) };
+                m.event = Some(Py::new(py, event)?);
             }
             Decoded::Ok(id, accepted, message) => {
                 m = PyRelayMessage::empty("OK");
@@ -351,7 +366,7 @@ impl Decoder {
         if let Decoded::Invalid { failure, .. } = decoded {
             return Err(failure.to_py());
         }
-        PyRelayMessage::from_decoded(py, decoded)
+        PyRelayMessage::from_decoded(py, decoded, received)
     }
 
     /// Many messages at once, in order, with the GIL released and events
@@ -377,7 +392,8 @@ impl Decoder {
         });
         decoded
             .into_iter()
-            .map(|d| PyRelayMessage::from_decoded(py, d))
+            .zip(received)
+            .map(|(d, r)| PyRelayMessage::from_decoded(py, d, r))
             .collect()
     }
 }

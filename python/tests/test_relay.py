@@ -112,6 +112,13 @@ def test_client_against_the_relay(relay, transport):
             assert (await client.publish(events[0])).startswith("duplicate:")
             got = await client.fetch({"authors": [keys.public_key]})
             assert sorted(e.id for e in got) == sorted(e.id for e in events)
+            # Received events (views into the received frames) read as the sent ones.
+            by_id = {e.id: e for e in events}
+            for e in got:
+                assert e == by_id[e.id] and e.to_dict() == by_id[e.id].to_dict()
+                assert e.tags == [["t", "pytest"]] and e.content.endswith("✓")
+                e.verify()
+                assert nw.nwb.encode(e) == nw.nwb.encode(by_id[e.id])
             assert await client.count({"authors": [keys.public_key], "kinds": [1]}) == 60
             # Live: stored events first, then one published after EOSE.
             sub = await client.subscribe({"authors": [keys.public_key], "limit": 5})
