@@ -4,12 +4,15 @@
 #   scripts/deploy-check.sh    # NOSTRWIRE_BIN=path/to/nostrwire picks the binary,
 #                              # PROXIES=nginx or PROXIES=caddy one proxy, KEEP=1 keeps the files
 #
-# Installs nginx, Caddy and openssl from Debian when missing, makes a
-# throwaway certificate authority and a certificate for relay.nostrwire.test
-# (resolved to 127.0.0.1 by the test clients only), and for each proxy:
-# starts the relay with the unit's ExecStart and deploy/relay.toml, the
-# proxy with deploy/nginx.conf or deploy/Caddyfile (only the name, ports,
-# paths and, for Caddy, the certificate substituted), runs the client
+# Installs nginx, Caddy, certbot, pebble (a test ACME server) and openssl
+# from Debian when missing, makes a throwaway certificate authority for
+# pebble's own address, and runs pebble as the certificate authority of
+# relay.nostrwire.test (which pebble's DNS and the test clients resolve to
+# 127.0.0.1). For each proxy: starts the relay with the unit's ExecStart and
+# deploy/relay.toml, gets the certificate as docs/deploy.md does (certbot
+# through Debian's default nginx site, or Caddy by itself), runs the proxy
+# with deploy/nginx.conf or deploy/Caddyfile (only the name, ports and
+# paths substituted), runs the client
 # checks of scripts/deploy-check/check.mjs through wss://, reloads through
 # the unit's ExecReload, takes a backup with `nostrwire compact` while
 # publishing, stops the relay with the unit's KillSignal, and restarts it on
@@ -31,17 +34,18 @@ if [ ! -x "$bin" ]; then
     cargo build --release --locked -q
 fi
 
-echo "== deploy-check: nginx, Caddy and openssl from Debian"
+echo "== deploy-check: nginx, Caddy, certbot, pebble and openssl from Debian"
 missing=()
-command -v nginx >/dev/null || missing+=(nginx)
-command -v caddy >/dev/null || missing+=(caddy)
-command -v openssl >/dev/null || missing+=(openssl)
+for tool in nginx caddy certbot pebble openssl; do
+    command -v "$tool" >/dev/null || missing+=("$tool")
+done
 if [ ${#missing[@]} -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-echo "nginx $(nginx -v 2>&1 | sed 's/.*nginx\///'), caddy $(caddy version | cut -d' ' -f1), $(openssl version | cut -d' ' -f1-2)"
+echo "nginx $(nginx -v 2>&1 | sed 's/.*nginx\///'), caddy $(caddy version | cut -d' ' -f1), $(certbot --version 2>&1)," \
+    "pebble $(dpkg-query -W -f '${Version}' pebble 2>/dev/null), $(openssl version | cut -d' ' -f1-2)"
 
 echo "== deploy-check: clients (nostr-tools, ws, the JS package)"
 if [ ! -f js/dist/index.js ]; then
@@ -51,9 +55,9 @@ fi
 
 work=$(mktemp -d)
 chmod 0755 "$work"
-relay_pid= proxy_pid= publisher=
+relay_pid= proxy_pid= publisher= acme_pids=
 cleanup() {
-    for pid in $relay_pid $proxy_pid $publisher; do kill "$pid" 2>/dev/null || true; done
+    for pid in $relay_pid $proxy_pid $publisher $acme_pids; do kill "$pid" 2>/dev/null || true; done
     wait 2>/dev/null || true
     if [ "${KEEP:-}" = 1 ]; then echo "kept $work"; else rm -rf "$work"; fi
 }
@@ -81,19 +85,46 @@ subst() {
     FROM="$2" TO="$3" perl -pi -e 's/\Q$ENV{FROM}\E/$ENV{TO}/g' "$1"
 }
 
-echo "== deploy-check: certificate authority and certificate for $name"
+# The proxies take these ports in turn; pebble validates on them.
+http_port=$(free_port)
+proxy_port=$(free_port)
+public="wss://$name:$proxy_port"
+
+echo "== deploy-check: pebble, the certificate authority of $name"
 tls="$work/tls"
 mkdir -p "$tls"
+# A throwaway authority for pebble's own HTTPS address, which certbot and
+# Caddy check.
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
     -subj "/CN=nostrwire deploy-check CA" -keyout "$tls/ca.key" -out "$tls/ca.pem" \
     -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign 2>/dev/null
-openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$name" \
-    -keyout "$tls/privkey.pem" -out "$tls/relay.csr" 2>/dev/null
-openssl x509 -req -in "$tls/relay.csr" -CA "$tls/ca.pem" -CAkey "$tls/ca.key" -CAcreateserial \
-    -days 2 -out "$tls/fullchain.pem" 2>/dev/null \
-    -extfile <(printf 'subjectAltName=DNS:%s\nextendedKeyUsage=serverAuth\n' "$name")
-chmod 644 "$tls"/*.pem
-export NODE_EXTRA_CA_CERTS="$tls/ca.pem"
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=127.0.0.1" \
+    -keyout "$tls/acme.key" -out "$tls/acme.csr" 2>/dev/null
+openssl x509 -req -in "$tls/acme.csr" -CA "$tls/ca.pem" -CAkey "$tls/ca.key" -CAcreateserial \
+    -days 2 -out "$tls/acme.pem" 2>/dev/null \
+    -extfile <(printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n')
+acme_port=$(free_port)
+acme_admin=$(free_port)
+dns_port=$(free_port)
+printf '{"pebble": {"listenAddress": "127.0.0.1:%s", "managementListenAddress": "127.0.0.1:%s",
+  "certificate": "%s", "privateKey": "%s", "httpPort": %s, "tlsPort": %s,
+  "ocspResponderURL": "", "externalAccountBindingRequired": false}}\n' \
+    "$acme_port" "$acme_admin" "$tls/acme.pem" "$tls/acme.key" "$http_port" "$proxy_port" >"$tls/pebble.json"
+# pebble's DNS answers 127.0.0.1 for every name, and no IPv6.
+pebble-challtestsrv -defaultIPv4 127.0.0.1 -defaultIPv6 "" -dns01 "127.0.0.1:$dns_port" -http01 "" \
+    -https01 "" -tlsalpn01 "" -management "127.0.0.1:$(free_port)" >"$tls/dns.log" 2>&1 &
+acme_pids=$!
+PEBBLE_VA_NOSLEEP=1 PEBBLE_WFE_NONCEREJECT=0 pebble -config "$tls/pebble.json" \
+    -dnsserver "127.0.0.1:$dns_port" >"$tls/pebble.log" 2>&1 &
+acme_pids="$acme_pids $!"
+acme="https://127.0.0.1:$acme_port/dir"
+for _ in $(seq 100); do
+    curl -sf -o /dev/null --cacert "$tls/ca.pem" "$acme" && break
+    sleep 0.1
+done
+# pebble makes a new root at each start: the clients trust this one.
+curl -sf --cacert "$tls/ca.pem" "https://127.0.0.1:$acme_admin/roots/0" >"$tls/root.pem"
+export NODE_EXTRA_CA_CERTS="$tls/root.pem"
 
 "$bin" dict train --per-kind --corpus testdata/real-events.jsonl -o "$work/dicts.bin" >/dev/null 2>&1
 
@@ -161,17 +192,15 @@ stop_relay() {
 }
 check() { (cd scripts/deploy-check && node check.mjs "$@"); }
 
+certbot_() {
+    REQUESTS_CA_BUNDLE="$tls/ca.pem" certbot "$@" --server "$acme" --config-dir "$dir/letsencrypt" \
+        --work-dir "$dir/letsencrypt/work" --logs-dir "$dir/letsencrypt/logs" >>"$dir/certbot.log" 2>&1 \
+        || { fail "$proxy: certbot $1: $(tail -5 "$dir/certbot.log")"; return 1; }
+}
+
 start_nginx() {
-    cp deploy/nginx.conf "$dir/site.conf"
-    subst "$dir/site.conf" "/etc/letsencrypt/live/relay.example.com" "$tls"
-    subst "$dir/site.conf" "relay.example.com" "$name"
-    subst "$dir/site.conf" "listen 443 ssl;" "listen 127.0.0.1:$proxy_port ssl;"
-    subst "$dir/site.conf" "listen 80;" "listen 127.0.0.1:$http_port;"
-    subst "$dir/site.conf" "listen [::]:443 ssl;" ""
-    subst "$dir/site.conf" "listen [::]:80;" ""
-    subst "$dir/site.conf" "http://127.0.0.1:7777" "http://127.0.0.1:$relay_port"
-    mkdir -p "$dir/nginx"
-    # What Debian's /etc/nginx/nginx.conf gives the site, in this directory.
+    mkdir -p "$dir/nginx" "$dir/sites-available" "$dir/sites-enabled" "$dir/www"
+    # What Debian's /etc/nginx/nginx.conf gives the sites, in this directory.
     cat >"$dir/nginx.conf" <<EOF
 daemon off;
 user root;
@@ -185,24 +214,55 @@ http {
     fastcgi_temp_path $dir/nginx/fastcgi;
     uwsgi_temp_path $dir/nginx/uwsgi;
     scgi_temp_path $dir/nginx/scgi;
-    include $dir/site.conf;
+    include $dir/sites-enabled/*;
 }
 EOF
+    # Debian's default site as apt installs it: port 80, /var/www/html.
+    local site="$dir/sites-available/default"
+    cp /etc/nginx/sites-available/default "$site"
+    subst "$site" "listen 80 default_server;" "listen 127.0.0.1:$http_port default_server;"
+    subst "$site" "listen [::]:80 default_server;" ""
+    subst "$site" "root /var/www/html;" "root $dir/www;"
+    ln -s ../sites-available/default "$dir/sites-enabled/default"
     nginx -t -q -p "$dir/nginx" -c "$dir/nginx.conf"
     nginx -p "$dir/nginx" -c "$dir/nginx.conf" &
     proxy_pid=$!
+    for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$http_port/" && break; sleep 0.05; done
+
+    # docs/deploy.md, step 4: the certificate through the default site, then
+    # the relay's site in its place.
+    certbot_ certonly --webroot -w "$dir/www" -d "$name" -m you@example.com --agree-tos -n || return 0
+    site="$dir/sites-available/nostrwire"
+    cp deploy/nginx.conf "$site"
+    subst "$site" "/etc/letsencrypt/" "$dir/letsencrypt/"
+    subst "$site" "relay.example.com" "$name"
+    subst "$site" "root /var/www/html;" "root $dir/www;"
+    subst "$site" "listen 443 ssl;" "listen 127.0.0.1:$proxy_port ssl;"
+    subst "$site" "listen 80;" "listen 127.0.0.1:$http_port;"
+    subst "$site" "listen [::]:443 ssl;" ""
+    subst "$site" "listen [::]:80;" ""
+    subst "$site" "http://127.0.0.1:7777" "http://127.0.0.1:$relay_port"
+    ln -s ../sites-available/nostrwire "$dir/sites-enabled/nostrwire"
+    rm "$dir/sites-enabled/default"
+    nginx -t -q -p "$dir/nginx" -c "$dir/nginx.conf"
+    reload_nginx
+    # The renewal hook of docs/deploy.md, with this nginx's reload.
+    mkdir -p "$dir/letsencrypt/renewal-hooks/deploy"
+    printf '#!/bin/sh\nnginx -p %s -c %s -s reload\n' "$dir/nginx" "$dir/nginx.conf" \
+        >"$dir/letsencrypt/renewal-hooks/deploy/nginx"
+    chmod +x "$dir/letsencrypt/renewal-hooks/deploy/nginx"
 }
 
 start_caddy() {
     {
-        # Test-only global options: ports, state directory, admin API.
-        printf '{\n\tadmin 127.0.0.1:%s\n\thttp_port %s\n\thttps_port %s\n\tstorage file_system %s\n}\n\n' \
+        # Test-only global options: ports, state directory, admin API, and
+        # pebble in place of Let's Encrypt.
+        printf '{\n\tadmin 127.0.0.1:%s\n\thttp_port %s\n\thttps_port %s\n\tstorage file_system %s\n' \
             "$admin_port" "$http_port" "$proxy_port" "$dir/caddy"
+        printf '\tacme_ca %s\n\tacme_ca_root %s\n\temail you@example.com\n}\n\n' "$acme" "$tls/ca.pem"
         cat deploy/Caddyfile
     } >"$dir/Caddyfile"
-    subst "$dir/Caddyfile" "relay.example.com {" \
-        "$name {
-	tls $tls/fullchain.pem $tls/privkey.pem
+    subst "$dir/Caddyfile" "relay.example.com {" "$name {
 	bind 127.0.0.1"
     subst "$dir/Caddyfile" "reverse_proxy 127.0.0.1:7777" "reverse_proxy 127.0.0.1:$relay_port"
     caddy validate --adapter caddyfile --config "$dir/Caddyfile" >"$dir/caddy.log" 2>&1 \
@@ -210,6 +270,12 @@ start_caddy() {
     HOME="$dir" XDG_DATA_HOME="$dir/caddy" XDG_CONFIG_HOME="$dir/caddy" \
         caddy run --adapter caddyfile --config "$dir/Caddyfile" >>"$dir/caddy.log" 2>&1 &
     proxy_pid=$!
+}
+
+# The serial number of the certificate the proxy serves.
+served_serial() {
+    openssl s_client -connect "127.0.0.1:$proxy_port" -servername "$name" </dev/null 2>/dev/null \
+        | openssl x509 -noout -serial 2>/dev/null
 }
 
 # Reloads as `systemctl reload nginx` / `systemctl reload caddy` do.
@@ -228,10 +294,7 @@ for proxy in ${PROXIES:-nginx caddy}; do
     dir="$work/$proxy"
     mkdir -p "$dir"
     relay_port=$(free_port)
-    proxy_port=$(free_port)
-    http_port=$(free_port)
     admin_port=$(free_port)
-    public="wss://$name:$proxy_port"
 
     cp deploy/relay.toml "$dir/relay.toml"
     subst "$dir/relay.toml" 'listen = "127.0.0.1:7777"' "listen = \"127.0.0.1:$relay_port\""
@@ -246,11 +309,18 @@ for proxy in ${PROXIES:-nginx caddy}; do
     install -d -o "$run_user" -g "$run_group" -m 0750 "$dir/data" "$dir/backups"
     start_relay
     "start_$proxy"
-    for _ in $(seq 100); do
-        curl -sf -o /dev/null --cacert "$tls/ca.pem" --resolve "$name:$proxy_port:127.0.0.1" \
+    # Caddy gets its certificate after it starts.
+    for _ in $(seq 300); do
+        curl -sf -o /dev/null --cacert "$tls/root.pem" --resolve "$name:$proxy_port:127.0.0.1" \
             -H 'Accept: application/nostr+json' "https://$name:$proxy_port/" && break
         sleep 0.1
     done
+    issuer=$(openssl s_client -connect "127.0.0.1:$proxy_port" -servername "$name" </dev/null 2>/dev/null \
+        | openssl x509 -noout -issuer 2>/dev/null || true)
+    case "$issuer" in
+        *[Pp]ebble*) ok "$proxy: the certificate for $name came from the ACME server ($issuer)" ;;
+        *) fail "$proxy: no certificate from the ACME server is served (${issuer:-none})" ;;
+    esac
 
     redirect=$(curl -s -o /dev/null -w '%{http_code} %{redirect_url}' --resolve "$name:$http_port:127.0.0.1" "http://$name:$http_port/x")
     case "$redirect" in
@@ -340,6 +410,21 @@ for proxy in ${PROXIES:-nginx caddy}; do
     cp -a "$dir/backups/1" "$dir/data"
     chown -R "$run_user:$run_group" "$dir/data"
     expect_acked "$before_backup" "the backup restores every event acknowledged before it began ($before_backup; $after_backup by its end)"
+
+    if [ "$proxy" = nginx ]; then
+        # certbot's renewal goes through the site's acme-challenge location,
+        # and its deploy hook makes nginx serve the new certificate.
+        old_serial=$(served_serial)
+        if certbot_ renew --force-renewal --no-random-sleep-on-renew; then
+            for _ in $(seq 50); do [ "$(served_serial)" != "$old_serial" ] && break; sleep 0.1; done
+            new_serial=$(served_serial)
+            if [ -n "$new_serial" ] && [ "$new_serial" != "$old_serial" ]; then
+                ok "$proxy: certbot renew through the site and its deploy hook: nginx serves the new certificate (${old_serial#serial=} → ${new_serial#serial=})"
+            else
+                fail "$proxy: after certbot renew nginx still serves ${old_serial:-nothing}"
+            fi
+        fi
+    fi
     relay_pid=
     kill "$proxy_pid"
     wait "$proxy_pid" || true
