@@ -4,6 +4,10 @@
 //   (b) nostr-tools with nostr-wasm verification, over JSON
 //   (c) this package over JSON
 //   (d) this package over nostrwire.v1
+//   (e)–(h) the same without verification, and with verifier workers
+//   (i)–(k) this package over nostrwire.v2: verified, not verified, with
+//       two verifier workers (records as the relay stores them, compressed
+//       with a dictionary set the page holds in its Cache API)
 // each against a relay with permessage-deflate on and one with it off, and
 // in the same rounds the verification floor: the same events verified in
 // memory, no network, by each client's verifier (page.js `window.floor`).
@@ -35,23 +39,27 @@ const CLIENTS = [
   { key: 'a', client: 'tools', transport: 'json', label: 'nostr-tools + noble verify, JSON' },
   { key: 'b', client: 'tools-wasm', transport: 'json', label: 'nostr-tools + nostr-wasm verify, JSON' },
   { key: 'c', client: 'ours', transport: 'json', label: 'nostrwire, JSON' },
-  { key: 'd', client: 'ours', transport: 'binary', label: 'nostrwire, nostrwire.v1' },
+  { key: 'd', client: 'ours', transport: 'v1', label: 'nostrwire, nostrwire.v1' },
   // What the transport costs without signature checks (a client that
   // trusts its relay, or has the events verified already).
   { key: 'e', client: 'ours-unverified', transport: 'json', label: 'nostrwire, JSON, no verification' },
-  { key: 'f', client: 'ours-unverified', transport: 'binary', label: 'nostrwire, nostrwire.v1, no verification' },
+  { key: 'f', client: 'ours-unverified', transport: 'v1', label: 'nostrwire, nostrwire.v1, no verification' },
   // Verification in Web Workers instead of main-thread slices.
-  { key: 'g', client: 'ours-workers-1', transport: 'binary', label: 'nostrwire, nostrwire.v1, 1 verifier worker' },
-  { key: 'h', client: 'ours-workers-2', transport: 'binary', label: 'nostrwire, nostrwire.v1, 2 verifier workers' },
+  { key: 'g', client: 'ours-workers-1', transport: 'v1', label: 'nostrwire, nostrwire.v1, 1 verifier worker' },
+  { key: 'h', client: 'ours-workers-2', transport: 'v1', label: 'nostrwire, nostrwire.v1, 2 verifier workers' },
+  // nostrwire.v2: batches of records as stored, dictionary set held.
+  { key: 'i', client: 'ours', transport: 'v2', label: 'nostrwire, nostrwire.v2' },
+  { key: 'j', client: 'ours-unverified', transport: 'v2', label: 'nostrwire, nostrwire.v2, no verification' },
+  { key: 'k', client: 'ours-workers-2', transport: 'v2', label: 'nostrwire, nostrwire.v2, 2 verifier workers' },
 ].filter((c) => !opt('--only') || opt('--only').split(',').includes(c.key));
 // The verification floor: each verifier over the REQ's events in memory.
 const FLOORS = [
   { key: 'noble', label: 'noble (nostr-tools verifyEvent), main thread', clients: ['a'] },
   { key: 'tools-wasm', label: 'nostr-wasm (nostr-tools/wasm verifyEvent), main thread', clients: ['b'] },
-  { key: 'ours', label: 'nostrwire verifyEvents (its WebAssembly verifier), main thread', clients: ['c', 'd'] },
+  { key: 'ours', label: 'nostrwire verifyEvents (its WebAssembly verifier), main thread', clients: ['c', 'd', 'i'] },
   { key: 'id-hash', label: 'id hash only: nostr-wasm, every id altered so the check ends before the signature', clients: [] },
   { key: 'pool-1', label: 'nostrwire, 1 verifier worker', clients: ['g'] },
-  { key: 'pool-2', label: 'nostrwire, 2 verifier workers', clients: ['h'] },
+  { key: 'pool-2', label: 'nostrwire, 2 verifier workers', clients: ['h', 'k'] },
 ].filter(() => !args.includes('--no-floor'));
 // --floors pool-2,pool-2-256,...: other verifiers to time (pool-N-B: batches of B).
 if (opt('--floors')) {
@@ -70,12 +78,13 @@ for (const f of FLOORS) variants.push({ key: f.key, floor: f.key, label: f.label
 let runs = [];
 let floorRuns = [];
 let packageSizes;
+let dictionaryBytes;
 let chromiumVersion;
 let machine;
 let date = new Date().toISOString();
 if (opt('--from')) {
   const old = JSON.parse(readFileSync(opt('--from'), 'utf8'));
-  ({ runs, floorRuns = [], packageSizes, machine, date, rounds } = old);
+  ({ runs, floorRuns = [], packageSizes, machine, date, rounds, dictionaryBytes } = old);
   ({ generated } = old.data);
   sizes = [...new Set(runs.map((r) => r.limit))].sort((a, b) => a - b);
   chromiumVersion = machine.chromium;
@@ -87,8 +96,17 @@ execFileSync(bin, ['generate', '--count', String(generated), '--seed', '7', '--o
 const all = join(work, 'all.jsonl');
 writeFileSync(all, readFileSync(join(root, 'testdata/real-events.jsonl')));
 writeFileSync(all, readFileSync(gen), { flag: 'a' });
+// The relay's dictionary set, as an operator trains one: on events of the
+// same mix that are not in the benchmark's data (another seed).
+const trainOn = join(work, 'train.jsonl');
+execFileSync(bin, ['generate', '--count', '10000', '--seed', '8', '--out', trainOn], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+const setFile = join(work, 'set.nwbd');
+execFileSync(bin, ['dict', 'train', '--per-kind', '--corpus', trainOn, '-o', setFile], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+dictionaryBytes = readFileSync(setFile).length;
+const importConfig = join(work, 'import.toml');
+writeFileSync(importConfig, `[storage]\ndictionaries = "${setFile}"\n`);
 const dataOn = join(work, 'data-deflate');
-execFileSync(bin, ['import', '--data', dataOn, all], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+execFileSync(bin, ['import', '--config', importConfig, '--data', dataOn, all], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
 const dataOff = join(work, 'data-plain');
 cpSync(dataOn, dataOff, { recursive: true });
 
@@ -132,6 +150,7 @@ packageSizes = {
   c: JSON.parse(readFileSync(resolve(root, 'js/dist/browser/sizes.json'), 'utf8')).total,
 };
 packageSizes.d = packageSizes.e = packageSizes.f = packageSizes.g = packageSizes.h = packageSizes.c;
+packageSizes.i = packageSizes.j = packageSizes.k = packageSizes.c;
 
 // ---------------------------------------------------------------- runs
 const pageDir = join(work, 'page');
@@ -237,7 +256,7 @@ function clientFloors() {
       for (const key of f.clients) {
         for (const deflate of [true, false]) {
           const s = find(limit, key, deflate);
-          const t = find(limit, s?.transport === 'binary' ? 'f' : 'e', deflate);
+          const t = find(limit, s?.transport === 'v2' ? 'j' : s?.transport === 'v1' ? 'f' : 'e', deflate);
           const v = findFloor(limit, f.key);
           if (!s || !t || !v) continue;
           out.push({
@@ -268,6 +287,7 @@ const results = {
   summary,
   floorSummary,
   clientFloors: clientFloors(),
+  dictionaryBytes,
   runs,
   floorRuns,
 };
@@ -281,7 +301,8 @@ md += `relay and browser on the same machine, loopback. Medians of ${rounds} int
 md += `Filter \`${JSON.stringify(FILTER)}\` with \`limit\` ${sizes.join(' and ')}, on the corpus plus ${generated} generated events (seed 7).\n\n`;
 md += `- socket KB: bytes from the relay on the TCP socket (counted by a proxy), WebSocket framing and permessage-deflate included\n`;
 md += `- EOSE: REQ sent → EOSE message dispatched in the page; last verified: REQ sent → last event handed to \`onevent\` after its signature check\n`;
-md += `- (e), (f): the same client with \`verifyEvent: false\`, \"last verified\" is then the last event handed to \`onevent\`\n`;
+md += `- (e), (f), (j): the same client with \`verifyEvent: false\`, \"last verified\" is then the last event handed to \`onevent\`\n`;
+md += `- (i)–(k): \`nostrwire.v2\`; the relay's dictionary set (${kb(results.dictionaryBytes ?? 0)} KB, fetched once per browser in the warm-up and kept in the Cache API) was trained on 10,000 other generated events (seed 8)\n`;
 md += `- long tasks: main-thread tasks over 50 ms (count / total ms); heap: peak \`usedJSHeapSize\`\n`;
 md += `- package: the client's code, minified + gzip, WebAssembly included\n\n`;
 for (const limit of sizes) {
@@ -309,6 +330,26 @@ for (const limit of sizes) {
   row('(d) no main-thread long task', (on) => `${d(on).longTasks} (median): ${mark(d(on).longTasks === 0)}`);
   row('package ≤ 120 KB min+gzip', () => `${kb(packageSizes.d.gzip)} KB: ${mark(packageSizes.d.gzip <= 120000)}`);
   md += '\n';
+}
+// nostrwire.v2's targets (issue 38), on both REQs, beside the floors they
+// are measured against: bytes against plain JSON without deflate; delivery
+// without verification ((j)) against the same page's JSON client without
+// verification ((e)).
+if (summary.some((s) => s.key === 'j')) {
+  const mark = (ok) => (ok ? 'met' : 'not met');
+  md += `## nostrwire.v2 targets\n\n| target | REQ | deflate on | deflate off | floor / competitor, same run |\n|---|---|---|---|---|\n`;
+  for (const limit of sizes) {
+    const plain = find(limit, 'a', false).socketBytesDown;
+    const bytes = (on) => find(limit, 'i', on).socketBytesDown / plain;
+    const jsonDeflate = find(limit, 'a', true).socketBytesDown / plain;
+    md += `| socket bytes ≤ 0.30× plain JSON | ${limit} | ${bytes(true).toFixed(2)}×: ${mark(bytes(true) <= 0.3)} | ${bytes(false).toFixed(2)}×: ${mark(bytes(false) <= 0.3)} | JSON + deflate (a): ${jsonDeflate.toFixed(2)}×; v1 + deflate (d): ${(find(limit, 'd', true).socketBytesDown / plain).toFixed(2)}× |\n`;
+    const bound = limit <= 1000 ? 30 : 250;
+    const t = (on) => find(limit, 'j', on).lastVerifiedMs;
+    md += `| delivered to \`onevent\`, no verification, ≤ ${bound} ms | ${limit} | ${ms(t(true))} ms: ${mark(t(true) <= bound)} | ${ms(t(false))} ms: ${mark(t(false) <= bound)} | JSON (e): ${ms(find(limit, 'e', true).lastVerifiedMs)} / ${ms(find(limit, 'e', false).lastVerifiedMs)} ms; v1 (f): ${ms(find(limit, 'f', true).lastVerifiedMs)} / ${ms(find(limit, 'f', false).lastVerifiedMs)} ms; EOSE (j): ${ms(find(limit, 'j', true).eoseMs)} / ${ms(find(limit, 'j', false).eoseMs)} ms |\n`;
+    const lt = (key, on) => find(limit, key, on).longTasks;
+    md += `| no main-thread task over 50 ms | ${limit} | (i) ${lt('i', true)}, (j) ${lt('j', true)}, (k) ${lt('k', true)} | (i) ${lt('i', false)}, (j) ${lt('j', false)}, (k) ${lt('k', false)} | (d) ${lt('d', true)} / ${lt('d', false)} |\n`;
+  }
+  md += `\n`;
 }
 if (FLOORS.length > 0) {
   const floors = results.clientFloors;
@@ -367,7 +408,7 @@ log(`wrote ${out}/results.json, report.md, chart.svg`);
 
 function chart(summary, sizes) {
   const rowH = 18, gap = 26, left = 360, width = 960, barW = width - left - 90;
-  const colors = { a: '#8c8c8c', b: '#4f81bd', c: '#9bbb59', d: '#6b3fd4', e: '#c8d9a6', f: '#b9a4ea', g: '#d4893f', h: '#a0522d' };
+  const colors = { a: '#8c8c8c', b: '#4f81bd', c: '#9bbb59', d: '#6b3fd4', e: '#c8d9a6', f: '#b9a4ea', g: '#d4893f', h: '#a0522d', i: '#c0392b', j: '#e6a19a', k: '#7b241c' };
   let y = 40;
   let body = '';
   for (const limit of sizes) {

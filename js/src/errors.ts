@@ -27,6 +27,9 @@ export type NwbErrorKind =
   | 'unknown_message'
   | 'bad_subscription_id'
   | 'non_canonical_flag'
+  | 'too_many_records'
+  | 'batch_too_large'
+  | 'bad_dictionary_hash'
   // encoding an event object (names of the JSON event layer)
   | 'wrong_type'
   | 'missing_field'

@@ -1,6 +1,6 @@
 /**
  * nostrwire for JavaScript: the nwb binary event format (spec/nwb.md), the
- * nostrwire.v1 transport (spec/transport.md), BIP-340 verification and a
+ * nostrwire.v1 and v2 transports (spec/transport.md), BIP-340 verification and a
  * Relay client with nostr-tools' names.
  */
 export { NwbError, type NwbErrorKind } from './errors.js';
@@ -30,7 +30,16 @@ export {
   verifyRecord,
   verifyRecords,
 } from './verify.js';
-export { SUBPROTOCOL, decodeRelayFrame, eventFrame, jsonFrame, type RelayFrame } from './transport.js';
+export {
+  SUBPROTOCOL,
+  SUBPROTOCOL_V2,
+  decodeRelayFrame,
+  decodeRelayFrameV2,
+  eventFrame,
+  holdFrame,
+  jsonFrame,
+  type RelayFrame,
+} from './transport.js';
 export {
   Relay,
   Subscription,

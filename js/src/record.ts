@@ -266,8 +266,8 @@ function readElement(r: Reader, end: number, limits: Limits): string {
  * header names, and returns the bytes written. It throws {@link NwbError}
  * `unknown_dictionary` for an id it lacks; anything else it throws counts
  * as `decompress`. `nostrwire/zstd` has two: `zstdDecoder` and
- * `zstdDecoderWithDictionaries(setFile)`. The core carries none, since no
- * transport frame holds a compressed record.
+ * `zstdDecoderWithDictionaries(setFile)`; the `Relay` client uses them
+ * for `nostrwire.v2` connections, whatever `useZstd` was given.
  */
 export type ZstdDecoder = (payload: Uint8Array, out: Uint8Array, dictionary: number) => number;
 
@@ -279,23 +279,27 @@ export function useZstd(decoder: ZstdDecoder | null): void {
 }
 
 /**
- * The event record inside a compressed record (§11), once a zstd decoder is
- * set with `useZstd`.
+ * The event record inside a compressed record (§11), decompressed with
+ * `decoder` (default: the one set with `useZstd`).
  */
-export function decompressRecord(bytes: Uint8Array, limits: Limits = DEFAULT_LIMITS): Uint8Array {
+export function decompressRecord(
+  bytes: Uint8Array,
+  limits: Limits = DEFAULT_LIMITS,
+  decoder: ZstdDecoder | null = zstd,
+): Uint8Array {
   if (bytes.length === 0) throw new NwbError('truncated');
   if (bytes[0] !== COMPRESSED_V1) throw new NwbError('bad_version');
   const r = new Reader(bytes, 1);
   const dict = r.varint();
   const size = r.varint();
   if (size > limits.maxRecordBytes) throw new NwbError('record_too_large');
-  if (!zstd) {
+  if (!decoder) {
     throw new NwbError(dict ? 'unknown_dictionary' : 'decompress', 'no zstd decoder: useZstd() with one from nostrwire/zstd');
   }
   const out = new Uint8Array(size);
   let written: number;
   try {
-    written = zstd(bytes.subarray(r.pos), out, dict);
+    written = decoder(bytes.subarray(r.pos), out, dict);
   } catch (e) {
     // By kind, not class: the decoder may come from another copy of the package.
     throw new NwbError((e as NwbError | null)?.kind === 'unknown_dictionary' ? 'unknown_dictionary' : 'decompress', `dictionary ${dict}`);

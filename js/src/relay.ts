@@ -1,24 +1,40 @@
 // A Relay client with nostr-tools' names and meanings (`Relay.connect`,
-// `subscribe`, `publish`, `count`, `auth`, `close`), speaking nostrwire.v1
-// when the relay answers with it and NIP-01 JSON otherwise.
+// `subscribe`, `publish`, `count`, `auth`, `close`), speaking nostrwire.v2
+// or v1 when the relay answers with one and NIP-01 JSON otherwise.
 
+import { heldDictionarySet, dictionarySet } from './dictionaries.js';
 import { NwbError } from './errors.js';
 import { DEFAULT_LIMITS, type Limits } from './limits.js';
+import { decodeRecord, decompressRecord, type ZstdDecoder } from './record.js';
 import {
   FRAME_AUTH,
   FRAME_EVENT,
   SUBPROTOCOL,
+  SUBPROTOCOL_V2,
   decodeRelayFrame,
+  decodeRelayFrameV2,
   eventFrame,
+  holdFrame,
   jsonFrame,
 } from './transport.js';
+import { zstdDecoder } from './zstd.js';
 import type { Event, EventTemplate, Filter } from './types.js';
 import { matchFilters } from './filter.js';
 import { VerifierPool } from './pool.js';
-import { SLICE_MS, initVerifier, verifiedSymbol, verifyEvent as defaultVerify, yieldToEventLoop } from './verify.js';
+import {
+  SLICE_MS,
+  initVerifier,
+  verifiedSymbol,
+  verifyEvent as defaultVerify,
+  verifyRecord,
+  yieldToEventLoop,
+} from './verify.js';
 
-/** `auto` offers nostrwire.v1 and falls back to JSON; the others insist. */
-export type Transport = 'auto' | 'json' | 'binary';
+/**
+ * `auto` offers nostrwire.v2, then v1, and falls back to JSON; `binary`
+ * takes either version and never JSON; `v1`, `v2` and `json` insist.
+ */
+export type Transport = 'auto' | 'json' | 'binary' | 'v1' | 'v2';
 
 type WebSocketLike = {
   readonly protocol: string;
@@ -91,7 +107,9 @@ export interface SubscriptionParams {
 type Pending<T> = { resolve: (v: T) => void; reject: (e: Error) => void; timer: ReturnType<typeof setTimeout> };
 const BATCH = 64;
 
-type EventItem = { sub: Subscription; event: Event; matches: boolean; verdict?: Promise<boolean> };
+// `record`: the event's uncompressed nwb record (nostrwire.v2), verified as
+// bytes.
+type EventItem = { sub: Subscription; event: Event; record?: Uint8Array; matches: boolean; verdict?: Promise<boolean> };
 type Item =
   | EventItem
   | { sub: Subscription; eose: true }
@@ -99,8 +117,14 @@ type Item =
 
 export class Relay {
   readonly url: string;
-  /** The transport in use once connected. */
-  transport: 'json' | 'binary' | null = null;
+  /** The transport in use once connected: `nostrwire.v2`, v1, or NIP-01 JSON. */
+  transport: 'json' | 'v1' | 'v2' | null = null;
+  /**
+   * nostrwire.v2: the relay's dictionary set (SHA-256, hex) once it named
+   * one, `null` when it has none; `held` is true once this client holds it
+   * and the relay sends records compressed with it.
+   */
+  dictionarySet: { hash: string | null; held: boolean } | null = null;
   onclose: (() => void) | null = null;
   onnotice: (message: string) => void = () => {};
   publishTimeout = 4400;
@@ -124,6 +148,12 @@ export class Relay {
   private connecting: Promise<void> | null = null;
   private pool: VerifierPool | null = null;
   private batch: EventItem[] = [];
+  // nostrwire.v2: what compressed records are read with (no dictionary
+  // until the relay's set is held), and the first set frame's handling,
+  // which `connect` waits for.
+  private decoder: ZstdDecoder = zstdDecoder;
+  private firstSet: Promise<void> | null = null;
+  private named: (() => void) | null = null;
 
   constructor(url: string, opts: RelayOptions = {}) {
     this.url = url;
@@ -165,19 +195,20 @@ export class Relay {
     if (this.verify === defaultVerify) void initVerifier();
     this.connecting ??= (async () => {
       if (this.wanted !== 'json') {
+        const offer =
+          this.wanted === 'v1' ? [SUBPROTOCOL] : this.wanted === 'v2' ? [SUBPROTOCOL_V2] : [SUBPROTOCOL_V2, SUBPROTOCOL];
         try {
-          await this.open([SUBPROTOCOL]);
+          await this.open(offer);
         } catch (e) {
-          // A relay without nostrwire.v1 omits the header, and browsers and
-          // `ws` then fail the handshake: try again with JSON.
-          if (this.wanted === 'binary') throw e;
-        }
-        if (this.wanted === 'binary' && this.transport !== 'binary') {
-          this.close();
-          throw new Error(`${this.url} does not speak ${SUBPROTOCOL}`);
+          // A relay without the binary transport omits the header, and
+          // browsers and `ws` then fail the handshake: try again with JSON.
+          if (this.wanted !== 'auto') throw e;
         }
       }
       if (!this.ws) await this.open(undefined);
+      // The relay names its dictionary set first; a set this page holds
+      // already is taken up before any request goes out.
+      if (this.transport === 'v2') await this.firstSet;
     })().catch((e: unknown) => {
       // A failed attempt is not remembered: the next `connect` tries again.
       this.connecting = null;
@@ -201,7 +232,14 @@ export class Relay {
         clearTimeout(timer);
         // Listen at once: the relay may send (an AUTH challenge) right away.
         this.ws = ws;
-        this.transport = ws.protocol === SUBPROTOCOL ? 'binary' : 'json';
+        this.transport = ws.protocol === SUBPROTOCOL_V2 ? 'v2' : ws.protocol === SUBPROTOCOL ? 'v1' : 'json';
+        if (this.transport === 'v2') {
+          this.firstSet = new Promise((named) => {
+            this.named = named;
+            // A relay that never names it is not waited for.
+            setTimeout(named, this.connectionTimeout);
+          });
+        }
         this.listen(ws);
         resolve(ws);
       };
@@ -228,8 +266,15 @@ export class Relay {
   }
 
   private onBinary(bytes: Uint8Array): void {
-    const frame = decodeRelayFrame(bytes, this.limits);
+    const frame = this.transport === 'v2' ? decodeRelayFrameV2(bytes, this.limits) : decodeRelayFrame(bytes, this.limits);
     switch (frame.type) {
+      case 'batch': {
+        const sub = this.openSubs.get(frame.subId);
+        if (sub) this.onBatch(sub, frame.records);
+        return;
+      }
+      case 'dictionary_set':
+        return this.onDictionarySet(frame.set);
       case 'json':
         return this.onJson(frame.text);
       case 'event': {
@@ -245,6 +290,52 @@ export class Relay {
       case 'ok':
         return this.onOk(frame.id, frame.accepted, frame.message);
     }
+  }
+
+  // The records of a batch, in order: decompressed when compressed, each
+  // decoded once; one that does not read is reported and skipped.
+  private onBatch(sub: Subscription, records: Uint8Array[]): void {
+    for (const stored of records) {
+      let record: Uint8Array;
+      let event: Event;
+      try {
+        record = stored[0] === 0x81 ? decompressRecord(stored, this.limits, this.decoder) : stored;
+        event = decodeRecord(record, this.limits);
+      } catch (e) {
+        this.onnotice(`invalid: ${e instanceof NwbError ? e.kind : 'bad record'}`);
+        continue;
+      }
+      this.enqueueEvent(sub, event, record);
+    }
+  }
+
+  // The relay's set: taken up from this page's cache at once, else fetched
+  // in the background (records come uncompressed meanwhile); held (0x08)
+  // once it is ready.
+  private onDictionarySet(hash: string | null): void {
+    const ws = this.ws;
+    this.dictionarySet = { hash, held: false };
+    const named = this.named;
+    this.named = null;
+    if (hash === null) {
+      this.decoder = zstdDecoder;
+      named?.();
+      return;
+    }
+    const hold = (decoder: ZstdDecoder) => {
+      if (this.ws !== ws || this.dictionarySet?.hash !== hash) return;
+      this.decoder = decoder;
+      this.dictionarySet = { hash, held: true };
+      ws!.send(holdFrame([hash]));
+    };
+    const failed = (e: unknown) =>
+      this.onnotice(`dictionary set ${hash} unavailable (${e instanceof Error ? e.message : e}); records arrive uncompressed`);
+    void heldDictionarySet(this.url, hash)
+      .then((decoder) => {
+        if (decoder) hold(decoder);
+        else void dictionarySet(this.url, hash).then(hold, failed);
+      }, failed)
+      .finally(() => named?.());
   }
 
   private onJson(text: string): void {
@@ -305,9 +396,9 @@ export class Relay {
   // An event for `sub`: what the app already has is dropped here, before a
   // worker could be given it to verify; one that matches none of the
   // filters is never verified and is reported in order when delivered.
-  private enqueueEvent(sub: Subscription, event: Event): void {
+  private enqueueEvent(sub: Subscription, event: Event, record?: Uint8Array): void {
     if (sub.closed || sub.alreadyHaveEvent?.(event.id)) return;
-    const item: EventItem = { sub, event, matches: matchFilters(sub.filters, event) };
+    const item: EventItem = { sub, event, record, matches: matchFilters(sub.filters, event) };
     this.queue.push(item);
     if (this.pool && item.matches) {
       this.batch.push(item);
@@ -328,7 +419,10 @@ export class Relay {
     const items = this.batch;
     if (items.length === 0 || !this.pool) return;
     this.batch = [];
-    const verdicts = this.pool.verify(items.map((i) => i.event));
+    // Records (nostrwire.v2) go to the workers as bytes, events as objects.
+    const verdicts = items[0]!.record
+      ? this.pool.verifyRecords(items.map((i) => i.record!))
+      : this.pool.verify(items.map((i) => i.event));
     items.forEach((item, k) => {
       item.verdict = verdicts.then((v) => v[k] === true);
     });
@@ -375,7 +469,7 @@ export class Relay {
       if (sub.closed) return;
       const event = item.event;
       if (!item.matches) return sub.drop(event, 'unmatched');
-      if (verdict === false || (verdict === undefined && this.verify && !this.verify(event))) {
+      if (verdict === false || (verdict === undefined && this.verify && !this.verifyItem(item))) {
         return sub.drop(event, 'invalid');
       }
       sub.onevent(event);
@@ -391,6 +485,18 @@ export class Relay {
     }
   }
 
+  // The package's verifier takes a record as it came (no hex rendered to
+  // verify); a verifier of the caller's takes the event.
+  private verifyItem(item: EventItem): boolean {
+    if (!this.verify) return true;
+    if (item.record && this.verify === defaultVerify) {
+      const ok = verifyRecord(item.record);
+      (item.event as Event & { [verifiedSymbol]?: boolean })[verifiedSymbol] = ok;
+      return ok;
+    }
+    return this.verify(item.event);
+  }
+
   /** Sends one NIP-01 message (a JSON string), as nostr-tools' `send`. */
   async send(message: string): Promise<void> {
     this.sendMessage(message);
@@ -401,14 +507,14 @@ export class Relay {
   private sendMessage(message: string): void {
     const ws = this.ws;
     if (!ws || !this.transport) throw new Error('sending on a closed connection');
-    if (this.transport === 'binary') ws.send(jsonFrame(JSON.parse(message)));
+    if (this.transport !== 'json') ws.send(jsonFrame(JSON.parse(message)));
     else ws.send(message);
   }
 
   private sendEvent(event: Event, type: typeof FRAME_EVENT | typeof FRAME_AUTH): void {
     const ws = this.ws;
     if (!ws || !this.transport) throw new Error('sending on a closed connection');
-    if (this.transport === 'binary') ws.send(eventFrame(event, type));
+    if (this.transport !== 'json') ws.send(eventFrame(event, type));
     else ws.send(JSON.stringify([type === FRAME_AUTH ? 'AUTH' : 'EVENT', event]));
   }
 
@@ -493,6 +599,10 @@ export class Relay {
     this.ws = null;
     this.transport = null;
     this.connecting = null;
+    this.dictionarySet = null;
+    this.decoder = zstdDecoder;
+    this.named?.();
+    this.named = null;
     for (const sub of this.openSubs.values()) {
       sub.closed = true;
       sub.onclose?.('relay connection closed');

@@ -1,5 +1,5 @@
-// nostrwire.v1 frames (spec/transport.md §2): a type byte, then a body that
-// runs to the end of the WebSocket message.
+// nostrwire.v1 and v2 frames (spec/transport.md §2, §6): a type byte, then
+// a body that runs to the end of the WebSocket message.
 
 import { readUtf8, toHex, utf8 } from './bytes.js';
 import { NwbError } from './errors.js';
@@ -7,8 +7,10 @@ import { DEFAULT_LIMITS, type Limits } from './limits.js';
 import { decodeRecord, encodeEvent } from './record.js';
 import type { Event } from './types.js';
 
-/** The WebSocket subprotocol that selects the binary transport. */
+/** The WebSocket subprotocol that selects the binary transport, version 1. */
 export const SUBPROTOCOL = 'nostrwire.v1';
+/** The WebSocket subprotocol of version 2: batches, records as stored. */
+export const SUBPROTOCOL_V2 = 'nostrwire.v2';
 
 export const FRAME_JSON = 0x00;
 export const FRAME_EVENT = 0x01;
@@ -16,13 +18,117 @@ export const FRAME_AUTH = 0x02;
 export const FRAME_RELAY_EVENT = 0x03;
 export const FRAME_OK = 0x04;
 export const FRAME_EOSE = 0x05;
+export const FRAME_BATCH = 0x06;
+export const FRAME_DICTIONARY_SET = 0x07;
+export const FRAME_HOLD = 0x08;
+
+/** Most records a batch may claim (spec/transport.md §8). */
+export const MAX_BATCH_RECORDS = 4096;
+/** Largest batch frame (spec/transport.md §8). */
+export const MAX_BATCH_FRAME_BYTES = 2 << 20;
+/** Most dictionary sets a `0x08` frame names. */
+export const MAX_HELD_SETS = 8;
 
 /** A relay → client frame, decoded. */
 export type RelayFrame =
   | { type: 'json'; text: string }
   | { type: 'event'; subId: string; event: Event }
   | { type: 'ok'; id: string; accepted: boolean; message: string }
-  | { type: 'eose'; subId: string };
+  | { type: 'eose'; subId: string }
+  /** v2: the stored records (views of the frame), raw (0x01) or compressed (0x81). */
+  | { type: 'batch'; subId: string; records: Uint8Array[] }
+  /** v2: the relay's dictionary set (SHA-256, lowercase hex), or none. */
+  | { type: 'dictionary_set'; set: string | null };
+
+/** `0x08`: the dictionary sets (SHA-256 as lowercase hex) the client holds. */
+export function holdFrame(sets: string[]): Uint8Array {
+  if (sets.length > MAX_HELD_SETS) throw new NwbError('bad_dictionary_hash');
+  const out = new Uint8Array(1 + 32 * sets.length);
+  out[0] = FRAME_HOLD;
+  sets.forEach((hex, i) => {
+    if (!/^[0-9a-f]{64}$/.test(hex)) throw new NwbError('bad_dictionary_hash');
+    for (let j = 0; j < 32; j++) out[1 + 32 * i + j] = parseInt(hex.slice(2 * j, 2 * j + 2), 16);
+  });
+  return out;
+}
+
+// A minimal LEB128 varint (spec/nwb.md §4) at `at[0]`, which moves past it.
+function varint(bytes: Uint8Array, at: number[]): number {
+  let value = 0;
+  for (let shift = 0; ; shift += 7) {
+    const pos = at[0]!;
+    if (pos >= bytes.length) throw new NwbError('truncated');
+    const b = bytes[pos]!;
+    at[0] = pos + 1;
+    if (shift === 49 && b > 0x0f) throw new NwbError('varint_overflow');
+    value += (b & 0x7f) * 2 ** shift;
+    if (b < 0x80) {
+      if (b === 0 && shift > 0) throw new NwbError('overlong_varint');
+      return value;
+    }
+  }
+}
+
+/**
+ * The records of a batch's body after the subscription id: the count and
+ * every length are checked against the limits and the bytes left before
+ * anything is allocated or looped over; a compressed record's header too
+ * (its payload when it is decompressed).
+ */
+function batchRecords(frame: Uint8Array, start: number, limits: Limits): Uint8Array[] {
+  const at = [start];
+  const n = varint(frame, at);
+  if (n === 0) throw new NwbError('truncated', 'empty batch');
+  // An entry takes at least 5 bytes: a length, then 0x81, D, R, one byte.
+  if (n > MAX_BATCH_RECORDS || n > (frame.length - at[0]!) / 5) throw new NwbError('too_many_records');
+  const records: Uint8Array[] = new Array(n);
+  for (let i = 0; i < n; i++) {
+    const len = varint(frame, at);
+    if (len > limits.maxRecordBytes) throw new NwbError('record_too_large');
+    const pos = at[0]!;
+    if (len > frame.length - pos) throw new NwbError('truncated');
+    const record = frame.subarray(pos, pos + len);
+    at[0] = pos + len;
+    if (record[0] === 0x81) {
+      const h = [1];
+      varint(record, h);
+      if (varint(record, h) > limits.maxRecordBytes) throw new NwbError('record_too_large');
+      if (h[0]! >= record.length) throw new NwbError('truncated');
+    } else if (record[0] !== 0x01) {
+      throw new NwbError(record.length ? 'bad_version' : 'truncated');
+    }
+    records[i] = record;
+  }
+  if (at[0] !== frame.length) throw new NwbError('trailing_bytes');
+  return records;
+}
+
+/**
+ * Decodes one relay → client frame of `nostrwire.v2`: batches, the
+ * relay's dictionary set, and the version 1 frames but the single EVENT.
+ * Throws {@link NwbError} on bad bytes.
+ */
+export function decodeRelayFrameV2(frame: Uint8Array, limits: Limits = DEFAULT_LIMITS): RelayFrame {
+  switch (frame[0]) {
+    case FRAME_BATCH: {
+      if (frame.length > MAX_BATCH_FRAME_BYTES) throw new NwbError('batch_too_large');
+      if (frame.length < 2) throw new NwbError('truncated');
+      const len = frame[1]!;
+      if (len === 0 || len > 64) throw new NwbError('bad_subscription_id');
+      if (frame.length < 2 + len) throw new NwbError('truncated');
+      const subId = subscriptionId(frame, 2, 2 + len);
+      return { type: 'batch', subId, records: batchRecords(frame, 2 + len, limits) };
+    }
+    case FRAME_DICTIONARY_SET:
+      if (frame.length === 1) return { type: 'dictionary_set', set: null };
+      if (frame.length !== 33) throw new NwbError('bad_dictionary_hash');
+      return { type: 'dictionary_set', set: toHex(frame, 1, 33) };
+    case FRAME_RELAY_EVENT:
+      throw new NwbError('unknown_message', 'a single EVENT on nostrwire.v2');
+    default:
+      return decodeRelayFrame(frame, limits);
+  }
+}
 
 /** A NIP-01 message as a `0x00` frame. */
 export function jsonFrame(message: unknown): Uint8Array {

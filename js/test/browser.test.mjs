@@ -48,14 +48,14 @@ function check(result, transport) {
 for (const transport of ['binary', 'json', 'auto']) {
   test(`Chromium, transport ${transport}: publish, stored, EOSE, live, count, auth`, { skip }, async () => {
     const result = await page.evaluate((url, t) => window.scenario(url, t), relay.url, transport);
-    check(result, transport === 'json' ? 'json' : 'binary');
+    check(result, transport === 'json' ? 'json' : 'v2');
     assert.deepEqual(page.errors, []);
   });
 }
 
 test('Chromium, binary transport with events verified in two Web Workers', { skip }, async () => {
   const result = await page.evaluate((url) => window.scenario(url, 'binary', { workers: 2 }), relay.url);
-  check(result, 'binary');
+  check(result, 'v2');
   assert.equal(result.workerFailure, null);
 });
 
@@ -66,7 +66,7 @@ test('Chromium, verifier workers that cannot load: events are verified on the ma
   );
   // Stored events still arrive verified, the forged one is still refused,
   // and the relay says why the workers stopped.
-  check(result, 'binary');
+  check(result, 'v2');
   assert.match(result.workerFailure, /verifier worker failed/);
 });
 

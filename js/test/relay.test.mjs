@@ -103,9 +103,10 @@ async function exercise(url, transport, expected) {
 }
 
 test('binary transport: publish, stored and live events, EOSE, count, auth', { skip }, () =>
-  exercise(relay.url, 'binary', 'binary'));
-test('auto picks the binary transport when the relay offers it', { skip }, () =>
-  exercise(relay.url, 'auto', 'binary'));
+  exercise(relay.url, 'binary', 'v2'));
+test('auto picks nostrwire.v2 when the relay offers it', { skip }, () =>
+  exercise(relay.url, 'auto', 'v2'));
+test('nostrwire.v1 on request', { skip }, () => exercise(relay.url, 'v1', 'v1'));
 test('JSON transport on request', { skip }, () => exercise(relay.url, 'json', 'json'));
 test('auto falls back to JSON when the relay has the binary transport off', { skip }, () =>
   exercise(jsonOnly.url, 'auto', 'json'));
@@ -201,7 +202,8 @@ for (const transport of ['json', 'binary']) {
     const url = await scriptedRelay(t, sent);
     const r = await Relay.connect(url, { transport });
     t.after(() => r.close());
-    assert.equal(r.transport, transport);
+    // The scripted relay speaks nostrwire.v1 only.
+    assert.equal(r.transport, transport === 'binary' ? 'v1' : transport);
     const drops = [];
     let sub;
     const got = await new Promise((resolve) => {
