@@ -28,6 +28,7 @@
 use std::path::PathBuf;
 
 pub mod abuse;
+pub mod attack;
 pub mod client;
 pub mod host;
 pub mod renew;

@@ -22,8 +22,7 @@ use std::collections::HashMap;
 
 use nostrwire_event::Tag;
 
-use crate::rng::Rng;
-use crate::workload::random_hex32;
+use crate::rng::{random_hex32, Rng};
 
 /// Contents shorter than this are kept as they are.
 pub const MIN_RENEWED_BYTES: usize = 16;

@@ -66,6 +66,15 @@ impl Rng {
     }
 }
 
+/// A 64-character lowercase hex string from the generator (for `p` tags).
+pub fn random_hex32(rng: &mut Rng) -> String {
+    let mut bytes = [0u8; 32];
+    for c in bytes.chunks_mut(8) {
+        c.copy_from_slice(&rng.next_u64().to_le_bytes());
+    }
+    nostrwire_event::hex::encode(&bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -629,7 +629,7 @@ async fn run_one(
     let relay_cpu_before = relay_pid.and_then(host::cpu_seconds);
     let cpu0 = CpuTime::now();
     let wall0 = Instant::now();
-    let outcome = scenario::run(sc, &run).await;
+    let outcome = run_scenario(sc, &run).await;
     let wall = wall0.elapsed();
     let client_cpu = CpuTime::now().since(cpu0);
     let relay_cpu_s = match (relay_cpu_before, relay_pid.and_then(host::cpu_seconds)) {
@@ -657,6 +657,15 @@ async fn run_one(
         relay_rss_kib: relay_pid.and_then(host::rss_kib),
         relay_rss_anon_kib: relay_pid.and_then(host::rss_anon_kib),
         rounds_merged: 1,
+    }
+}
+
+/// Runs one scenario: the load scenarios ([`crate::scenario`]) or an
+/// attack ([`crate::abuse`]), which both stand on the same floor.
+pub async fn run_scenario(sc: Scenario, run: &Run) -> Outcome {
+    match sc {
+        Scenario::Abuse(attack) => crate::abuse::run(attack, run).await,
+        load => scenario::run_load(load, run).await,
     }
 }
 

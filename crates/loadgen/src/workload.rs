@@ -366,15 +366,6 @@ fn sign_all(plans: Vec<Plan>, keys: &[Keys]) -> Vec<Prepared> {
     })
 }
 
-/// A 64-character lowercase hex string from the generator (for `p` tags).
-pub fn random_hex32(rng: &mut Rng) -> String {
-    let mut bytes = [0u8; 32];
-    for c in bytes.chunks_mut(8) {
-        c.copy_from_slice(&rng.next_u64().to_le_bytes());
-    }
-    nostrwire_event::hex::encode(&bytes)
-}
-
 /// The distinct authors of `events`, in first-seen order.
 pub fn unique_authors(events: &[Prepared]) -> Vec<PublicKey> {
     let mut seen = std::collections::HashSet::new();

@@ -9,7 +9,8 @@ use std::time::Duration;
 use common::Behavior;
 use nostrwire_event::{Tag, Timestamp};
 use nostrwire_loadgen::client::Target;
-use nostrwire_loadgen::scenario::{self, Outcome, Params, Run, Scenario, Status};
+use nostrwire_loadgen::runner;
+use nostrwire_loadgen::scenario::{Outcome, Params, Run, Scenario, Status};
 use nostrwire_loadgen::workload::{self, GenSpec, KindMix, Prepared, Shapes};
 use nostrwire_loadgen::ws::{Counters, WsUrl};
 use nostrwire_loadgen::{testdata, Error, Settings};
@@ -76,7 +77,7 @@ async fn publish_counts_every_ok_by_id() {
     let ev = events(1, 200, None);
     let sent_bytes: usize = ev.iter().map(|p| p.message.len()).sum();
     let run = run_with(&stub.url, Duration::from_secs(5), params(), ev, vec![]);
-    let o = scenario::run(Scenario::Publish, &run).await;
+    let o = runner::run_scenario(Scenario::Publish, &run).await;
     let s = &o.ops["publish"];
     assert_eq!(s.successes, 200);
     assert_eq!(s.failure_count(), 0);
@@ -102,7 +103,7 @@ async fn silence_is_a_timeout_not_a_success() {
         events(2, 4, None),
         vec![],
     );
-    let o = scenario::run(Scenario::Publish, &run).await;
+    let o = runner::run_scenario(Scenario::Publish, &run).await;
     assert_eq!(o.ops["publish"].successes, 0);
     assert_eq!(only_failure(&o, "publish"), ("timeout".into(), 4));
     assert!(o.ops["publish"].latency_us.is_empty());
@@ -120,7 +121,7 @@ async fn closed_is_never_an_ok() {
         events(3, 3, None),
         vec![],
     );
-    let o = scenario::run(Scenario::Publish, &run).await;
+    let o = runner::run_scenario(Scenario::Publish, &run).await;
     assert_eq!(o.ops["publish"].successes, 0);
     assert_eq!(only_failure(&o, "publish"), ("timeout".into(), 3));
     assert_eq!(o.anomalies.counts["unmatched_closed"], 3);
@@ -138,7 +139,7 @@ async fn an_ok_for_another_id_does_not_count() {
         events(4, 3, None),
         vec![],
     );
-    let o = scenario::run(Scenario::Publish, &run).await;
+    let o = runner::run_scenario(Scenario::Publish, &run).await;
     assert_eq!(o.ops["publish"].successes, 0);
     assert_eq!(only_failure(&o, "publish"), ("timeout".into(), 3));
     assert_eq!(o.anomalies.counts["unmatched_ok"], 3);
@@ -154,7 +155,7 @@ async fn rejections_are_counted_by_reason() {
         events(5, 9, None),
         vec![],
     );
-    let o = scenario::run(Scenario::Publish, &run).await;
+    let o = runner::run_scenario(Scenario::Publish, &run).await;
     assert_eq!(only_failure(&o, "publish"), ("rejected:blocked".into(), 9));
 }
 
@@ -168,7 +169,7 @@ async fn notices_are_kept_apart() {
         events(6, 12, None),
         vec![],
     );
-    let o = scenario::run(Scenario::Publish, &run).await;
+    let o = runner::run_scenario(Scenario::Publish, &run).await;
     assert_eq!(o.ops["publish"].successes, 12);
     assert_eq!(o.anomalies.counts["notice"], 12);
 }
@@ -184,7 +185,7 @@ async fn pipelined_bursts_survive_coalesced_and_split_frames() {
             events(7, 300, None),
             vec![],
         );
-        let o = scenario::run(Scenario::Burst, &run).await;
+        let o = runner::run_scenario(Scenario::Burst, &run).await;
         let s = &o.ops["publish"];
         assert_eq!(
             (s.successes, s.failure_count()),
@@ -205,7 +206,7 @@ async fn open_loop_measures_every_event() {
         events(8, 400, None),
         vec![],
     );
-    let o = scenario::run(Scenario::PublishOpen, &run).await;
+    let o = runner::run_scenario(Scenario::PublishOpen, &run).await;
     let s = &o.ops["publish"];
     assert_eq!(
         (s.successes, s.failure_count()),
@@ -228,7 +229,7 @@ async fn open_loop_counts_silence_as_timeouts() {
         events(9, 30, None),
         vec![],
     );
-    let o = scenario::run(Scenario::PublishOpen, &run).await;
+    let o = runner::run_scenario(Scenario::PublishOpen, &run).await;
     assert_eq!(only_failure(&o, "publish"), ("timeout".into(), 30));
 }
 
@@ -242,7 +243,7 @@ async fn queries_are_checked_against_their_filters() {
         vec![],
         events(10, 150, None),
     );
-    let o = scenario::run(Scenario::Query, &run).await;
+    let o = runner::run_scenario(Scenario::Query, &run).await;
     assert_eq!(o.ops["seed"].successes, 150);
     let mut total = 0;
     for (label, s) in &o.ops {
@@ -278,7 +279,7 @@ async fn wrong_results_are_failures() {
         vec![],
         events(11, 60, None),
     );
-    let o = scenario::run(Scenario::Query, &run).await;
+    let o = runner::run_scenario(Scenario::Query, &run).await;
     let author = &o.ops["query:author"];
     assert_eq!(author.successes, 0);
     assert!(author.failures["wrong_result"] > 0);
@@ -292,7 +293,7 @@ async fn closed_subscriptions_are_failures() {
     p.queries = 6;
     p.connections = 1;
     let mut o = Outcome::clone(
-        &scenario::run(
+        &runner::run_scenario(
             Scenario::Mixed,
             &run_with(
                 &stub.url,
@@ -320,7 +321,7 @@ async fn mixed_and_concurrent_run_clean() {
         events(13, 90, None),
         vec![],
     );
-    let o = scenario::run(Scenario::Mixed, &run).await;
+    let o = runner::run_scenario(Scenario::Mixed, &run).await;
     // Every third operation of a connection is a query; replaceable events
     // go by author, so connections get slightly different shares.
     let (p, q) = (o.ops["publish"].successes, o.ops["query"].successes);
@@ -337,7 +338,7 @@ async fn mixed_and_concurrent_run_clean() {
         events(14, 200, None),
         vec![],
     );
-    let o = scenario::run(Scenario::Concurrent, &run).await;
+    let o = runner::run_scenario(Scenario::Concurrent, &run).await;
     assert_eq!(o.ops["publish"].successes, 200);
     let reads: u64 = o
         .ops
@@ -357,7 +358,7 @@ async fn fanout_times_every_delivery() {
     let marker = Tag::from_strs(&["t", "fanout-test"]);
     let ev: Vec<Prepared> = events(15, 40, Some(marker));
     let run = run_with(&stub.url, Duration::from_secs(5), params(), ev, vec![]);
-    let o = scenario::run(Scenario::Fanout, &run).await;
+    let o = runner::run_scenario(Scenario::Fanout, &run).await;
     assert_eq!(o.ops["publish"].successes, 40);
     let d = &o.ops["delivery"];
     assert_eq!(
@@ -385,7 +386,7 @@ async fn fanout_counts_missed_deliveries() {
         events(16, 5, Some(marker)),
         vec![],
     );
-    let o = scenario::run(Scenario::Fanout, &run).await;
+    let o = runner::run_scenario(Scenario::Fanout, &run).await;
     assert_eq!(o.ops["subscribe"].failures["timeout"], 2);
     assert_eq!(o.ops["publish"].failures["timeout"], 5);
     assert_eq!(o.ops.get("delivery").map_or(0, |d| d.successes), 0);
@@ -410,7 +411,7 @@ async fn large_lists_are_published_and_read_back() {
     });
     assert!(ev.iter().all(|p| p.event.tags.len() >= 1000));
     let run = run_with(&stub.url, Duration::from_secs(5), params(), ev, vec![]);
-    let o = scenario::run(Scenario::Large, &run).await;
+    let o = runner::run_scenario(Scenario::Large, &run).await;
     assert_eq!(o.ops["publish"].successes, 6);
     let r = &o.ops["read-back"];
     assert!(
@@ -425,7 +426,7 @@ async fn large_lists_are_published_and_read_back() {
 async fn idle_connections_and_relay_memory() {
     let stub = common::start(Behavior::Normal).await;
     let run = run_with(&stub.url, Duration::from_secs(5), params(), vec![], vec![]);
-    let o = scenario::run(Scenario::Connections, &run).await;
+    let o = runner::run_scenario(Scenario::Connections, &run).await;
     assert_eq!(o.ops["connect"].successes, 40);
     assert_eq!(o.metrics["open_connections"], 40.0);
     // The stub listens in this process, so its memory is found.
@@ -441,7 +442,7 @@ async fn search_is_unsupported_when_refused() {
     let stub = common::start(Behavior::NoSearch).await;
     let seeds: Vec<Prepared> = events(17, 20, None);
     let run = run_with(&stub.url, Duration::from_secs(2), params(), vec![], seeds);
-    let o = scenario::run(Scenario::Search, &run).await;
+    let o = runner::run_scenario(Scenario::Search, &run).await;
     match &o.status {
         Status::Unsupported(why) => assert!(why.contains("CLOSED"), "{why}"),
         other => panic!("expected unsupported, got {other:?}"),
@@ -455,7 +456,7 @@ async fn search_is_unsupported_when_refused() {
         vec![],
         events(18, 20, None),
     );
-    let o = scenario::run(Scenario::Search, &run).await;
+    let o = runner::run_scenario(Scenario::Search, &run).await;
     assert!(matches!(o.status, Status::Unsupported(_)), "{:?}", o.status);
 }
 
@@ -562,7 +563,7 @@ async fn answers_beyond_the_limit_are_reported_not_failed() {
         vec![],
         events(19, 120, None),
     );
-    let o = scenario::run(Scenario::Query, &run).await;
+    let o = runner::run_scenario(Scenario::Query, &run).await;
     let s = &o.ops["query:limit10"];
     assert_eq!(s.failure_count(), 0, "{:?}", s.failures);
     assert!(

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use nostrwire_loadgen::client::Target;
-use nostrwire_loadgen::scenario::{self, Params, Run, Scenario, Status};
+use nostrwire_loadgen::runner;
+use nostrwire_loadgen::scenario::{Params, Run, Scenario, Status};
 use nostrwire_loadgen::workload::Prepared;
 use nostrwire_loadgen::ws::{Counters, WsUrl};
 
@@ -45,7 +46,7 @@ fn run(url: &str, own: Vec<Prepared>, seeds: Vec<Prepared>) -> Run {
 async fn sync_finds_the_differences_on_a_nip77_relay() {
     let (relay, _dir) = common::start_relay();
     let url = format!("ws://{}", relay.local_addr());
-    let o = scenario::run(Scenario::Sync, &run(&url, events(2, 30), events(1, 300))).await;
+    let o = runner::run_scenario(Scenario::Sync, &run(&url, events(2, 30), events(1, 300))).await;
     assert_eq!(o.status, Status::Completed, "{:?}", o.notes);
     for op in ["sync:negentropy", "sync:download"] {
         let s = &o.ops[op];
@@ -72,6 +73,6 @@ async fn sync_finds_the_differences_on_a_nip77_relay() {
 async fn sync_is_unsupported_without_nip77() {
     let stub = common::start(common::Behavior::Normal).await;
     let r = run(&stub.url, events(4, 5), events(3, 40));
-    let o = scenario::run(Scenario::Sync, &r).await;
+    let o = runner::run_scenario(Scenario::Sync, &r).await;
     assert!(matches!(o.status, Status::Unsupported(_)), "{:?}", o.status);
 }

@@ -9,7 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use nostrwire_loadgen::client::Target;
-use nostrwire_loadgen::scenario::{self, Outcome, Params, Run, Scenario, Status};
+use nostrwire_loadgen::runner;
+use nostrwire_loadgen::scenario::{Outcome, Params, Run, Scenario, Status};
 use nostrwire_loadgen::workload::Prepared;
 use nostrwire_loadgen::ws::{Counters, WsUrl};
 
@@ -46,7 +47,7 @@ async fn run(
         seed_events: Arc::new(seeds),
         progress: Arc::new(AtomicU64::new(0)),
     };
-    let o = scenario::run(sc, &r).await;
+    let o = runner::run_scenario(sc, &r).await;
     (
         o,
         counters.bytes_out.load(Ordering::Relaxed),

@@ -7,8 +7,8 @@ use heed::types::Bytes;
 use heed::{Env, EnvFlags, EnvOpenOptions, PutFlags};
 
 use crate::lmdb::{Db, LmdbStore, MAX_TABLES, SEARCH_DIR};
+use crate::schema::key;
 use crate::schema::{self, table, TIME_SUFFIX};
-use crate::write::key;
 use crate::{StoreError, StoreResult};
 
 /// Entries per write transaction of a compacted copy (bounds its dirty

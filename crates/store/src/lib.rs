@@ -21,11 +21,13 @@
 mod admitted;
 mod compact;
 mod dictionaries;
+mod env;
 mod lmdb;
 mod plan;
 mod read;
 pub mod schema;
 pub mod search;
+mod store;
 #[cfg(test)]
 mod tests;
 mod trailing;

@@ -12,10 +12,9 @@ use nostrwire_wire::EventView;
 
 use crate::lmdb::{Db, LmdbStore};
 use crate::plan::{AsStored, Plan, QueryCursor, ScanStatus};
-use crate::schema;
+use crate::schema::{self, key};
 use crate::trailing::waiting_row;
 use crate::value::{decode, split_value, unpack, Loaded};
-use crate::write::key;
 use crate::{Found, StoreError, StoreResult};
 
 /// One prefix of a time-ordered index walked newest → oldest: the entries

@@ -10,6 +10,15 @@
 use nostrwire_event::{EventId, Kind, PublicKey, Timestamp};
 use sha2::{Digest, Sha256};
 
+/// A key made of `parts` in order.
+pub(crate) fn key(parts: &[&[u8]]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(parts.iter().map(|p| p.len()).sum());
+    for p in parts {
+        out.extend_from_slice(p);
+    }
+    out
+}
+
 /// On-disk schema version, stored in `meta`. A database of another version
 /// is refused on open (`StoreError::Schema`); a later release that changes
 /// the layout raises it and upgrades older databases when it opens them.

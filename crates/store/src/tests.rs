@@ -1,8 +1,7 @@
 //! Unit tests of the LMDB store's internals.
 
-use crate::lmdb::{open_env, Db, LmdbStore, OpenOptions};
-use crate::trailing::WorkPosition;
-use crate::value::PageFit;
+use crate::env::open_env;
+use crate::lmdb::{Db, LmdbStore, OpenOptions, PageFit, WorkPosition};
 use std::ops::Bound;
 use std::path::Path;
 

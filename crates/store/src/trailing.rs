@@ -6,69 +6,14 @@
 use std::ops::Bound;
 
 use heed::{RoTxn, RwTxn};
-use nostrwire_event::EventId;
 
-use crate::lmdb::{Db, LmdbStore};
-use crate::schema::{self, table, TimeKey};
-use crate::write::key;
+use crate::lmdb::{Db, InFlight, LmdbStore, WaitingWork, WorkPosition};
+use crate::schema::{self, key, table, TimeKey};
 use crate::{StoreError, StoreResult};
 
 /// A row of `pending` or `removed`.
 pub(crate) fn waiting_row(value: &[u8]) -> StoreResult<schema::PendingRow<'_>> {
     schema::PendingRow::parse(value).ok_or_else(|| StoreError::Corrupt("bad waiting row".into()))
-}
-
-/// Ids of the stored events whose `ids` entry still waits in their
-/// `pending` row, so a lookup by id need not read the rows. Filled by the
-/// writer as it inserts (before the commit: an entry counts only where the
-/// snapshot holds the row) and emptied after each commit of a batch that
-/// moved rows into `ids`.
-#[derive(Debug, Default)]
-pub(crate) struct WaitingIds {
-    pub(crate) by_id: std::collections::HashMap<EventId, u64>,
-    /// Entries of serials up to this one have been dropped; a snapshot from
-    /// before that batch reads its rows up to here instead.
-    pub(crate) dropped_through: u64,
-}
-
-/// The index changes a batch of `pending` and `removed` rows stands for.
-#[derive(Default)]
-pub(crate) struct WaitingWork {
-    /// Per time-ordered index ([`table::TIME_ORDERED`]): full keys, sorted,
-    /// with `true` to add the entry and `false` to delete it.
-    pub(crate) changes: [Vec<(TimeKey, bool)>; 5],
-    /// `ids` entries to write, sorted.
-    pub(crate) ids: Vec<([u8; 32], u64)>,
-    /// The last `pending` row read.
-    pub(crate) last_added: Option<u64>,
-    /// The `removed` rows read. Deleted one by one when the work is done:
-    /// while it is in flight, an event at a lower serial may be removed and
-    /// get a row of its own, which a range would take.
-    pub(crate) dropped: Vec<u64>,
-    /// Events among those of the `pending` rows read that were removed
-    /// while the work was in flight: their `ids` entries are not written
-    /// (the removal deleted any that was), and their `removed` rows have
-    /// the next batch delete the time-ordered entries this one writes.
-    pub(crate) cancelled: std::collections::HashSet<u64>,
-}
-
-/// An index batch applied a transaction at a time between the writer's
-/// commits ([`LmdbStore::step_waiting_work`]).
-pub(crate) struct InFlight {
-    pub(crate) work: WaitingWork,
-    pub(crate) at: WorkPosition,
-}
-
-impl std::fmt::Debug for InFlight {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("InFlight")
-            .field("last_added", &self.work.last_added)
-            .field("removed_rows", &self.work.dropped.len())
-            .field("cancelled", &self.work.cancelled.len())
-            .field("index", &self.at.index)
-            .field("next", &self.at.next)
-            .finish()
-    }
 }
 
 /// Which rows [`LmdbStore::waiting_changes`] reads, and where it puts
@@ -89,14 +34,6 @@ pub(crate) enum Step {
     More,
     /// The batch's last transaction was committed, with its rows dropped.
     Finished,
-}
-
-/// How far [`LmdbStore::apply_waiting_work`] got: the next change of the
-/// time-ordered index `index`, or (`index` past them) the next `ids` entry.
-#[derive(Default, Clone, Copy)]
-pub(crate) struct WorkPosition {
-    pub(crate) index: usize,
-    pub(crate) next: usize,
 }
 
 /// What [`LmdbStore::index_waiting`] did.

@@ -25,41 +25,6 @@ pub(crate) const FLAG_SPLIT: u8 = 2;
 /// expiration, if any. Every value this release writes carries it.
 pub(crate) const FLAG_KIND: u8 = 4;
 
-/// Where a stored value is cut so that it fills LMDB's pages: a value too
-/// large for a leaf goes to overflow pages, whole pages after a 16-byte
-/// header, and its last page is on average half empty. A value that
-/// would leave at least half a page empty (`inline_max` bytes or fewer
-/// past its last full page) is cut there: the first part fills whole
-/// overflow pages, the rest goes to `tails`, in a leaf.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct PageFit {
-    pub(crate) page: usize,
-    /// Largest value a node with an 8-byte key keeps in its leaf.
-    pub(crate) inline_max: usize,
-}
-
-impl PageFit {
-    pub(crate) fn new(page: usize) -> PageFit {
-        // LMDB (`mdb_env_open2`, `mdb_leaf_size`): a node of 8-byte
-        // header, key and value stays in its leaf up to `nodemax` bytes.
-        let nodemax = (((page - 16) / 2) & !1) - 2;
-        PageFit {
-            page,
-            inline_max: nodemax - 8 - 8,
-        }
-    }
-
-    /// Where to cut a value of `len` bytes, if anywhere.
-    pub(crate) fn cut(&self, len: usize) -> Option<usize> {
-        if len <= self.inline_max {
-            return None;
-        }
-        let first = ((len + 16) / self.page * self.page).checked_sub(16)?;
-        let rest = len - first;
-        (rest > 0 && rest <= self.inline_max).then_some(first)
-    }
-}
-
 /// A stored event as read: its expiration and its (decompressed) record.
 pub(crate) type Loaded<'t> = (Option<u64>, Cow<'t, [u8]>);
 

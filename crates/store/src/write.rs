@@ -11,7 +11,7 @@ use nostrwire_wire::{EventView, Value};
 
 use crate::lmdb::LmdbStore;
 use crate::read::TimeWalk;
-use crate::schema;
+use crate::schema::{self, key};
 use crate::search;
 use crate::value::{decode, split_value, unpack, FLAG_EXPIRES, FLAG_KIND, FLAG_SPLIT};
 use crate::{Admitted, StoreResult, Verdict};
@@ -79,14 +79,6 @@ pub(crate) fn derive(view: &EventView<'_>) -> Derived {
         address,
         expires,
     }
-}
-
-pub(crate) fn key(parts: &[&[u8]]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(parts.iter().map(|p| p.len()).sum());
-    for p in parts {
-        out.extend_from_slice(p);
-    }
-    out
 }
 
 /// Parses an `a` tag value `kind:pubkey:d`.

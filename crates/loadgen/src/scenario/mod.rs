@@ -15,7 +15,7 @@ use nostrwire_event::{
 use tokio::sync::{watch, Semaphore};
 use tokio::time::timeout_at;
 
-use crate::abuse::{AbuseParams, Attack};
+use crate::attack::{AbuseParams, Attack};
 use crate::client::{Anomalies, Conn, Query, QueryOutcome, Target};
 use crate::stats::{message_prefix, Failure, OpStats};
 use crate::workload::Prepared;
@@ -381,8 +381,9 @@ async fn open_conns(run: &Run, n: usize, out: &mut Outcome, label: &str) -> Vec<
     conns
 }
 
-/// Runs one scenario.
-pub async fn run(scenario: Scenario, run: &Run) -> Outcome {
+/// Runs one load scenario. The attacks live a floor above
+/// ([`crate::abuse`]); [`crate::runner::run_scenario`] dispatches to both.
+pub(crate) async fn run_load(scenario: Scenario, run: &Run) -> Outcome {
     match scenario {
         Scenario::Publish => publish(run).await,
         Scenario::PublishOpen => publish_open(run).await,
@@ -396,7 +397,13 @@ pub async fn run(scenario: Scenario, run: &Run) -> Outcome {
         Scenario::Connections => connections(run).await,
         Scenario::Search => search(run).await,
         Scenario::Sync => sync(run).await,
-        Scenario::Abuse(a) => crate::abuse::run(a, run).await,
+        Scenario::Abuse(a) => {
+            let mut out = Outcome::new();
+            out.status = Status::Unsupported(format!(
+                "{a} is an attack: run it through runner::run_scenario"
+            ));
+            out
+        }
     }
 }
 

@@ -123,7 +123,7 @@ impl SearchIndex {
             unsynced = Some(path);
             durability = Durability::None;
         }
-        let env = crate::lmdb::open_env(dir, map_size, 4, durability)?;
+        let env = crate::env::open_env(dir, map_size, 4, durability)?;
         let mut wtxn = env.write_txn()?;
         let postings = env.create_database(&mut wtxn, Some(table::SEARCH))?;
         let meta = env.create_database(&mut wtxn, Some(table::META))?;
