@@ -149,9 +149,7 @@ export async function verifyEvents(events: Event[]): Promise<boolean[]> {
   await initVerifier();
   const out: boolean[] = new Array(events.length);
   const verdicts = new Int8Array(events.length);
-  let sliceStart = performance.now();
-  for (let from = 0; from < events.length; from += CHUNK) {
-    const to = Math.min(events.length, from + CHUNK);
+  await inSlices(events.length, (from, to) => {
     if (wasm) wasmEvents(events, from, to, verdicts);
     else verdicts.fill(-1, from, to);
     for (let i = from; i < to; i++) {
@@ -161,12 +159,21 @@ export async function verifyEvents(events: Event[]): Promise<boolean[]> {
       e[verifiedSymbol] = ok;
       out[i] = ok;
     }
+  });
+  return out;
+}
+
+// Runs `chunk` over [0, count) in runs of CHUNK, giving the thread back
+// once a slice has taken SLICE_MS.
+async function inSlices(count: number, chunk: (from: number, to: number) => void): Promise<void> {
+  let sliceStart = performance.now();
+  for (let from = 0; from < count; from += CHUNK) {
+    chunk(from, Math.min(count, from + CHUNK));
     if (performance.now() - sliceStart > SLICE_MS) {
       await yieldToEventLoop();
       sliceStart = performance.now();
     }
   }
-  return out;
 }
 
 /**
@@ -209,20 +216,11 @@ export async function verifyRecords(records: Uint8Array[]): Promise<boolean[]> {
   await initVerifier();
   const out: boolean[] = new Array(records.length);
   const verdicts = new Int8Array(records.length);
-  let sliceStart = performance.now();
-  for (let from = 0; from < records.length; from += CHUNK) {
-    const to = Math.min(records.length, from + CHUNK);
-    if (wasm) {
-      wasmRecords(records, from, to, verdicts);
-      for (let i = from; i < to; i++) out[i] = verdicts[i] === -1 ? checkRecordJs(records[i]!) : verdicts[i] === 1;
-    } else {
-      for (let i = from; i < to; i++) out[i] = checkRecordJs(records[i]!);
-    }
-    if (performance.now() - sliceStart > SLICE_MS) {
-      await yieldToEventLoop();
-      sliceStart = performance.now();
-    }
-  }
+  await inSlices(records.length, (from, to) => {
+    if (wasm) wasmRecords(records, from, to, verdicts);
+    else verdicts.fill(-1, from, to);
+    for (let i = from; i < to; i++) out[i] = verdicts[i] === -1 ? checkRecordJs(records[i]!) : verdicts[i] === 1;
+  });
   return out;
 }
 

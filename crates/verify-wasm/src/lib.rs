@@ -208,12 +208,13 @@ fn verify_packed_event(entry: &[u8], cache: &mut KeyCache) -> Result<bool, Malfo
     Ok(signature_ok(cache, &pubkey, &id, &sig))
 }
 
-/// Verifies the `verdicts.len()` events packed in `input` (JSON fields, see
-/// the crate docs), writing 1 or 0 per event; the number of valid events.
-pub fn verify_events(
+/// Runs `check` on each of the `verdicts.len()` length-prefixed entries of
+/// `input`, writing 1 or 0 per entry; the number of valid ones. The entries
+/// must fill `input` exactly.
+fn each_entry(
     input: &[u8],
     verdicts: &mut [u8],
-    cache: &mut KeyCache,
+    mut check: impl FnMut(&[u8]) -> Result<bool, Malformed>,
 ) -> Result<usize, Malformed> {
     let mut c = Cursor {
         bytes: input,
@@ -221,8 +222,7 @@ pub fn verify_events(
     };
     let mut valid = 0;
     for v in verdicts.iter_mut() {
-        let entry = c.string()?;
-        let ok = verify_packed_event(entry, cache)?;
+        let ok = check(c.string()?)?;
         *v = u8::from(ok);
         valid += usize::from(ok);
     }
@@ -230,6 +230,16 @@ pub fn verify_events(
         return Err(Malformed);
     }
     Ok(valid)
+}
+
+/// Verifies the `verdicts.len()` events packed in `input` (JSON fields, see
+/// the crate docs), writing 1 or 0 per event; the number of valid events.
+pub fn verify_events(
+    input: &[u8],
+    verdicts: &mut [u8],
+    cache: &mut KeyCache,
+) -> Result<usize, Malformed> {
+    each_entry(input, verdicts, |entry| verify_packed_event(entry, cache))
 }
 
 /// One nwb event record: valid record, id and signature.
@@ -249,20 +259,7 @@ pub fn verify_records(
     verdicts: &mut [u8],
     cache: &mut KeyCache,
 ) -> Result<usize, Malformed> {
-    let mut c = Cursor {
-        bytes: input,
-        at: 0,
-    };
-    let mut valid = 0;
-    for v in verdicts.iter_mut() {
-        let ok = verify_record(c.string()?, cache);
-        *v = u8::from(ok);
-        valid += usize::from(ok);
-    }
-    if c.at != input.len() {
-        return Err(Malformed);
-    }
-    Ok(valid)
+    each_entry(input, verdicts, |record| Ok(verify_record(record, cache)))
 }
 
 /// Bare BIP-340 checks: per item a 32-byte x-only key, a 32-byte message
