@@ -328,6 +328,20 @@ for proxy in ${PROXIES:-nginx caddy}; do
         *) fail "$proxy: plain HTTP answered '$redirect', not a redirect to https" ;;
     esac
 
+    # The three curl commands of docs/deploy.md, "From outside".
+    outside() { curl -s --cacert "$tls/root.pem" --resolve "$name:$proxy_port:127.0.0.1" "$@" || true; }
+    nip11=$(outside -H 'Accept: application/nostr+json' "https://$name:$proxy_port/")
+    metrics=$(outside -o /dev/null -w '%{http_code}' "https://$name:$proxy_port/metrics")
+    upgrade=$(outside -si --http1.1 --max-time 3 -H 'Connection: Upgrade' -H 'Upgrade: websocket' \
+        -H 'Sec-WebSocket-Version: 13' -H 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==' \
+        -H 'Sec-WebSocket-Protocol: nostrwire.v1' "https://$name:$proxy_port/" | tr -d '\r')
+    if [[ $nip11 == *'"supported_nips"'* && $metrics == 404 && $upgrade == 'HTTP/1.1 101 '* ]] \
+        && grep -qix 'sec-websocket-protocol: nostrwire.v1' <<<"$upgrade"; then
+        ok "$proxy: the guide's curl commands: NIP-11, /metrics $metrics, $(head -1 <<<"$upgrade") with nostrwire.v1"
+    else
+        fail "$proxy: the guide's curl commands: NIP-11 '${nip11:0:80}', /metrics $metrics, '$(head -3 <<<"$upgrade")'"
+    fi
+
     export PROXY=$proxy PUBLIC_URL=$public DIRECT_URL="ws://127.0.0.1:$relay_port" \
         CONNECTIONS_PER_IP=10 PING_SECONDS=2
     out=$(check proxy) || true
