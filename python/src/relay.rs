@@ -424,7 +424,25 @@ fn parse_filters(filters: &[String]) -> PyResult<Vec<Filter>> {
         .collect()
 }
 
+/// The writer of a message with a subscription id and filters.
+type WriteWithFilters = fn(&mut Vec<u8>, &str, &[Filter]);
+
 impl Encoder {
+    /// A REQ or COUNT: the id and the filters checked, then written.
+    fn with_filters<'py>(
+        &self,
+        py: Python<'py>,
+        subscription_id: &str,
+        filters: &[String],
+        write: WriteWithFilters,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        check_subscription_id(subscription_id)?;
+        let filters = parse_filters(filters)?;
+        let mut json = Vec::new();
+        write(&mut json, subscription_id, &filters);
+        Ok(self.json_frame(py, json))
+    }
+
     /// A NIP-01 JSON message in this transport's frame.
     fn json_frame<'py>(&self, py: Python<'py>, json: Vec<u8>) -> Bound<'py, PyAny> {
         match self.transport {
@@ -491,11 +509,7 @@ impl Encoder {
         subscription_id: &str,
         filters: Vec<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        check_subscription_id(subscription_id)?;
-        let filters = parse_filters(&filters)?;
-        let mut json = Vec::new();
-        write::req(&mut json, subscription_id, &filters);
-        Ok(self.json_frame(py, json))
+        self.with_filters(py, subscription_id, &filters, write::req)
     }
 
     /// `["COUNT", id, filter...]` (NIP-45).
@@ -505,11 +519,7 @@ impl Encoder {
         subscription_id: &str,
         filters: Vec<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        check_subscription_id(subscription_id)?;
-        let filters = parse_filters(&filters)?;
-        let mut json = Vec::new();
-        write::count_request(&mut json, subscription_id, &filters);
-        Ok(self.json_frame(py, json))
+        self.with_filters(py, subscription_id, &filters, write::count_request)
     }
 
     /// `["CLOSE", id]`.
