@@ -62,11 +62,13 @@ fn converge(cluster: &Cluster, nodes: &[usize]) -> u64 {
 }
 
 #[test]
+#[cfg_attr(
+    not(nats_server),
+    ignore = "nats-server not found when the tests were built (see README: Tests)"
+)]
 fn events_published_on_one_node_are_served_by_all_and_agree() {
     let _one = one_at_a_time();
-    let Some(cluster) = Cluster::start(3) else {
-        return;
-    };
+    let cluster = Cluster::start(3);
     let urls: Vec<String> = cluster.nodes.iter().map(|n| n.url()).collect();
     runtime().block_on(async {
         let mut n1 = connect(&urls[0]).await;
@@ -324,11 +326,13 @@ fn assert_none_lost(cluster: &Cluster, nodes: &[usize], published: &[Published])
 /// writer but not applied yet as what it is: an event the stream holds,
 /// `OK true`, not the store's verdict on an event it has not stored yet.
 #[test]
+#[cfg_attr(
+    not(nats_server),
+    ignore = "nats-server not found when the tests were built (see README: Tests)"
+)]
 fn a_second_copy_is_answered_truly_while_the_node_is_behind() {
     let _one = one_at_a_time();
-    let Some(cluster) = Cluster::start(1) else {
-        return;
-    };
+    let cluster = Cluster::start(1);
     let node = &cluster.nodes[0];
     let url = node.url();
     let rt = runtime();
@@ -392,11 +396,13 @@ fn a_second_copy_is_answered_truly_while_the_node_is_behind() {
 /// dropped and counted in `/metrics`; a stored event sent after them is
 /// still answered by its deadline, counted from when the relay read it.
 #[test]
+#[cfg_attr(
+    not(nats_server),
+    ignore = "nats-server not found when the tests were built (see README: Tests)"
+)]
 fn ephemeral_events_never_hold_up_a_stored_event() {
     let _one = one_at_a_time();
-    let Some(cluster) = Cluster::start(1) else {
-        return;
-    };
+    let cluster = Cluster::start(1);
     let node = &cluster.nodes[0];
     let url = node.url();
     let rt = runtime();
@@ -460,11 +466,13 @@ fn ephemeral_events_never_hold_up_a_stored_event() {
 }
 
 #[test]
+#[cfg_attr(
+    not(nats_server),
+    ignore = "nats-server not found when the tests were built (see README: Tests)"
+)]
 fn kill_9_of_the_stream_leader_loses_no_acknowledged_event() {
     let _one = one_at_a_time();
-    let Some(mut cluster) = Cluster::start(3) else {
-        return;
-    };
+    let mut cluster = Cluster::start(3);
     let leader = stream_leader(&cluster);
     let load = Arc::new(Load::default());
     let rt = runtime();
@@ -502,11 +510,13 @@ fn kill_9_of_the_stream_leader_loses_no_acknowledged_event() {
 }
 
 #[test]
+#[cfg_attr(
+    not(nats_server),
+    ignore = "nats-server not found when the tests were built (see README: Tests)"
+)]
 fn kill_9_of_a_relay_node_loses_nothing_and_it_catches_up() {
     let _one = one_at_a_time();
-    let Some(mut cluster) = Cluster::start(3) else {
-        return;
-    };
+    let mut cluster = Cluster::start(3);
     let load = Arc::new(Load::default());
     let rt = runtime();
     let mut publishers: Vec<_> = cluster
@@ -539,11 +549,13 @@ fn kill_9_of_a_relay_node_loses_nothing_and_it_catches_up() {
 }
 
 #[test]
+#[cfg_attr(
+    not(nats_server),
+    ignore = "nats-server not found when the tests were built (see README: Tests)"
+)]
 fn without_a_nats_quorum_writes_are_refused_and_reads_served() {
     let _one = one_at_a_time();
-    let Some(mut cluster) = Cluster::start(3) else {
-        return;
-    };
+    let mut cluster = Cluster::start(3);
     let urls: Vec<String> = cluster.nodes.iter().map(|n| n.url()).collect();
     let rt = runtime();
     let before = event(40, 1, &[], "before", 0);
@@ -604,11 +616,13 @@ fn without_a_nats_quorum_writes_are_refused_and_reads_served() {
 }
 
 #[test]
+#[cfg_attr(
+    not(nats_server),
+    ignore = "nats-server not found when the tests were built (see README: Tests)"
+)]
 fn a_wiped_node_rebuilds_from_the_stream_or_from_a_compacted_copy() {
     let _one = one_at_a_time();
-    let Some(mut cluster) = Cluster::start(3) else {
-        return;
-    };
+    let mut cluster = Cluster::start(3);
     let urls: Vec<String> = cluster.nodes.iter().map(|n| n.url()).collect();
     let rt = runtime();
     let publish_notes = |url: String, from: usize, to: usize| {

@@ -17,7 +17,7 @@ const ADDR_FILE: &str = "NOSTRWIRE_STUB_ADDR_FILE";
 
 /// The child side: serve an OK-only stub for a bounded time, then exit.
 #[test]
-#[ignore]
+#[ignore = "the stub's own process, started by publish_throughput_against_ok_only_stub"]
 fn ok_only_stub_process() {
     let Ok(path) = std::env::var(ADDR_FILE) else {
         return;
@@ -39,7 +39,7 @@ fn ok_only_stub_process() {
 }
 
 #[test]
-#[ignore]
+#[ignore = "a measurement, not a check: --release -- --ignored --nocapture"]
 fn publish_throughput_against_ok_only_stub() {
     let dir = std::env::temp_dir().join(format!("nostrwire-stub-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
