@@ -17,9 +17,10 @@
 //!   above their share that have not taken a byte of their output for a
 //!   while, largest first ([`RelayMemory::reclaim`]).
 //!
-//! Everything taken is in these budgets, so the overdraw is bounded: at
-//! most every connection's fair share beyond the cap, that is, the cap
-//! again.
+//! Everything taken is in these budgets, so the overdraw is bounded:
+//! every connection's fair share beyond the cap (the cap again), plus what
+//! one query slice finds per connection (a scan's matches are counted
+//! after the slice that found them, then the scan waits).
 //!
 //! Once most of a large peak has been given back, the allocator is asked
 //! to return its free pages to the system (`malloc_trim`), so the memory
