@@ -22,9 +22,10 @@
 //! one query slice finds per connection (a scan's matches are counted
 //! after the slice that found them, then the scan waits).
 //!
-//! Once most of a large peak has been given back, the allocator is asked
-//! to return its free pages to the system (`malloc_trim`), so the memory
-//! an attack made the relay take does not stay with the process.
+//! Once most of a large peak has been given back, or most of a crowd of
+//! connections has gone, the allocator is asked to return its free pages
+//! to the system (`malloc_trim`), so the memory an attack made the relay
+//! take does not stay with the process.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -51,6 +52,9 @@ const NOT_READING: Duration = Duration::from_millis(500);
 const RECLAIM_EVERY: Duration = Duration::from_millis(20);
 /// Peaks below this are not worth returning to the system.
 const TRIM_MIN_PEAK: usize = 64 << 20;
+/// Crowds of connections smaller than this are not worth a trim when
+/// they leave.
+const TRIM_MIN_CONNECTIONS: usize = 256;
 /// How long after the budget fell below a quarter of its peak the
 /// allocator is trimmed (frees of a closing attack come in bursts).
 const TRIM_DELAY: Duration = Duration::from_secs(1);
@@ -65,6 +69,8 @@ pub struct RelayMemory {
     trimming: AtomicBool,
     members: Mutex<HashMap<ConnId, Member>>,
     open: AtomicUsize,
+    /// Most connections open since the allocator was last trimmed.
+    open_peak: AtomicUsize,
     /// Milliseconds since `epoch` of the last reclaim.
     last_reclaim: AtomicU64,
     epoch: Instant,
@@ -91,6 +97,7 @@ impl RelayMemory {
             trimming: AtomicBool::new(false),
             members: Mutex::default(),
             open: AtomicUsize::new(0),
+            open_peak: AtomicUsize::new(0),
             last_reclaim: AtomicU64::new(0),
             epoch: Instant::now(),
             cut_offs: AtomicU64::new(0),
@@ -126,7 +133,8 @@ impl RelayMemory {
             .lock()
             .expect("memory members")
             .insert(id, Member { outbox });
-        self.open.fetch_add(1, Ordering::Relaxed);
+        let open = self.open.fetch_add(1, Ordering::Relaxed) + 1;
+        self.open_peak.fetch_max(open, Ordering::Relaxed);
         Membership {
             memory: self.clone(),
             id,
@@ -259,6 +267,8 @@ impl RelayMemory {
     fn schedule_trim(&self) {
         // The next trim waits for a new peak.
         self.peak.store(self.used(), Ordering::Relaxed);
+        self.open_peak
+            .store(self.open.load(Ordering::Relaxed), Ordering::Relaxed);
         self.trims.fetch_add(1, Ordering::Relaxed);
         let spawned = std::thread::Builder::new().name("trim".into()).spawn(|| {
             std::thread::sleep(TRIM_DELAY);
@@ -297,7 +307,17 @@ impl Drop for Membership {
             .remove(&self.id)
             .is_some()
         {
-            self.memory.open.fetch_sub(1, Ordering::Relaxed);
+            let memory = &self.memory;
+            let open = memory.open.fetch_sub(1, Ordering::Relaxed) - 1;
+            // When most of a crowd of connections has gone, what their
+            // tasks and buffers held goes back to the system too.
+            let peak = memory.open_peak.load(Ordering::Relaxed);
+            if peak >= TRIM_MIN_CONNECTIONS
+                && open < peak / 8
+                && !memory.trimming.swap(true, Ordering::AcqRel)
+            {
+                memory.schedule_trim();
+            }
         }
     }
 }

@@ -32,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::address::client_key;
 use crate::config::MetricsAccess;
-use crate::memory::Membership;
+use crate::memory::{Membership, Short};
 use nostrwire_wire::transport::{self, Version};
 
 use crate::msg::{
@@ -46,6 +46,9 @@ const MAX_HEAD: usize = 16 * 1024;
 const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 /// Framed bytes gathered before one socket write.
 const MAX_WRITE_BATCH: usize = 1 << 20;
+/// How long a connection whose reading waits for the relay's memory
+/// waits before it tries again.
+const STARVED_READ: Duration = Duration::from_millis(50);
 /// Largest write buffer a connection keeps between batches.
 const KEPT_WRITE_BUFFER: usize = 64 << 10;
 /// Bytes a queued frame is counted for beyond its payload (its slot in the
@@ -674,6 +677,7 @@ async fn websocket(
     let timer = tokio::time::sleep_until(first.into());
     tokio::pin!(timer);
     reader.push(early);
+    let mut reading = outbox.budget().hold_none();
     'connection: loop {
         loop {
             let message = match reader.next_message() {
@@ -731,8 +735,43 @@ async fn websocket(
                 }
             }
         }
+        // What the reader holds (a large message on its way) counts in the
+        // connection's budget. While the relay's is spent and this
+        // connection holds more than its share, its socket is not read:
+        // TCP holds the rest of its message back.
+        let reader_bytes = reader.held_bytes();
+        let starved = match reading.bytes().cmp(&reader_bytes) {
+            std::cmp::Ordering::Less => {
+                let more = reader_bytes - reading.bytes();
+                match reading.grow(more) {
+                    Ok(()) => false,
+                    Err(Short::Relay) => true,
+                    // The message limit bounds it within the connection.
+                    Err(_) => {
+                        reading.grow_anyway(more);
+                        false
+                    }
+                }
+            }
+            std::cmp::Ordering::Greater => {
+                reading.release(reading.bytes() - reader_bytes);
+                false
+            }
+            std::cmp::Ordering::Equal => false,
+        };
         let read = tokio::select! {
-            r = rd.read(reader.read_buf()) => r,
+            r = rd.read(reader.read_buf()), if !starved => r,
+            () = tokio::time::sleep(STARVED_READ), if starved => {
+                shared.metrics.limit_hit("relay_memory_bytes");
+                // Not read, but not forgotten: a client that went away
+                // gives its memory back.
+                let mut byte = [0u8; 1];
+                let peeked = tokio::time::timeout(Duration::ZERO, rd.peek(&mut byte)).await;
+                if matches!(peeked, Ok(Ok(0) | Err(_))) {
+                    break;
+                }
+                continue;
+            }
             _ = shutdown.cancelled() => {
                 outbox.close_with(CLOSE_GOING_AWAY);
                 break;

@@ -12,6 +12,8 @@ use crate::{Error, Role};
 const INITIAL_BUFFER: usize = 4 * 1024;
 /// Smallest free space offered to a socket read.
 const MIN_READ: usize = 2 * 1024;
+/// Most room made at once for the rest of a frame that is still arriving.
+const GROW_STEP: usize = 64 * 1024;
 
 /// A message or control frame, borrowed from the reader until the next call.
 #[derive(Debug, PartialEq, Eq)]
@@ -96,6 +98,12 @@ impl MessageReader {
     pub fn read_buf(&mut self) -> &mut [u8] {
         self.make_room(MIN_READ);
         &mut self.buf[self.end..]
+    }
+
+    /// Bytes of memory the reader holds now (its buffers' capacity): a
+    /// message being received grows it up to the message limit.
+    pub fn held_bytes(&self) -> usize {
+        self.buf.capacity() + self.fragments.capacity() + self.assembled.capacity()
     }
 
     /// Records that `n` bytes were written into [`MessageReader::read_buf`].
@@ -208,8 +216,11 @@ impl MessageReader {
             }
             let total = h.header_len + h.payload_len as usize;
             if avail.len() < total {
-                // Room for the whole frame, so the next reads complete it.
-                self.make_room(total - avail.len());
+                // Room for more of the frame, growing with what arrives: a
+                // header alone does not make the reader allocate the size
+                // it announces (a connection's owner may stop reading it
+                // when memory is short, see `held_bytes`).
+                self.make_room((total - avail.len()).min(GROW_STEP));
                 return Ok(None);
             }
             let from = self.start + h.header_len;
