@@ -2,7 +2,8 @@
 // @noble/curves (nostr-tools' verifyEvent, with the strict hex shape) and
 // the Rust codec (`nostrwire verify`), over random signed events with
 // awkward tags and content and mutations of them (ids, keys, signatures,
-// fields), as events and as nwb records; the same in headless Chromium,
+// fields) and the event objects of vectors/event, as events and as nwb
+// records; the same in headless Chromium,
 // main thread and two workers; and BIP-340's official vectors.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -76,6 +77,25 @@ for (let i = 0; i < 400; i++) {
   cases.push(e);
   cases.push(pick(MUTATIONS)(e));
   if (i % 2) cases.push(pick(MUTATIONS)(pick(MUTATIONS)(e)));
+}
+// And every event object of vectors/event (valid ones and refused ones),
+// but for cases about JSON text itself (nesting, duplicate keys, number
+// syntax...), which belong to a JSON parser: this package takes objects.
+const JSON_TEXT_KINDS = new Set([
+  'duplicate_key', 'invalid_number', 'unescaped_control', 'invalid_escape',
+  'trailing_data', 'syntax', 'too_deep', 'too_large', 'too_many_tags', 'invalid_utf8',
+]);
+for (const file of ['valid.json', 'invalid.json']) {
+  for (const c of JSON.parse(readFileSync(new URL(`../../vectors/event/${file}`, import.meta.url), 'utf8'))) {
+    if (JSON_TEXT_KINDS.has(c.error)) continue;
+    let e;
+    try {
+      e = JSON.parse(c.json);
+    } catch {
+      continue; // a case about JSON text, which this package never sees
+    }
+    if (e && typeof e === 'object' && !Array.isArray(e)) cases.push(e);
+  }
 }
 const plain = () => cases.map((e) => JSON.parse(JSON.stringify(e)));
 const expected = cases.map(reference);
