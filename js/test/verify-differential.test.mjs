@@ -3,12 +3,12 @@
 // the Rust codec (`nostrwire verify`), over random signed events with
 // awkward tags and content and mutations of them (ids, keys, signatures,
 // fields) and the event objects of vectors/event, as events and as nwb
-// records; the same in headless Chromium,
-// main thread and two workers; and BIP-340's official vectors.
+// records; the same in headless Chromium, main thread and two workers, and
+// under a policy that forbids WebAssembly; and BIP-340's official vectors.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { finalizeEvent, verifyEvent as nobleVerify } from 'nostr-tools/pure';
@@ -168,19 +168,26 @@ test("Node: BIP-340's official vectors", async () => {
 });
 
 const skipBrowser = (!haveChromium && 'no chromium (js/scripts/install-chromium.sh)') || false;
-let site, browser, page;
+let site, strictSite, browser, page;
 before(async () => {
   if (skipBrowser) return;
   const dir = mkdtempSync(join(tmpdir(), 'nostrwire-js-verify-page-'));
   await bundlePage(new URL('./browser/verify-page.js', import.meta.url).pathname, dir);
   copyFileSync(new URL('../dist/browser/verify-worker.js', import.meta.url).pathname, join(dir, 'verify-worker.js'));
   site = await serveDir(dir);
+  // The same page under a policy without 'wasm-unsafe-eval'.
+  const strict = `${dir}-csp`;
+  cpSync(dir, strict, { recursive: true });
+  const html = readFileSync(join(strict, 'index.html'), 'utf8');
+  writeFileSync(join(strict, 'index.html'), html.replace('<title>', `<meta http-equiv="Content-Security-Policy" content="script-src 'self'"><title>`));
+  strictSite = await serveDir(strict);
   browser = await launch();
   page = await openPage(browser, site.url);
 });
 after(async () => {
   await browser?.close();
   await site?.close();
+  await strictSite?.close();
 });
 
 test('Chromium: the same verdicts on the main thread and in two workers, and the BIP-340 vectors', { skip: skipBrowser }, async () => {
@@ -198,4 +205,15 @@ test('Chromium: the same verdicts on the main thread and in two workers, and the
   assert.deepEqual(got.recordsFromPool, expectedRecords);
   assert.deepEqual(got.signatures.map((x) => x === 1), bip340.map((f) => f[6] === 'TRUE'));
   assert.deepEqual(page.errors, []);
+});
+
+test('Chromium where a Content-Security-Policy forbids WebAssembly: noble verifies, with the same verdicts', { skip: skipBrowser }, async () => {
+  const strictPage = await openPage(browser, strictSite.url);
+  const hex = (b) => Buffer.from(b).toString('hex');
+  const got = await strictPage.evaluate((input) => window.withoutWasm(input), { events: plain(), records: records.map(hex) });
+  await strictPage.close();
+  assert.equal(got.loaded, false);
+  assert.equal(got.verifier, 'js');
+  assert.deepEqual(got.events, expected);
+  assert.deepEqual(got.records, expectedRecords);
 });
