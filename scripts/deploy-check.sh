@@ -334,7 +334,7 @@ for proxy in ${PROXIES:-nginx caddy}; do
     metrics=$(outside -o /dev/null -w '%{http_code}' "https://$name:$proxy_port/metrics")
     upgrade=$(outside -si --http1.1 --max-time 3 -H 'Connection: Upgrade' -H 'Upgrade: websocket' \
         -H 'Sec-WebSocket-Version: 13' -H 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==' \
-        -H 'Sec-WebSocket-Protocol: nostrwire.v1' "https://$name:$proxy_port/" | tr -d '\r')
+        -H 'Sec-WebSocket-Protocol: nostrwire.v1' "https://$name:$proxy_port/" | tr -d '\r\0')
     if [[ $nip11 == *'"supported_nips"'* && $metrics == 404 && $upgrade == 'HTTP/1.1 101 '* ]] \
         && grep -qix 'sec-websocket-protocol: nostrwire.v1' <<<"$upgrade"; then
         ok "$proxy: the guide's curl commands: NIP-11, /metrics $metrics, $(head -1 <<<"$upgrade") with nostrwire.v1"
