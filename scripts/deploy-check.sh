@@ -231,7 +231,7 @@ EOF
 
     # docs/deploy.md, step 4: the certificate through the default site, then
     # the relay's site in its place.
-    certbot_ certonly --webroot -w "$dir/www" -d "$name" -m you@example.com --agree-tos -n || return 0
+    certbot_ certonly --webroot -w "$dir/www" -d "$name" -m you@example.com --agree-tos --no-eff-email -n || return 0
     site="$dir/sites-available/nostrwire"
     cp deploy/nginx.conf "$site"
     subst "$site" "/etc/letsencrypt/" "$dir/letsencrypt/"
