@@ -201,6 +201,7 @@ impl Job {
             Err(_) => (None, 0),
         };
         let render_bytes = room / sub.filters.len().max(1);
+        let alone = sub.filters.len() == 1;
         let cursors = sub
             .filters
             .iter()
@@ -211,7 +212,9 @@ impl Job {
                         (l.min(usize::MAX as u64)) as usize
                     })
                     .min(limits.max_limit);
-                QueryCursor::new(limit)
+                let cursor = QueryCursor::new(limit);
+                let cursor = if alone { cursor.alone() } else { cursor };
+                cursor
                     .gated(sub.gate.clone())
                     .with_records(sub.outbox.is_binary())
                     .as_stored(sub.outbox.as_stored())

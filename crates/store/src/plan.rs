@@ -118,6 +118,11 @@ pub struct QueryCursor {
     /// With `records`: which matches keep their stored (compressed) form
     /// instead of the decompressed record (`nostrwire.v2` connections).
     pub as_stored: AsStored,
+    /// The only filter of its request ([`QueryCursor::alone`]).
+    pub(crate) alone: bool,
+    /// `created_at` of the last index entry examined, so that a tie is seen
+    /// across slices.
+    pub(crate) last_time: Option<u64>,
     /// Render matches (JSON or record) only while the rendered ones hold
     /// fewer bytes than this; later matches keep their serial, id and time
     /// only ([`Found::is_deferred`]), and are rendered when they are sent.
@@ -158,8 +163,10 @@ impl AsStored {
         match self {
             AsStored::Never => false,
             AsStored::Always => true,
+            // Raw records, and records compressed without a dictionary.
             AsStored::WithoutDictionary => {
-                nostrwire_wire::transport::record_dictionary(stored) == Some(0)
+                stored.first() == Some(&nostrwire_wire::EVENT_V1)
+                    || nostrwire_wire::transport::record_dictionary(stored) == Some(0)
             }
         }
     }
@@ -230,6 +237,41 @@ impl QueryCursor {
     pub fn as_stored(mut self, as_stored: AsStored) -> QueryCursor {
         self.as_stored = as_stored;
         self
+    }
+
+    /// The same cursor, marked as its request's only filter: its results
+    /// are never merged with another filter's, so a match whose
+    /// `created_at` no other match shares needs no id to be ordered. Then
+    /// a scan whose index alone decides the filter (kinds, authors, both,
+    /// or none, besides `since`/`until`) keeps the matches
+    /// [`QueryCursor::as_stored`] allows without decompressing or decoding
+    /// them; their [`Found::id`](crate::Found::id) is zero.
+    pub fn alone(mut self) -> QueryCursor {
+        self.alone = true;
+        self
+    }
+
+    /// Whether matches may be kept as stored without decoding them: the
+    /// index alone decides `filter` under `table`, and nothing else
+    /// (a read gate, a count, ids only) needs the event.
+    pub(crate) fn index_decides(&self, filter: &Filter, table: &str) -> bool {
+        let shape = filter.ids.is_none()
+            && filter.search.is_none()
+            && filter.tags.is_empty()
+            && match table {
+                table::KIND => filter.authors.is_none() && filter.kinds.is_some(),
+                table::PUBKEY_KIND => filter.authors.is_some() && filter.kinds.is_some(),
+                table::PUBKEY => filter.authors.is_some() && filter.kinds.is_none(),
+                table::CREATED => filter.authors.is_none() && filter.kinds.is_none(),
+                _ => false,
+            };
+        shape
+            && self.alone
+            && self.records
+            && self.as_stored != AsStored::Never
+            && self.gate.is_none()
+            && !self.count_only
+            && !self.ids_only
     }
 
     /// The same cursor, rendering matches only while they hold fewer than

@@ -305,6 +305,7 @@ impl LmdbStore {
             unreachable!("index plan");
         };
         let mut ranges = ranges;
+        let index_decides = cursor.index_decides(filter, table_name);
         let mut tail = match tail {
             Some(tail) => tail,
             None => self.pending_matches(txn, table_name, since, until, |prefix| {
@@ -346,10 +347,8 @@ impl LmdbStore {
                 if cursor.boundary.is_some_and(|b| t < b) {
                     return Ok(ScanStatus::Done);
                 }
-                self.consider(txn, serial, filter, cursor, now)?;
-                if cursor.count_only && cursor.counted >= cursor.limit as u64 {
-                    return Ok(ScanStatus::Done);
-                }
+                // The walk moves on first, so that the next entry is known:
+                // entries that share a created_at need their ids.
                 if i == from_tail {
                     tail.pop();
                     if let Some(&(t2, s2)) = tail.last() {
@@ -366,6 +365,14 @@ impl LmdbStore {
                         None => r.done = true,
                     }
                 }
+                let tie = cursor.last_time == Some(t) || heap.peek().is_some_and(|e| e.0 == t);
+                cursor.last_time = Some(t);
+                if !(index_decides && !tie && self.keep_as_stored(txn, serial, t, cursor, now)?) {
+                    self.consider(txn, serial, filter, cursor, now)?;
+                }
+                if cursor.count_only && cursor.counted >= cursor.limit as u64 {
+                    return Ok(ScanStatus::Done);
+                }
                 spent += 1;
                 if spent >= budget {
                     return Ok(ScanStatus::More);
@@ -378,6 +385,57 @@ impl LmdbStore {
             tail: Some(tail),
         });
         result
+    }
+
+    /// A match the index alone decided ([`QueryCursor::index_decides`]),
+    /// created at `t` and sharing that time with no other entry: kept as
+    /// stored, neither decompressed nor decoded, with a zero id. False
+    /// (nothing done) when its stored form is not one the reader takes;
+    /// then it is considered as any other.
+    fn keep_as_stored(
+        &self,
+        txn: &RoTxn<'_>,
+        serial: u64,
+        t: u64,
+        cursor: &mut QueryCursor,
+        now: u64,
+    ) -> StoreResult<bool> {
+        if cursor.seen.contains(&serial) {
+            cursor.examined += 1;
+            return Ok(true);
+        }
+        let key = schema::serial_bytes(serial);
+        let Some((_, value)) = self.stored_value(txn, &key)? else {
+            cursor.examined += 1;
+            return Ok(true);
+        };
+        let whole = self.whole_value(txn, &key, value)?;
+        let (expires, stored) = split_value(&whole)?;
+        if !cursor.as_stored.keeps(stored) {
+            return Ok(false);
+        }
+        cursor.examined += 1;
+        if expires.is_some_and(|e| e <= now) {
+            return Ok(true);
+        }
+        cursor.seen.insert(serial);
+        let record = match cursor.renders_now() {
+            true => stored.to_vec(),
+            // Deferred: rendered (as stored) when it is sent.
+            false => Vec::new(),
+        };
+        cursor.rendered += record.len();
+        cursor.found.push(Found {
+            serial,
+            id: EventId::from_bytes([0; 32]),
+            created_at: t,
+            json: Vec::new(),
+            record,
+        });
+        if cursor.found.len() == cursor.limit {
+            cursor.boundary = Some(t);
+        }
+        Ok(true)
     }
 
     /// The stored events whose entries still wait in `pending`, created in
