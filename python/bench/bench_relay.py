@@ -1,6 +1,6 @@
 """A 10,000-event REQ from a local relay, to EOSE, every event verified.
 
-nostrwire's `RelayClient` (NIP-01 JSON, and `nostrwire.v1`) against a
+nostrwire's `RelayClient` (NIP-01 JSON, `nostrwire.v1` and `nostrwire.v2`) against a
 hand-written `websockets` + `orjson` + `hashlib` + `coincurve` client and
 against nostr-sdk's `Client.fetch_events` (which verifies on receipt).
 The relay is the workspace's `nostrwire relay`, filled with 15,000
@@ -119,11 +119,12 @@ def main() -> None:
                 # the relay and the other clients accept): recorded, not failed.
                 case("nostr-sdk Client.fetch_events", lambda: sdk(url), exact=False),
                 case("nostrwire RelayClient, JSON", lambda: ours(url, "json")),
-                case("nostrwire RelayClient, nostrwire.v1", lambda: ours(url, "binary")),
+                case("nostrwire RelayClient, nostrwire.v1", lambda: ours(url, "nostrwire.v1")),
+                case("nostrwire RelayClient, nostrwire.v2", lambda: ours(url, "nostrwire.v2")),
                 # Without permessage-deflate (both ends spend less CPU; more bytes).
                 case("websockets+orjson+coincurve, no deflate", lambda: handwritten(url, None)),
-                case("nostrwire RelayClient, nostrwire.v1, no deflate",
-                     lambda: ours(url, "binary", None)),
+                case("nostrwire RelayClient, nostrwire.v2, no deflate",
+                     lambda: ours(url, "nostrwire.v2", None)),
             ])
             times = interleaved(cases, rounds)
         finally:

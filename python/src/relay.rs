@@ -9,9 +9,10 @@
 use std::borrow::Cow;
 
 use nostrwire_event::message::{write, RelayMessage};
-use nostrwire_event::{Error, ErrorKind, Filter, SignedFields};
+use nostrwire_event::{Error, ErrorKind, Event, Filter, SignedFields};
+use nostrwire_wire::compress::RecordDecompressor;
 use nostrwire_wire::transport::{self, RelayFrame};
-use nostrwire_wire::Limits;
+use nostrwire_wire::{EventView, Limits};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
@@ -28,6 +29,10 @@ enum Transport {
     Json,
     /// `nostrwire.v1` (`spec/transport.md`): binary frames, events as nwb.
     V1,
+    /// `nostrwire.v2`: as v1, but a subscription's events come in batch
+    /// frames of records as the relay stores them. This client holds no
+    /// dictionary set, so the relay sends it records that need none.
+    V2,
 }
 
 impl Transport {
@@ -35,9 +40,11 @@ impl Transport {
         match name {
             "json" => Ok(Transport::Json),
             transport::SUBPROTOCOL => Ok(Transport::V1),
+            transport::SUBPROTOCOL_V2 => Ok(Transport::V2),
             other => Err(PyValueError::new_err(format!(
-                "transport must be \"json\" or \"{}\", not {other:?}",
-                transport::SUBPROTOCOL
+                "transport must be \"json\", \"{}\" or \"{}\", not {other:?}",
+                transport::SUBPROTOCOL,
+                transport::SUBPROTOCOL_V2
             ))),
         }
     }
@@ -46,6 +53,7 @@ impl Transport {
         match self {
             Transport::Json => "json",
             Transport::V1 => transport::SUBPROTOCOL,
+            Transport::V2 => transport::SUBPROTOCOL_V2,
         }
     }
 }
@@ -55,6 +63,8 @@ impl Transport {
 /// (`PyEvent::from_borrowed`).
 enum Decoded {
     Event(String, Borrowed<'static>),
+    /// A v2 batch: the events that decoded and verified, and how many did not.
+    Batch(String, Vec<Event>, u64),
     Ok(String, bool, String),
     Eose(String),
     Closed(String, String),
@@ -161,6 +171,47 @@ fn decode_v1(frame: &'static [u8], verify: bool) -> Decoded {
     }
 }
 
+fn decode_v2(frame: &'static [u8], verify: bool) -> Decoded {
+    let invalid = |failure| Decoded::Invalid {
+        subscription_id: None,
+        event_id: None,
+        failure,
+    };
+    match transport::decode_relay_v2(frame, &Limits::DEFAULT) {
+        Ok(RelayFrame::Batch {
+            subscription_id,
+            records,
+        }) => {
+            let mut decompressor = match RecordDecompressor::new(None) {
+                Ok(d) => d,
+                Err(e) => return invalid(Failure::Io(e.to_string())),
+            };
+            let (mut events, mut refused) = (Vec::with_capacity(records.len()), 0);
+            for stored in records.records() {
+                let event = decompressor
+                    .record(stored, &Limits::DEFAULT)
+                    .and_then(EventView::decode)
+                    .ok()
+                    .filter(|view| !verify || view.verify().is_ok())
+                    .map(|view| view.to_event());
+                match event {
+                    Some(event) => events.push(event),
+                    None => refused += 1,
+                }
+            }
+            Decoded::Batch(subscription_id.to_owned(), events, refused)
+        }
+        Ok(RelayFrame::DictionarySet(set)) => Decoded::Other(
+            "DICTIONARY_SET".to_owned(),
+            set.map(|h| nostrwire_event::hex::encode(&h))
+                .unwrap_or_default(),
+        ),
+        // Every other frame is v1's.
+        Ok(_) => decode_v1(frame, verify),
+        Err(e) => invalid(Failure::Nwb(e)),
+    }
+}
+
 /// One message as received: text or binary.
 enum Received {
     Text(Input),
@@ -196,17 +247,22 @@ fn decode_received(transport: Transport, received: &Received, verify: bool) -> D
         }
         // SAFETY: see above.
         (Transport::V1, Received::Binary(b)) => decode_v1(unsafe { b.unbound_bytes() }, verify),
-        (Transport::V1, Received::Text(_)) => Decoded::Invalid {
+        // SAFETY: see above.
+        (Transport::V2, Received::Binary(b)) => decode_v2(unsafe { b.unbound_bytes() }, verify),
+        (Transport::V1 | Transport::V2, Received::Text(_)) => Decoded::Invalid {
             subscription_id: None,
             event_id: None,
-            failure: Failure::Frame("text_frame", "a text frame on a nostrwire.v1 connection"),
+            failure: Failure::Frame("text_frame", "a text frame on a binary connection"),
         },
     }
 }
 
 /// A message from a relay. `type` is the NIP-01 message name (`"EVENT"`,
 /// `"OK"`, `"EOSE"`, `"CLOSED"`, `"NOTICE"`, `"AUTH"`, `"COUNT"`, NIP-77's
-/// `"NEG-MSG"`/`"NEG-ERR"` with the raw JSON in `message`), or `"INVALID"`
+/// `"NEG-MSG"`/`"NEG-ERR"` with the raw JSON in `message`), `"EVENTS"` for a
+/// `nostrwire.v2` batch (`events`: those that decoded and verified, `count`:
+/// how many did not), `"DICTIONARY_SET"` (v2: the set the relay compresses
+/// with, as hex in `message`, empty for none), or `"INVALID"`
 /// from `Decoder.decode_many` for a message that did not decode or an event
 /// that did not verify (`error` is the stable kind, `message` the reason).
 #[pyclass(module = "nostrwire", name = "RelayMessage", frozen, get_all)]
@@ -216,6 +272,7 @@ pub(crate) struct PyRelayMessage {
     kind: &'static str,
     subscription_id: Option<String>,
     event: Option<Py<PyEvent>>,
+    events: Option<Vec<Py<PyEvent>>>,
     event_id: Option<String>,
     accepted: Option<bool>,
     message: Option<String>,
@@ -232,6 +289,9 @@ impl PyRelayMessage {
         }
         if let Some(e) = &self.event {
             parts.push(format!("event={}", e.get().id_hex()));
+        }
+        if let Some(events) = &self.events {
+            parts.push(format!("events=[{} events]", events.len()));
         }
         if let Some(s) = &self.event_id {
             parts.push(format!("event_id={s:?}"));
@@ -258,6 +318,7 @@ impl PyRelayMessage {
             kind,
             subscription_id: None,
             event: None,
+            events: None,
             event_id: None,
             accepted: None,
             message: None,
@@ -276,6 +337,17 @@ impl PyRelayMessage {
                 // SAFETY: `view` was decoded from `received`'s bytes.
                 let event = unsafe { PyEvent::from_borrowed(view, received.into_input()) };
                 m.event = Some(Py::new(py, event)?);
+            }
+            Decoded::Batch(sub, events, refused) => {
+                m = PyRelayMessage::empty("EVENTS");
+                m.subscription_id = Some(sub);
+                m.events = Some(
+                    events
+                        .into_iter()
+                        .map(|e| Py::new(py, PyEvent::new(e)))
+                        .collect::<PyResult<_>>()?,
+                );
+                m.count = Some(refused);
             }
             Decoded::Ok(id, accepted, message) => {
                 m = PyRelayMessage::empty("OK");
@@ -309,6 +381,7 @@ impl PyRelayMessage {
                 m = PyRelayMessage::empty(match name.as_str() {
                     "NEG-MSG" => "NEG-MSG",
                     "NEG-ERR" => "NEG-ERR",
+                    "DICTIONARY_SET" => "DICTIONARY_SET",
                     _ => "UNKNOWN",
                 });
                 m.message = Some(json);
@@ -340,8 +413,8 @@ pub(crate) struct Decoder {
 
 #[pymethods]
 impl Decoder {
-    /// `transport` is `"json"` or `"nostrwire.v1"` (the negotiated
-    /// subprotocol); events are verified unless `verify=False`.
+    /// `transport` is `"json"`, `"nostrwire.v1"` or `"nostrwire.v2"` (the
+    /// negotiated subprotocol); events are verified unless `verify=False`.
     #[new]
     #[pyo3(signature = (transport = "json", verify = true, threads = None))]
     fn new(transport: &str, verify: bool, threads: Option<usize>) -> PyResult<Decoder> {
@@ -382,8 +455,10 @@ impl Decoder {
             .map(|m| Received::from_py(&m?))
             .collect::<PyResult<Vec<_>>>()?;
         let (transport, verify) = (self.transport, self.verify);
+        // A v2 batch frame holds up to 64 KiB of events: one is work enough.
+        let block = if transport == Transport::V2 { 1 } else { 32 };
         let decoded = py.detach(|| {
-            par::map_blocks(&received, self.threads, 32, |block| {
+            par::map_blocks(&received, self.threads, block, |block| {
                 block
                     .iter()
                     .map(|r| decode_received(transport, r, verify))
@@ -450,7 +525,7 @@ impl Encoder {
                 let text = String::from_utf8(json).expect("the writers emit UTF-8");
                 PyString::new(py, &text).into_any()
             }
-            Transport::V1 => {
+            Transport::V1 | Transport::V2 => {
                 let mut frame = Vec::with_capacity(json.len() + 1);
                 transport::write_json(&mut frame, &json);
                 PyBytes::new(py, &frame).into_any()
@@ -470,7 +545,7 @@ impl Encoder {
                 event.write_message(auth, &mut json);
                 Ok(self.json_frame(py, json))
             }
-            Transport::V1 => {
+            Transport::V1 | Transport::V2 => {
                 let mut record = Vec::new();
                 event
                     .record_into(&mut record)
@@ -543,6 +618,7 @@ impl Encoder {
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SUBPROTOCOL_V1", transport::SUBPROTOCOL)?;
+    m.add("SUBPROTOCOL_V2", transport::SUBPROTOCOL_V2)?;
     m.add_class::<PyRelayMessage>()?;
     m.add_class::<Decoder>()?;
     m.add_class::<Encoder>()?;

@@ -76,6 +76,44 @@ def test_decoder_refuses_bad_frames_and_events(corpus_lines):
     assert out[2].subscription_id == "s" and len(out) == 200
 
 
+def batch_frame(sub: bytes, records) -> bytes:
+    def varint(n):
+        out = bytearray()
+        while True:
+            out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+            n >>= 7
+            if not n:
+                return bytes(out)
+
+    body = b"".join(varint(len(r)) + r for r in records)
+    return b"\x06" + bytes([len(sub)]) + sub + varint(len(records)) + body
+
+
+def test_decoder_v2_batches(corpus_lines):
+    events = [nw.Event.from_json(line) for line in corpus_lines[:40]]
+    raw = json.loads(corpus_lines[40])
+    raw["sig"] = "4" * 128
+    forged = nw.Event.from_json(json.dumps(raw), verify=False)
+    records = [record(e) for e in events]
+    records.insert(7, record(forged))
+    v2 = nw.Decoder(nw.SUBPROTOCOL_V2)
+    m = v2.decode(batch_frame(b"feed", records))
+    assert (m.type, m.subscription_id, m.count) == ("EVENTS", "feed", 1)
+    assert m.events == events
+    assert v2.decode(b"\x07").type == "DICTIONARY_SET"
+    assert v2.decode(b"\x07" + b"\xab" * 32).message == "ab" * 32
+    assert v2.decode(b"\x05feed").type == "EOSE"
+    out = v2.decode_many([batch_frame(b"s", records[:3]), b"\x05s", b"\x06\x01s\xff\xff\x03"])
+    assert [m.type for m in out] == ["EVENTS", "EOSE", "INVALID"]
+    assert out[2].error == "too_many_records"
+    with pytest.raises(nw.NwbError):
+        v2.decode(batch_frame(b"s", [records[0][:-1]]))
+    # v1 refuses v2's frames.
+    with pytest.raises(nw.NwbError) as info:
+        nw.Decoder(nw.SUBPROTOCOL_V1).decode(batch_frame(b"s", records[:1]))
+    assert info.value.kind == "unknown_message"
+
+
 def test_encoder(corpus_lines):
     event = nw.Event.from_json(corpus_lines[10])
     js, v1 = nw.Encoder("json"), nw.Encoder("nostrwire.v1")
@@ -98,13 +136,17 @@ def test_encoder(corpus_lines):
         nw.Encoder("nostrwire.v9")
 
 
-@pytest.mark.parametrize("transport", ["json", "binary", "auto"])
+NEGOTIATED = {"json": "json", "auto": "nostrwire.v2", "binary": "nostrwire.v2",
+              "nostrwire.v1": "nostrwire.v1", "nostrwire.v2": "nostrwire.v2"}
+
+
+@pytest.mark.parametrize("transport", ["json", "auto", "nostrwire.v1", "nostrwire.v2"])
 def test_client_against_the_relay(relay, transport):
     keys = nw.Keys.generate()
 
     async def main():
         async with nw.RelayClient(relay.url, transport=transport) as client:
-            assert client.transport == ("json" if transport == "json" else "nostrwire.v1")
+            assert client.transport == NEGOTIATED[transport]
             events = [keys.sign(1, f"note {i} ✓", [["t", "pytest"]]) for i in range(60)]
             for e in events:
                 assert await client.publish(e) == ""

@@ -17,6 +17,7 @@ from . import nwb
 from ._filters import Filters, filters_json
 from ._nostrwire import (
     SUBPROTOCOL_V1,
+    SUBPROTOCOL_V2,
     Decoder,
     Encoder,
     Event,
@@ -37,6 +38,7 @@ from .relay import RelayClient, RelayError, Subscription
 
 __all__ = [
     "SUBPROTOCOL_V1",
+    "SUBPROTOCOL_V2",
     "Decoder",
     "Encoder",
     "Event",

@@ -11,6 +11,7 @@ _Path = Union[str, os.PathLike]
 
 __version__: str
 SUBPROTOCOL_V1: str
+SUBPROTOCOL_V2: str
 
 class NostrwireError(ValueError):
     """Bad input refused by nostrwire; `kind` names the reason."""
@@ -132,6 +133,8 @@ class RelayMessage:
     @property
     def event(self) -> Optional[Event]: ...
     @property
+    def events(self) -> Optional[List[Event]]: ...
+    @property
     def event_id(self) -> Optional[str]: ...
     @property
     def accepted(self) -> Optional[bool]: ...
@@ -155,7 +158,7 @@ class Decoder:
 
 class Encoder:
     """Writes client → relay messages of one connection (sans-IO): `str`
-    for "json", `bytes` for "nostrwire.v1"."""
+    for "json", `bytes` for "nostrwire.v1" and "nostrwire.v2"."""
 
     def __init__(self, transport: str = "json") -> None: ...
     @property

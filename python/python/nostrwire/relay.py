@@ -20,7 +20,10 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
 from ._filters import Filters, filters_json
-from ._nostrwire import SUBPROTOCOL_V1, Decoder, Encoder, Event, Keys, RelayMessage
+from ._nostrwire import SUBPROTOCOL_V1, SUBPROTOCOL_V2, Decoder, Encoder, Event, Keys, RelayMessage
+
+# Offered in this order; the relay picks the highest it speaks.
+BINARY = [SUBPROTOCOL_V2, SUBPROTOCOL_V1]
 
 __all__ = ["RelayClient", "RelayError", "Subscription"]
 
@@ -117,8 +120,11 @@ class Subscription:
 class RelayClient:
     """A connection to one relay.
 
-    `transport`: `"auto"` offers `nostrwire.v1` and falls back to NIP-01
-    JSON; `"binary"` insists on `nostrwire.v1`; `"json"` never asks.
+    `transport`: `"auto"` offers `nostrwire.v2` and `nostrwire.v1` and falls
+    back to NIP-01 JSON; `"binary"` insists on one of the two; `"json"`
+    never asks; `"nostrwire.v1"` or `"nostrwire.v2"` insists on that
+    version. Over `nostrwire.v2` the client holds no dictionary set, so the
+    relay sends records that need none.
     Events are verified before they are yielded unless `verify=False`;
     `threads` verifier threads (default: every core). `timeout` bounds
     every wait for an answer (seconds). `compression="deflate"` offers
@@ -140,8 +146,11 @@ class RelayClient:
         compression: Optional[str] = "deflate",
         on_notice: Optional[Callable[[str], None]] = None,
     ) -> None:
-        if transport not in ("auto", "json", "binary"):
-            raise ValueError(f'transport must be "auto", "json" or "binary", not {transport!r}')
+        if transport not in ("auto", "json", "binary", SUBPROTOCOL_V1, SUBPROTOCOL_V2):
+            raise ValueError(
+                'transport must be "auto", "json", "binary", '
+                f'"{SUBPROTOCOL_V1}" or "{SUBPROTOCOL_V2}", not {transport!r}'
+            )
         self.url = url
         self.timeout = timeout
         self._compression = compression
@@ -168,25 +177,26 @@ class RelayClient:
 
     @property
     def transport(self) -> Optional[str]:
-        """`"json"` or `"nostrwire.v1"` once connected."""
+        """`"json"`, `"nostrwire.v1"` or `"nostrwire.v2"` once connected."""
         return self._decoder.transport if self._decoder else None
 
     async def connect(self) -> RelayClient:
         ws = None
         if self._wanted != "json":
+            offer = BINARY if self._wanted in ("auto", "binary") else [self._wanted]
             try:
-                ws = await self._open([SUBPROTOCOL_V1])
+                ws = await self._open(offer)
             except (InvalidHandshake, OSError):
                 # Some servers refuse an upgrade that offers an unknown
                 # subprotocol instead of ignoring it: retry without.
-                if self._wanted == "binary":
+                if self._wanted != "auto":
                     raise
-            if ws is not None and ws.subprotocol != SUBPROTOCOL_V1 and self._wanted == "binary":
+            if ws is not None and ws.subprotocol not in offer and self._wanted != "auto":
                 await ws.close()
-                raise RelayError(f"{self.url} does not speak {SUBPROTOCOL_V1}")
+                raise RelayError(f"{self.url} speaks none of {', '.join(offer)}")
         if ws is None:
             ws = await self._open(None)
-        name = SUBPROTOCOL_V1 if ws.subprotocol == SUBPROTOCOL_V1 else "json"
+        name = ws.subprotocol if ws.subprotocol in BINARY else "json"
         self._ws = ws
         self._decoder = Decoder(name, verify=self._verify, threads=self._threads)
         self._encoder = Encoder(name)
@@ -265,13 +275,20 @@ class RelayClient:
         # else for it (EOSE, CLOSED) first flushes the events before it.
         pending: Dict[str, List[Event]] = {}
         for m in messages:
-            if m.type == "EVENT":
+            if m.type == "EVENT" or m.type == "EVENTS":
                 events = pending.get(m.subscription_id)  # type: ignore[arg-type]
                 if events is None:
                     if m.subscription_id not in self._subs:
                         continue
                     events = pending[m.subscription_id] = []  # type: ignore[index]
-                events.append(m.event)  # type: ignore[arg-type]
+                if m.type == "EVENT":
+                    events.append(m.event)  # type: ignore[arg-type]
+                else:
+                    # A v2 batch; `count` events in it did not verify.
+                    events.extend(m.events)  # type: ignore[arg-type]
+                    if m.count:
+                        self.invalid_events += m.count
+                        self._subs[m.subscription_id].invalid_events += m.count  # type: ignore[index]
                 continue
             if m.subscription_id in pending:
                 self._flush(m.subscription_id, pending.pop(m.subscription_id))  # type: ignore[arg-type]
