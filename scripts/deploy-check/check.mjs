@@ -64,6 +64,15 @@ function socketFrom(localAddress, headers = {}) {
 const Socket = socketFrom('127.0.0.1');
 useWebSocketImplementation(Socket);
 useToolsWebSocket(Socket);
+// The JS package fetches nostrwire.v2 dictionary sets with the global fetch:
+// the public name goes through the same lookup.
+const nodeFetch = globalThis.fetch;
+globalThis.fetch = async (url, init) => {
+  if (new URL(String(url)).hostname !== publicHost) return nodeFetch(url, init);
+  const r = await getBytes(String(url));
+  const headers = Object.entries(r.headers).filter(([, v]) => typeof v === 'string');
+  return new Response(r.body, { status: r.status, headers });
+};
 
 let passed = 0;
 let failed = 0;
@@ -203,17 +212,21 @@ async function proxyChecks() {
   const sk = generateSecretKey();
   const pk = getPublicKey(sk);
   const published = [];
-  await check('publish over wss:// with nostr-tools (JSON), the JS package (JSON and nostrwire.v1) and directly', async () => {
-    const tools = await ToolsRelay.connect(PUBLIC_URL);
-    const json = await Relay.connect(PUBLIC_URL, { transport: 'json' });
-    const binary = await Relay.connect(PUBLIC_URL, { transport: 'binary' });
-    assert.equal(binary.transport, 'binary', 'Sec-WebSocket-Protocol: nostrwire.v1 passed both ways');
-    const direct = await Relay.connect(DIRECT_URL, { transport: 'auto' });
+  // The JS package's transports: JSON, nostrwire.v1, and nostrwire.v2 when the relay lists it.
+  const nip11 = JSON.parse((await get(DIRECT_URL, { Accept: 'application/nostr+json' })).body);
+  const jsTransports = ['json', 'v1', ...(nip11.nostrwire?.transports?.includes('nostrwire.v2') ? ['v2'] : [])];
+  await check(`publish over wss:// with nostr-tools (JSON), the JS package (${jsTransports.join(', ')}) and directly`, async () => {
+    const clients = [['nostr-tools', await ToolsRelay.connect(PUBLIC_URL)]];
+    for (const transport of jsTransports) {
+      const r = await Relay.connect(PUBLIC_URL, { transport });
+      assert.equal(r.transport, transport, 'Sec-WebSocket-Protocol passed both ways');
+      clients.push([`js ${transport}`, r]);
+    }
+    clients.push(['direct', await Relay.connect(DIRECT_URL, { transport: 'auto' })]);
     const big = 'deflate me '.repeat(3000);
-    const clients = [['nostr-tools', tools], ['js json', json], ['js nostrwire.v1', binary], ['direct', direct]];
     for (const [i, [name, client]] of clients.entries()) {
       const event = finalizeEvent(
-        { kind: 1, created_at: now() - 10 + i, tags: [['t', 'deploy-check'], ['client', name]], content: `${name} ✓ \u2028 <&> ${i === 2 ? big : ''}` },
+        { kind: 1, created_at: now() - 10 + i, tags: [['t', 'deploy-check'], ['client', name]], content: `${name} ✓ \u2028 <&> ${i % 2 ? big : ''}` },
         sk,
       );
       await client.publish(event);
@@ -230,16 +243,21 @@ async function proxyChecks() {
       const tools = await ToolsRelay.connect(url);
       results[`${where} nostr-tools`] = plain(await collect(tools, filter));
       tools.close();
-      for (const transport of ['json', 'binary']) {
+      for (const transport of jsTransports) {
         const r = await Relay.connect(url, { transport });
         assert.equal(r.transport, transport);
+        if (transport === 'v2' && r.dictionarySet?.hash) {
+          // The package fetches the relay's set from /dictionaries/<sha256>.
+          for (let i = 0; i < 250 && !r.dictionarySet.held; i++) await sleep(20);
+          assert.ok(r.dictionarySet.held, `${where}: the JS package did not get the dictionary set`);
+        }
         results[`${where} js ${transport}`] = plain(await collect(r, filter));
         r.close();
       }
     }
     const expected = plain([...published].reverse()); // newest first
     for (const [name, events] of Object.entries(results)) assert.deepEqual(events, expected, name);
-    return `${Object.keys(results).length} readers, ${expected.length} events each`;
+    return `${Object.keys(results).length} readers, ${expected.length} events each${jsTransports.includes('v2') ? '; the v2 readers held the dictionary set' : ''}`;
   });
 
   await check('permessage-deflate is negotiated with the relay through the proxy', async () => {
