@@ -80,6 +80,18 @@ impl Queue {
         self.ready.notify_one();
     }
 
+    /// Charges a client address for work that cost more than its job was
+    /// queued with.
+    pub fn charge(&self, address: IpAddr, extra: u64) {
+        if extra > 0 {
+            self.state
+                .lock()
+                .expect("query queue")
+                .jobs
+                .charge(address, extra);
+        }
+    }
+
     /// Sets aside a job that waits (for its connection to read: 5 ms; for
     /// the relay's memory: 50 ms) until it is tried again.
     pub fn park(&self, job: Job, wait: Duration) {
@@ -301,9 +313,14 @@ pub fn run(shared: Arc<Shared>) {
         }
         let started = Instant::now();
         let progress = step(&shared, &mut job, budget);
-        // Its next turn costs what this one took: an address whose
-        // queries take long slices sits out turns that lighter clients get.
-        job.cost = (started.elapsed().as_micros() as u64).max(1);
+        // A turn costs what it took: the address pays what its job was
+        // queued with, then the rest now (a new job's first slice is not
+        // known in advance), and the job's next turn is queued at this
+        // one's cost. An address whose queries take long slices sits out
+        // the turns that lighter clients get.
+        let took = (started.elapsed().as_micros() as u64).max(1);
+        queue.charge(job.sub.address, took.saturating_sub(job.cost));
+        job.cost = took;
         match progress {
             Ok(Progress::More) => queue.push(job),
             Ok(Progress::Blocked) => queue.park(job, PARK),

@@ -193,6 +193,18 @@ impl<A: Copy + Eq + Hash, T> AddressTurns<A, T> {
         }
     }
 
+    /// Charges `address` for `extra` cost its last item turned out to
+    /// have beyond what it was queued with (work whose cost is known only
+    /// once done), while it has work waiting; an address that left keeps
+    /// no debt.
+    pub fn charge(&mut self, address: A, extra: u64) {
+        if let Some(share) = self.by_address.get_mut(&address) {
+            share.deficit = share
+                .deficit
+                .saturating_sub(i64::try_from(extra).unwrap_or(i64::MAX));
+        }
+    }
+
     /// Items waiting.
     pub fn len(&self) -> usize {
         self.len
