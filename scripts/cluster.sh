@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # A relay cluster on this machine (docs/cluster.md): three NATS servers
 # (JetStream, clustered on loopback) and three relay nodes.
-#   scripts/cluster.sh up   [--dir DIR]   start them; print each node's ws:// URL
+#   scripts/cluster.sh up   [--dir DIR]   start them; return once every node accepts
+#                                         writes, printing each node's ws:// URL
 #   scripts/cluster.sh down [--dir DIR]   stop them (the data stays in DIR)
 #   scripts/cluster.sh status [--dir DIR] nostrwire cluster status
 # DIR defaults to ./cluster-data. Installs nats-server (Go module proxy) when
 # it is missing; builds the release binary unless NOSTRWIRE_BIN names one.
 # Ports: NATS clients 4222-4224 (routes 6222-6224), relays 7781-7783;
-# NATS_PORT, ROUTE_PORT and RELAY_PORT move the first of each.
+# NATS_PORT, ROUTE_PORT and RELAY_PORT move the first of each; UP_TIMEOUT
+# (seconds, default 120) bounds the wait for the nodes to join the cluster.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -102,10 +104,50 @@ EOF
         "$bin" relay --config "$dir/relay$i.toml" >"$dir/relay$i.log" 2>&1 &
         echo $! >"$dir/relay$i.pid"
     done
-    for i in 0 1 2; do
-        wait_port $((relay_port + i))
-        echo "ws://127.0.0.1:$((relay_port + i))"
+    for i in 0 1 2; do wait_port $((relay_port + i)); done
+    wait_writable
+}
+
+# A node's nostrwire_cluster_connected gauge (GET /metrics): 1 once it is
+# connected to NATS and the stream exists, which is when it takes writes.
+connected() {
+    local line
+    exec 3<>"/dev/tcp/127.0.0.1/$1" || return 1
+    printf 'GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
+    while IFS= read -r line <&3; do
+        if [[ $line =~ ^nostrwire_cluster_connected(\{[^}]*\})?\ 1 ]]; then
+            exec 3<&-
+            return 0
+        fi
     done
+    exec 3<&-
+    return 1
+}
+
+# Waits until every node takes writes: the NATS servers elect their
+# JetStream leader and the stream is created first, which takes seconds.
+wait_writable() {
+    local start=$SECONDS timeout="${UP_TIMEOUT:-120}" i ready
+    echo "waiting for the nodes to join the cluster (up to ${timeout} s)" >&2
+    while :; do
+        ready=0
+        for i in 1 2 3; do
+            if ! kill -0 "$(cat "$dir/relay$i.pid")" 2>/dev/null; then
+                echo "relay$i exited; the end of $dir/relay$i.log:" >&2
+                tail -n 5 "$dir/relay$i.log" >&2
+                exit 1
+            fi
+            connected $((relay_port + i - 1)) 2>/dev/null && ready=$((ready + 1))
+        done
+        [ "$ready" -eq 3 ] && break
+        if [ $((SECONDS - start)) -ge "$timeout" ]; then
+            echo "after ${timeout} s, $ready of 3 nodes take writes; see $dir/relay*.log and $dir/nats*.log" >&2
+            exit 1
+        fi
+        sleep 0.2
+    done
+    echo "every node takes writes, $((SECONDS - start)) s after the relays listened:" >&2
+    for i in 0 1 2; do echo "ws://127.0.0.1:$((relay_port + i))"; done
 }
 
 down() {

@@ -288,6 +288,17 @@ impl Cluster {
     }
 }
 
+/// How long the first attempt at creating the stream may take; attempt `n`
+/// may take `n` times as long, up to [`SETUP_ATTEMPTS_GROWING`] times.
+const SETUP_ATTEMPT: Duration = Duration::from_secs(1);
+
+/// Attempts after which an attempt's bound stops growing (10 s: the NATS
+/// client's own request timeout).
+const SETUP_ATTEMPTS_GROWING: u32 = 10;
+
+/// Pause after a failed attempt at creating the stream.
+const SETUP_PAUSE: Duration = Duration::from_millis(200);
+
 /// Connects to NATS and makes sure the stream and the nodes' bucket exist,
 /// retrying until they do or the node stops.
 async fn connect(state: &State) -> Option<async_nats::Client> {
@@ -312,15 +323,28 @@ async fn connect(state: &State) -> Option<async_nats::Client> {
         .ack_timeout(state.publish_timeout())
         .max_ack_inflight(16_384)
         .build(client.clone());
+    // While the NATS servers are still forming their cluster, JetStream
+    // requests go unanswered, and the client would wait out its 10 s
+    // request timeout before trying again: each attempt is bounded
+    // instead, first by one second, then by one more each time (a slow
+    // but working server gets the time it needs), and the next follows at
+    // once.
+    let mut attempt = 0u32;
     loop {
-        match ensure_stream(&context, settings).await {
-            Ok(()) => break,
-            Err(e) => {
-                tracing::warn!("cluster stream {}: {e}; retrying", settings.stream);
-                if !state.pause(Duration::from_secs(1)).await {
-                    return None;
-                }
-            }
+        attempt += 1;
+        let bound = SETUP_ATTEMPT * attempt.min(SETUP_ATTEMPTS_GROWING);
+        let outcome = tokio::select! {
+            r = tokio::time::timeout(bound, ensure_stream(&context, settings)) => r,
+            () = state.stop.cancelled() => return None,
+        };
+        let e = match outcome {
+            Ok(Ok(())) => break,
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => format!("no answer within {} ms", bound.as_millis()),
+        };
+        tracing::warn!("cluster stream {}: {e}; retrying", settings.stream);
+        if !state.pause(SETUP_PAUSE).await {
+            return None;
         }
     }
     let _ = state.context.set(context);
