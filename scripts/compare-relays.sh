@@ -13,10 +13,11 @@
 # run; nostr-bench.{md,jsonl} hold its figures and headline.md puts both
 # tools' figures side by side (events/s, µs relay CPU per event, REQs/s,
 # µs relay CPU per REQ, bytes returned per REQ, ratio ours / best peer).
-# scripts/lib/relay_headline.py writes headline.md from relays.json,
-# nostr-bench.jsonl and names.tsv (each URL and its relay), and
-# scripts/lib/nostr_bench_md.py nostr-bench.md, so both can be written again
-# from the run's files.
+# `nostrwire bench headline` writes headline.md from relays.json,
+# nostr-bench.jsonl and names.tsv (each URL and its relay), with the rules
+# (ratios only from rounds without timeouts, only where the work was equal)
+# in crates/loadgen/src/headline.rs; scripts/lib/nostr_bench_md.py writes
+# nostr-bench.md; both can be written again from the run's files.
 #
 # All traffic stays on 127.0.0.1. Every run is bounded by --count events and
 # --duration seconds per scenario and round (nostr-bench: --bench-seconds per
@@ -815,8 +816,9 @@ run_nostr_bench() {
 
 # headline.md: both tools' figures side by side for each relay.
 write_headline() {
-    python3 "$ROOT/scripts/lib/relay_headline.py" "$out" "$out/names.tsv" "$nb_per_tag" "$connections" \
-        "$bench_seconds" "$bench_threads" "$req_limit" >"$out/headline.md"
+    "$NW" bench headline "$out" --names "$out/names.tsv" --per-tag "$nb_per_tag" \
+        --connections "$connections" --bench-seconds "$bench_seconds" \
+        --bench-threads "$bench_threads" --req-limit "$req_limit" >"$out/headline.md"
     cat "$out/headline.md"
 }
 

@@ -84,6 +84,10 @@ enum BenchCommand {
     ///
     /// Needs a build with `--features bench-formats`; without it, exits 2.
     Formats(cmd::bench_formats::Args),
+    /// A relay comparison's headline.md (scripts/compare-relays.sh) from its
+    /// run directory: each relay's figures from both tools, and ours / best
+    /// peer only from rounds without timeouts and where the work was equal.
+    Headline(cmd::bench_headline::Args),
 }
 
 /// Default corpus path used by commands that take `--corpus`.
@@ -108,6 +112,7 @@ fn main() -> ExitCode {
         Command::Bench(BenchCommand::Codec(args)) => cmd::bench_codec::run(args),
         Command::Bench(BenchCommand::Wire(args)) => cmd::bench_wire::run(args),
         Command::Bench(BenchCommand::Formats(args)) => cmd::bench_formats::run(args),
+        Command::Bench(BenchCommand::Headline(args)) => cmd::bench_headline::run(args),
     };
     match result {
         Ok(code) => code,

@@ -30,6 +30,7 @@ use std::path::PathBuf;
 pub mod abuse;
 pub mod attack;
 pub mod client;
+pub mod headline;
 pub mod host;
 pub mod renew;
 pub mod report;
