@@ -16,7 +16,7 @@
 # `nostrwire bench headline` writes headline.md from relays.json,
 # nostr-bench.jsonl and names.tsv (each URL and its relay), with the rules
 # (ratios only from rounds without timeouts, only where the work was equal)
-# in crates/loadgen/src/headline.rs; scripts/lib/nostr_bench_md.py writes
+# in crates/loadgen/src/headline/; scripts/lib/nostr_bench_md.py writes
 # nostr-bench.md; both can be written again from the run's files.
 #
 # All traffic stays on 127.0.0.1. Every run is bounded by --count events and
