@@ -28,6 +28,7 @@ pub mod policy;
 pub mod query;
 pub mod ratelimit;
 pub mod server;
+pub mod slots;
 pub mod sync;
 pub mod turns;
 pub mod web;

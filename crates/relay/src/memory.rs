@@ -32,8 +32,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::msg::{ConnId, Outbox};
-
 /// Why a budget refused bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -67,7 +65,7 @@ pub struct RelayMemory {
     /// Highest `used` since the allocator was last trimmed.
     peak: AtomicUsize,
     trimming: AtomicBool,
-    members: Mutex<HashMap<ConnId, Member>>,
+    members: Mutex<HashMap<u64, Arc<dyn Member>>>,
     open: AtomicUsize,
     /// Most connections open since the allocator was last trimmed.
     open_peak: AtomicUsize,
@@ -82,9 +80,19 @@ pub struct RelayMemory {
     pub trims: AtomicU64,
 }
 
-#[derive(Debug)]
-struct Member {
-    outbox: Outbox,
+/// What the budget needs of a connection to choose who gives way: what it
+/// holds, whether it reads, and a way to cut it off (`msg::Outbox`).
+pub trait Member: Send + Sync + std::fmt::Debug {
+    /// Bytes it holds, in all its budgets.
+    fn holding(&self) -> usize;
+    /// Bytes of output queued that the client has not taken.
+    fn unread(&self) -> usize;
+    /// How long since the client last took any of its output.
+    fn idle_for(&self) -> Duration;
+    /// True once it was cut off or closed.
+    fn is_gone(&self) -> bool;
+    /// Drops its queue and closes it: it held its share and did not read.
+    fn cut_off(&self);
 }
 
 impl RelayMemory {
@@ -126,13 +134,13 @@ impl RelayMemory {
         self.cap / self.open.load(Ordering::Relaxed).max(1)
     }
 
-    /// Counts a connection in (for the fair share) until the returned
-    /// guard is dropped; reclaiming may cut it off through `outbox`.
-    pub fn join(self: &Arc<Self>, id: ConnId, outbox: Outbox) -> Membership {
+    /// Counts connection `id` in (for the fair share) until the returned
+    /// guard is dropped; reclaiming may cut it off.
+    pub fn join(self: &Arc<Self>, id: u64, member: Arc<dyn Member>) -> Membership {
         self.members
             .lock()
             .expect("memory members")
-            .insert(id, Member { outbox });
+            .insert(id, member);
         let open = self.open.fetch_add(1, Ordering::Relaxed) + 1;
         self.open_peak.fetch_max(open, Ordering::Relaxed);
         Membership {
@@ -238,25 +246,25 @@ impl RelayMemory {
             return;
         }
         let share = self.fair_share();
-        let mut candidates: Vec<(usize, Outbox)> = {
+        let mut candidates: Vec<(usize, Arc<dyn Member>)> = {
             let members = self.members.lock().expect("memory members");
             members
                 .values()
-                .filter(|m| !m.outbox.is_dead())
-                .map(|m| (m.outbox.holding(), &m.outbox))
-                .filter(|(holding, outbox)| {
-                    *holding > share && outbox.queued() > 0 && outbox.idle_for() >= NOT_READING
+                .filter(|m| !m.is_gone())
+                .map(|m| (m.holding(), m))
+                .filter(|(holding, m)| {
+                    *holding > share && m.unread() > 0 && m.idle_for() >= NOT_READING
                 })
-                .map(|(holding, outbox)| (holding, outbox.clone()))
+                .map(|(holding, m)| (holding, m.clone()))
                 .collect()
         };
         candidates.sort_unstable_by_key(|c| std::cmp::Reverse(c.0));
         let mut freed = 0;
-        for (holding, outbox) in candidates {
+        for (holding, member) in candidates {
             if freed >= over {
                 break;
             }
-            outbox.cut_off();
+            member.cut_off();
             self.cut_offs.fetch_add(1, Ordering::Relaxed);
             freed += holding;
         }
@@ -294,7 +302,7 @@ fn trim_allocator() {
 #[derive(Debug)]
 pub struct Membership {
     memory: Arc<RelayMemory>,
-    id: ConnId,
+    id: u64,
 }
 
 impl Drop for Membership {
@@ -503,16 +511,6 @@ fn physical_memory() -> Option<usize> {
 mod tests {
     use super::*;
 
-    fn outbox(
-        budget: Arc<Budget>,
-    ) -> (
-        Outbox,
-        tokio::sync::mpsc::UnboundedReceiver<crate::msg::Outgoing>,
-    ) {
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        (Outbox::new(tx, budget, crate::msg::Transport::Json), rx)
-    }
-
     #[test]
     fn within_the_relay_budget_connections_take_what_their_own_allows() {
         let relay = RelayMemory::new(4 << 20);
@@ -522,64 +520,5 @@ mod tests {
         assert_eq!(relay.used(), 3 << 20);
         a.give_back(3 << 20);
         assert_eq!(relay.used(), 0);
-    }
-
-    #[test]
-    fn when_the_relay_budget_is_spent_only_connections_within_their_share_are_served() {
-        let relay = RelayMemory::new(4 << 20);
-        let big = Budget::new(16 << 20, Some(relay.clone()));
-        let small = Budget::new(16 << 20, Some(relay.clone()));
-        let (big_out, _rx1) = outbox(big.clone());
-        let (small_out, _rx2) = outbox(small.clone());
-        let _m1 = relay.join(1, big_out);
-        let _m2 = relay.join(2, small_out);
-        // Two connections: a fair share is 2 MiB.
-        assert!(big.take(4 << 20).is_ok());
-        assert!(relay.is_short());
-        assert!(big.must_wait());
-        assert_eq!(big.take(1 << 10), Err(Short::Relay), "above its share");
-        assert!(!small.must_wait());
-        assert!(small.take(1 << 20).is_ok(), "within its share: overdraws");
-        assert_eq!(small.take(2 << 20), Err(Short::Relay), "past its share");
-        assert_eq!(relay.used(), 5 << 20);
-    }
-
-    #[test]
-    fn reclaiming_cuts_off_the_largest_holder_that_does_not_read() {
-        let relay = RelayMemory::new(4 << 20);
-        let mut members = Vec::new();
-        let mut receivers = Vec::new();
-        let mut outboxes = Vec::new();
-        for (id, bytes) in [(1u64, 3usize << 20), (2, 1 << 20), (3, 0)] {
-            let budget = Budget::new(16 << 20, Some(relay.clone()));
-            let (out, rx) = outbox(budget.clone());
-            members.push(relay.join(id, out.clone()));
-            receivers.push(rx);
-            if bytes > 0 {
-                // Queued and never taken: a reader that stopped.
-                assert!(out.send(vec![b' '; bytes]));
-            }
-            outboxes.push(out);
-        }
-        std::thread::sleep(NOT_READING + Duration::from_millis(20));
-        // The third connection needs room: the first gives way.
-        assert!(outboxes[2].budget().take(1 << 20).is_ok());
-        assert!(outboxes[0].is_cut_off(), "the largest non-reader");
-        assert!(!outboxes[1].is_cut_off(), "within its share");
-        assert!(!outboxes[2].is_cut_off());
-        assert_eq!(relay.cut_offs.load(Ordering::Relaxed), 1);
-    }
-
-    #[test]
-    fn leaving_gives_the_share_back_to_the_others() {
-        let relay = RelayMemory::new(8 << 20);
-        let b = Budget::new(16 << 20, None);
-        let (o1, _r1) = outbox(b.clone());
-        let (o2, _r2) = outbox(b);
-        let m1 = relay.join(1, o1);
-        let _m2 = relay.join(2, o2);
-        assert_eq!(relay.fair_share(), 4 << 20);
-        drop(m1);
-        assert_eq!(relay.fair_share(), 8 << 20);
     }
 }

@@ -156,6 +156,29 @@ impl V2 {
     }
 }
 
+impl crate::memory::Member for Outbox {
+    fn holding(&self) -> usize {
+        self.budget.used() + self.scan_budget.used()
+    }
+
+    fn unread(&self) -> usize {
+        self.queued()
+    }
+
+    fn idle_for(&self) -> std::time::Duration {
+        let last = std::time::Duration::from_millis(self.progress.load(Ordering::Relaxed));
+        self.opened.elapsed().saturating_sub(last)
+    }
+
+    fn is_gone(&self) -> bool {
+        self.is_dead()
+    }
+
+    fn cut_off(&self) {
+        Outbox::cut_off(self);
+    }
+}
+
 impl Outbox {
     /// An outbox feeding `tx`, its queue counted in `budget`, encoding for
     /// `transport`.
@@ -411,17 +434,6 @@ impl Outbox {
             .store(self.opened.elapsed().as_millis() as u64, Ordering::Relaxed);
     }
 
-    /// How long since the socket last took queued bytes.
-    pub fn idle_for(&self) -> std::time::Duration {
-        let last = std::time::Duration::from_millis(self.progress.load(Ordering::Relaxed));
-        self.opened.elapsed().saturating_sub(last)
-    }
-
-    /// Bytes the connection holds: its budget and its scans' together.
-    pub fn holding(&self) -> usize {
-        self.budget.used() + self.scan_budget.used()
-    }
-
     /// Bytes queued now.
     pub fn queued(&self) -> usize {
         self.queued.load(Ordering::Relaxed)
@@ -674,4 +686,84 @@ pub enum QueryKind {
         /// The connection, for handing the items back to its ingest worker.
         conn: Arc<Conn>,
     },
+}
+
+/// The outbox in the relay's memory budget: what its queue holds counts,
+/// and the budget cuts off the largest holders that do not read.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::{Member, RelayMemory, Short};
+    use std::time::Duration;
+
+    /// Reading stops counting as such after this long (memory.rs).
+    const NOT_READING: Duration = Duration::from_millis(500);
+
+    fn outbox(budget: Arc<Budget>) -> (Outbox, tokio::sync::mpsc::UnboundedReceiver<Outgoing>) {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        (Outbox::new(tx, budget, Transport::Json), rx)
+    }
+
+    fn member(o: &Outbox) -> Arc<dyn Member> {
+        Arc::new(o.clone())
+    }
+
+    #[test]
+    fn when_the_relay_budget_is_spent_only_connections_within_their_share_are_served() {
+        let relay = RelayMemory::new(4 << 20);
+        let big = Budget::new(16 << 20, Some(relay.clone()));
+        let small = Budget::new(16 << 20, Some(relay.clone()));
+        let (big_out, _rx1) = outbox(big.clone());
+        let (small_out, _rx2) = outbox(small.clone());
+        let _m1 = relay.join(1, member(&big_out));
+        let _m2 = relay.join(2, member(&small_out));
+        // Two connections: a fair share is 2 MiB.
+        assert!(big.take(4 << 20).is_ok());
+        assert!(relay.is_short());
+        assert!(big.must_wait());
+        assert_eq!(big.take(1 << 10), Err(Short::Relay), "above its share");
+        assert!(!small.must_wait());
+        assert!(small.take(1 << 20).is_ok(), "within its share: overdraws");
+        assert_eq!(small.take(2 << 20), Err(Short::Relay), "past its share");
+        assert_eq!(relay.used(), 5 << 20);
+    }
+
+    #[test]
+    fn reclaiming_cuts_off_the_largest_holder_that_does_not_read() {
+        let relay = RelayMemory::new(4 << 20);
+        let mut members = Vec::new();
+        let mut receivers = Vec::new();
+        let mut outboxes = Vec::new();
+        for (id, bytes) in [(1u64, 3usize << 20), (2, 1 << 20), (3, 0)] {
+            let budget = Budget::new(16 << 20, Some(relay.clone()));
+            let (out, rx) = outbox(budget.clone());
+            members.push(relay.join(id, member(&out)));
+            receivers.push(rx);
+            if bytes > 0 {
+                // Queued and never taken: a reader that stopped.
+                assert!(out.send(vec![b' '; bytes]));
+            }
+            outboxes.push(out);
+        }
+        std::thread::sleep(NOT_READING + Duration::from_millis(20));
+        // The third connection needs room: the first gives way.
+        assert!(outboxes[2].budget().take(1 << 20).is_ok());
+        assert!(outboxes[0].is_cut_off(), "the largest non-reader");
+        assert!(!outboxes[1].is_cut_off(), "within its share");
+        assert!(!outboxes[2].is_cut_off());
+        assert_eq!(relay.cut_offs.load(std::sync::atomic::Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn leaving_gives_the_share_back_to_the_others() {
+        let relay = RelayMemory::new(8 << 20);
+        let b = Budget::new(16 << 20, None);
+        let (o1, _r1) = outbox(b.clone());
+        let (o2, _r2) = outbox(b);
+        let m1 = relay.join(1, member(&o1));
+        let _m2 = relay.join(2, member(&o2));
+        assert_eq!(relay.fair_share(), 4 << 20);
+        drop(m1);
+        assert_eq!(relay.fair_share(), 8 << 20);
+    }
 }
