@@ -83,7 +83,9 @@ impl Queue {
     /// Charges a client address for work that cost more than its job was
     /// queued with.
     pub fn charge(&self, address: IpAddr, extra: u64) {
-        if extra > 0 {
+        // Less than a turn's worth is not worth the lock (most REQs end in
+        // one short step).
+        if extra >= QUANTUM_MICROS {
             self.state
                 .lock()
                 .expect("query queue")
