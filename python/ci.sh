@@ -10,6 +10,16 @@ here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(dirname "$here")"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$repo/target}"
 export NOSTRWIRE_BIN="${NOSTRWIRE_BIN:-$CARGO_TARGET_DIR/release/nostrwire}"
+# The tests run from python/: a path relative to where this was called
+# from (.ci/run calls it from the repository root) is made absolute.
+case "$NOSTRWIRE_BIN" in
+    /*) ;;
+    *) NOSTRWIRE_BIN="$PWD/$NOSTRWIRE_BIN" ;;
+esac
+case "$CARGO_TARGET_DIR" in
+    /*) ;;
+    *) CARGO_TARGET_DIR="$PWD/$CARGO_TARGET_DIR" ;;
+esac
 [ -x "$NOSTRWIRE_BIN" ] || { echo "relay binary $NOSTRWIRE_BIN not found: cargo build --release first" >&2; exit 1; }
 start=$SECONDS
 
