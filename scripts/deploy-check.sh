@@ -322,7 +322,13 @@ for proxy in ${PROXIES:-nginx caddy}; do
         *) fail "$proxy: no certificate from the ACME server is served (${issuer:-none})" ;;
     esac
 
-    redirect=$(curl -s -o /dev/null -w '%{http_code} %{redirect_url}' --resolve "$name:$http_port:127.0.0.1" "http://$name:$http_port/x")
+    # nginx's reload swaps its sites asynchronously: the default site may
+    # still answer plain HTTP for a moment.
+    for _ in $(seq 30); do
+        redirect=$(curl -s -o /dev/null -w '%{http_code} %{redirect_url}' --resolve "$name:$http_port:127.0.0.1" "http://$name:$http_port/x")
+        case "$redirect" in 30[18]\ *) break ;; esac
+        sleep 0.1
+    done
     case "$redirect" in
         30[18]\ https://"$name"*/x) ok "$proxy: plain HTTP is redirected to https ($redirect)" ;;
         *) fail "$proxy: plain HTTP answered '$redirect', not a redirect to https" ;;
