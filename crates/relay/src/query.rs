@@ -44,6 +44,10 @@ struct Waiting {
     closed: bool,
 }
 
+/// Index entries the first slice of a new query examines (then twice as
+/// many each slice, up to `performance.query_slice`).
+const FIRST_SLICE: usize = 128;
+
 /// Microseconds of work a client address may do per turn: turns are
 /// paid for by the time each job's last slice took.
 const QUANTUM_MICROS: u64 = 500;
@@ -175,6 +179,8 @@ pub struct Job {
     waiting_since: Option<Instant>,
     /// What its next turn costs its address: microseconds its last took.
     cost: u64,
+    /// Slices scanned so far.
+    slices: u32,
 }
 
 /// Stored results on their way out, paced by the connection's queue.
@@ -246,6 +252,7 @@ impl Job {
             matches: Some(sub_matches),
             waiting_since: None,
             cost: 1,
+            slices: 0,
             scan_room,
         }
     }
@@ -279,6 +286,7 @@ impl Job {
             matches: None,
             waiting_since: None,
             cost: 1,
+            slices: 0,
         }
     }
 
@@ -301,6 +309,7 @@ impl Job {
             matches: None,
             waiting_since: None,
             cost: 1,
+            slices: 0,
         }
     }
 }
@@ -388,6 +397,12 @@ fn step(
             return Ok(Progress::Starved);
         }
         job.waiting_since = None;
+        // A new job starts with small slices, doubling up to the
+        // configured one: what a slice costs is known only once it ran,
+        // so a crowd of new queries is not a crowd of full slices ahead of
+        // everyone else's turn.
+        let budget = budget.min(FIRST_SLICE << job.slices.min(16));
+        job.slices += 1;
         let status = slice(shared, job, budget)?;
         if let Some(matches) = &mut job.matches {
             // The scan's matches take their room. They exist already: a
