@@ -87,6 +87,8 @@ threads_now() {
         comm=$(cat "$t/comm" 2>/dev/null) || continue
         # Fields after the parenthesised name: utime is the 12th, stime the 13th.
         read -r -a stat <<<"$(sed 's/.*) //' "$t/stat" 2>/dev/null)" || continue
+        # A thread that ended meanwhile (the allocator's trim) has no figures.
+        [ "${#stat[@]}" -gt 12 ] || continue
         echo "$comm ${stat[11]} ${stat[12]} $(awk '/^voluntary_ctxt/ {v=$2} /^nonvoluntary_ctxt/ {n=$2} END {print v, n}' "$t/status")"
     done
 }

@@ -46,7 +46,7 @@ struct Waiting {
 
 /// Index entries the first slice of a new query examines (then twice as
 /// many each slice, up to `performance.query_slice`).
-const FIRST_SLICE: usize = 128;
+const FIRST_SLICE: usize = 512;
 
 /// Microseconds of work a client address may do per turn: turns are
 /// paid for by the time each job's last slice took.
