@@ -144,7 +144,14 @@ fn events_published_on_one_node_are_served_by_all_and_agree() {
         }
 
         // The same event again, on another node: a duplicate, as on a
-        // single relay.
+        // single relay, once that node has applied it (a node still behind
+        // answers a second copy as one on its way:
+        // a_second_copy_is_answered_truly_while_the_node_is_behind).
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while query(&mut n2, by_id.clone()).await != expected {
+            assert!(Instant::now() < deadline, "node 2 never applied the notes");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
         let again = publish(&mut n2, &notes[0]).await;
         assert!(again.accepted, "{again:?}");
         assert!(again.message.starts_with("duplicate:"), "{again:?}");
