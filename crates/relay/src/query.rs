@@ -387,7 +387,10 @@ fn step(
             // than its share: its scan waits, and gives up (with what it
             // holds) if that lasts, so that waiting scans cannot hold the
             // budget among themselves for good.
-            shared.metrics.limit_hit("relay_memory_bytes");
+            // Counted once per wait, not once per retry.
+            if job.waiting_since.is_none() {
+                shared.metrics.limit_hit("relay_memory_bytes");
+            }
             let since = *job.waiting_since.get_or_insert_with(Instant::now);
             if since.elapsed() > Duration::from_secs(shared.config.limits.slow_reader_seconds) {
                 return Ok(Progress::Refused(

@@ -613,6 +613,7 @@ async fn websocket(
     tokio::pin!(timer);
     reader.push(early);
     let mut reading = outbox.budget().hold_none();
+    let mut was_starved = false;
     'connection: loop {
         loop {
             let message = match reader.next_message() {
@@ -694,10 +695,17 @@ async fn websocket(
             }
             std::cmp::Ordering::Equal => false,
         };
+        if !starved {
+            was_starved = false;
+        }
         let read = tokio::select! {
             r = rd.read(reader.read_buf()), if !starved => r,
             () = tokio::time::sleep(STARVED_READ), if starved => {
-                shared.metrics.limit_hit("relay_memory_bytes");
+                // Counted once per wait, not once per retry.
+                if !was_starved {
+                    shared.metrics.limit_hit("relay_memory_bytes");
+                }
+                was_starved = true;
                 // Not read, but not forgotten: a client that went away
                 // gives its memory back.
                 let mut byte = [0u8; 1];
