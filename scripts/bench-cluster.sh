@@ -30,6 +30,8 @@ events="${EVENTS:-30000}"
 catchup="${CATCHUP:-50000}"
 mkdir -p "$out"
 nice -n 10 cargo build --release --locked -q -p nostrwire -p nostrwire-relay --example cluster_bench
+source scripts/lib/bench-lock.sh
+bench_lock
 export NOSTRWIRE_BIN=target/release/nostrwire
 bench=target/release/examples/cluster_bench
 work="$(mktemp -d)"

@@ -14,4 +14,6 @@ if [ "$NOSTRWIRE_BIN" = target/release/nostrwire ]; then
 fi
 js/scripts/install-chromium.sh
 (cd js && npm ci --no-audit --no-fund --silent && node scripts/build.mjs)
+source scripts/lib/bench-lock.sh
+bench_lock
 exec node js/bench/verify.mjs "$@"

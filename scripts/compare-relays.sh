@@ -421,6 +421,8 @@ if [ -z "$NW" ]; then
     CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-1} cargo build --release --locked -q -p nostrwire
     NW="$ROOT/target/release/nostrwire"
 fi
+source "$ROOT/scripts/lib/bench-lock.sh"
+bench_lock
 
 # Stops one relay: SIGTERM, then SIGKILL if it has not gone within 10 s
 # (a relay wedged by an attack may not shut down).

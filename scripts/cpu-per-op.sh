@@ -79,6 +79,8 @@ if [ "$TEST" = req ] && [ "$SEED" = yes ]; then
     "${CARGO_TARGET_DIR:-$ROOT/target}/release/examples/nostr_bench_seed" \
         --per-tag 10 --newest "$(date +%s)" >"$work/seed.jsonl"
 fi
+source "$ROOT/scripts/lib/bench-lock.sh"
+bench_lock
 
 # "role user_ticks system_ticks voluntary involuntary" for each thread.
 threads_now() {

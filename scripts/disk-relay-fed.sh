@@ -49,6 +49,8 @@ if [ -z "$NW" ]; then
     cargo build --release --locked -q
     NW=target/release/nostrwire
 fi
+source scripts/lib/bench-lock.sh
+bench_lock
 [ -n "$dir" ] || dir=$(mktemp -d)
 data="$dir/db"
 if [ -e "$data" ]; then
