@@ -7,30 +7,35 @@
 # is newer than the sources.
 #   NOSTRWIRE_VERIFY_FIELD=10x26|5x52, NOSTRWIRE_VERIFY_WINDOW=N: other
 #   builds, for the measurements in README.md; VERIFIER_OUT=FILE writes the
-#   .wasm there instead of embedding it; WASM_OPT=0 skips wasm-opt.
+#   .wasm there instead of embedding it; WASM_OPT=0 skips wasm-opt;
+#   NOSTRWIRE_VERIFY_SIMD=0 builds without WebAssembly SIMD128 (which the
+#   shipped module uses to hash four ids at once).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 crate=../crates/verify-wasm
 out=src/verifier-wasm-bytes.ts
-if [ -z "${VERIFIER_OUT:-}" ] && [ -z "${NOSTRWIRE_VERIFY_FIELD:-}${NOSTRWIRE_VERIFY_WINDOW:-}" ] && [ -f "$out" ] \
+if [ -z "${VERIFIER_OUT:-}" ] && [ -z "${NOSTRWIRE_VERIFY_FIELD:-}${NOSTRWIRE_VERIFY_WINDOW:-}${NOSTRWIRE_VERIFY_SIMD:-}" ] && [ -f "$out" ] \
     && [ -z "$(find "$crate" ../Cargo.lock scripts/build-verifier.sh -newer "$out" -type f -print -quit)" ]; then
     exit 0
 fi
 scripts/install-wasm-toolchain.sh
 target="${CARGO_TARGET_DIR:-$(cd .. && pwd)/target}"
+rustflags='"-C","target-feature=+simd128"'
+[ "${NOSTRWIRE_VERIFY_SIMD:-1}" = 0 ] && rustflags=
 # The module alone decides its profile: one codegen unit, LTO, no unwinding,
 # no debug info (the workspace's release profile serves the native binary).
 cargo build --release --locked --quiet --manifest-path ../Cargo.toml -p nostrwire-verify-wasm \
     --target wasm32-unknown-unknown \
     --config 'profile.release.debug=false' --config 'profile.release.lto=true' \
-    --config 'profile.release.codegen-units=1' --config 'profile.release.panic="abort"'
+    --config 'profile.release.codegen-units=1' --config 'profile.release.panic="abort"' \
+    --config "target.wasm32-unknown-unknown.rustflags=[$rustflags]"
 wasm="$target/wasm32-unknown-unknown/release/nostrwire_verify_wasm.wasm"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 if [ "${WASM_OPT:-1}" != 0 ]; then
     [ -x node_modules/.bin/wasm-opt ] || npm ci --no-audit --no-fund --silent
     node_modules/.bin/wasm-opt -O3 --enable-bulk-memory --enable-sign-ext --enable-mutable-globals \
-        --enable-nontrapping-float-to-int --strip-debug --strip-producers "$wasm" -o "$tmp/v.wasm"
+        --enable-nontrapping-float-to-int --enable-simd --strip-debug --strip-producers "$wasm" -o "$tmp/v.wasm"
 else
     cp "$wasm" "$tmp/v.wasm"
 fi

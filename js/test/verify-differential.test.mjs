@@ -8,6 +8,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { copyFileSync, cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -167,6 +168,50 @@ test("Node: BIP-340's official vectors", async () => {
   assert.equal(got.length, 15);
 });
 
+// Messages for the four-lane SHA-256 that hashes ids: every length to 300,
+// lengths around 512, 1,024 and 4,096, one long message among short ones,
+// then 600 random lengths, in one call (the lanes refill at every boundary).
+const hashMessages = [
+  ...Array.from({ length: 301 }, (_, n) => bytes(n)),
+  ...[512, 1024, 4096].flatMap((b) => Array.from({ length: 19 }, (_, i) => bytes(b - 9 + i))),
+  bytes(70_000),
+  ...Array.from({ length: 600 }, () => bytes(Math.floor(rand() * rand() * 2000))),
+];
+const hashExpected = Buffer.concat(hashMessages.map((m) => createHash('sha256').update(m).digest())).toString('hex');
+
+test('Node: the four-lane SHA-256 of the WebAssembly verifier agrees with node:crypto', async () => {
+  const v = await loadVerifier();
+  assert.equal(Buffer.from(v.sha256Many(hashMessages)).toString('hex'), hashExpected);
+  // Small calls too: each count from 0 to 9, lengths across one block's end.
+  for (let count = 0; count <= 9; count++) {
+    const ms = Array.from({ length: count }, (_, i) => bytes([0, 55, 56, 63, 64, 65, 119, 120, 128][i]));
+    const want = Buffer.concat(ms.map((m) => createHash('sha256').update(m).digest())).toString('hex');
+    assert.equal(Buffer.from(v.sha256Many(ms)).toString('hex'), want, `${count} messages`);
+  }
+});
+
+test('Node: where the engine refuses the module (no WebAssembly SIMD), noble verifies, with the same verdicts', () => {
+  // A child process whose WebAssembly.compile rejects as an engine without
+  // SIMD does: the package keeps the JavaScript verifier.
+  const script = `
+    WebAssembly.compile = async () => { throw new WebAssembly.CompileError('invalid opcode 0xfd (SIMD)'); };
+    const m = await import(${JSON.stringify(new URL('../dist/index.js', import.meta.url).href)});
+    const input = JSON.parse(await new Promise((r) => { let s = ''; process.stdin.setEncoding('utf8').on('data', (d) => (s += d)).on('end', () => r(s)); }));
+    const loaded = await m.initVerifier();
+    const events = await m.verifyEvents(input.events);
+    const records = await m.verifyRecords(input.records.map((h) => Uint8Array.from(Buffer.from(h, 'hex'))));
+    process.stdout.write(JSON.stringify({ loaded, verifier: m.verifierName(), events, records }));`;
+  const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], {
+    input: JSON.stringify({ events: plain(), records: records.map((r) => Buffer.from(r).toString('hex')) }),
+    maxBuffer: 1 << 26,
+  });
+  const got = JSON.parse(out);
+  assert.equal(got.loaded, false);
+  assert.equal(got.verifier, 'js');
+  assert.deepEqual(got.events, expected);
+  assert.deepEqual(got.records, expectedRecords);
+});
+
 const skipBrowser = (!haveChromium && 'no chromium (js/scripts/install-chromium.sh)') || false;
 let site, strictSite, browser, page;
 before(async () => {
@@ -196,6 +241,7 @@ test('Chromium: the same verdicts on the main thread and in two workers, and the
     events: plain(),
     records: records.map(hex),
     signatures: hex(bip340Items),
+    hashMessages: hashMessages.map(hex),
   });
   assert.equal(got.verifier, 'wasm');
   assert.equal(got.poolFailure, null);
@@ -204,6 +250,7 @@ test('Chromium: the same verdicts on the main thread and in two workers, and the
   assert.deepEqual(got.records, expectedRecords);
   assert.deepEqual(got.recordsFromPool, expectedRecords);
   assert.deepEqual(got.signatures.map((x) => x === 1), bip340.map((f) => f[6] === 'TRUE'));
+  assert.equal(got.digests, hashExpected);
   assert.deepEqual(page.errors, []);
 });
 

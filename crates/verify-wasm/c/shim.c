@@ -1,7 +1,6 @@
 /* libsecp256k1 as one translation unit, plus what the Rust side needs of it:
- * BIP-340 verification against a cached parsed x-only key, and the library's
- * SHA-256 for event ids. Only the static context is used (verification
- * needs no other), so nothing here allocates. */
+ * BIP-340 verification against a cached parsed x-only key. Only the static
+ * context is used (verification needs no other), so nothing here allocates. */
 #include "secp256k1.c"
 
 /* Bad arguments are a bug of the caller, never of the input: trap. */
@@ -26,13 +25,4 @@ int nw_xonly_parse(unsigned char *out64, const unsigned char *in32) {
 int nw_schnorr_verify(const unsigned char *sig64, const unsigned char *msg32, const unsigned char *xonly64) {
     return rustsecp256k1_v0_10_0_schnorrsig_verify(rustsecp256k1_v0_10_0_context_static, sig64, msg32, 32,
         (const rustsecp256k1_v0_10_0_xonly_pubkey *)xonly64);
-}
-
-size_t nw_sha256_size(void) { return sizeof(rustsecp256k1_v0_10_0_sha256); }
-void nw_sha256_init(rustsecp256k1_v0_10_0_sha256 *h) { rustsecp256k1_v0_10_0_sha256_initialize(h); }
-void nw_sha256_write(rustsecp256k1_v0_10_0_sha256 *h, const unsigned char *data, size_t len) {
-    rustsecp256k1_v0_10_0_sha256_write(h, data, len);
-}
-void nw_sha256_finalize(rustsecp256k1_v0_10_0_sha256 *h, unsigned char *out32) {
-    rustsecp256k1_v0_10_0_sha256_finalize(h, out32);
 }

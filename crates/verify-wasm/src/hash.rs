@@ -1,90 +1,22 @@
-//! SHA-256 (libsecp256k1's) behind a small staging buffer, and the JSON
-//! pieces of the canonical serialization written straight into it.
+//! Where a canonical serialization goes ([`Sink`]): straight into a SHA-256
+//! ([`Hasher`]), or into a buffer hashed later with other events
+//! ([`Buf`]); and the JSON pieces of that serialization.
 
-use core::mem::MaybeUninit;
+use crate::sha256::Sha256;
 
-/// libsecp256k1's `secp256k1_sha256` (`src/hash.h`), by value.
-#[repr(C)]
-pub(crate) struct Sha256 {
-    s: [u32; 8],
-    buf: [u8; 64],
-    bytes: u64,
-}
-
-extern "C" {
-    #[cfg(test)]
-    pub(crate) fn nw_sha256_size() -> usize;
-    fn nw_sha256_init(h: *mut Sha256);
-    fn nw_sha256_write(h: *mut Sha256, data: *const u8, len: usize);
-    fn nw_sha256_finalize(h: *mut Sha256, out32: *mut u8);
-}
-
-const STAGE: usize = 256;
-
-/// Bytes go to a stack buffer first, so that the many short pieces of a
-/// serialization cost one call into the hash per 256 bytes.
-pub(crate) struct Hasher {
-    sha: Sha256,
-    stage: [u8; STAGE],
-    len: usize,
-}
-
-impl Hasher {
-    pub(crate) fn new() -> Self {
-        let mut sha = MaybeUninit::<Sha256>::uninit();
-        // SAFETY: `nw_sha256_init` writes every field of the state.
-        let sha = unsafe {
-            nw_sha256_init(sha.as_mut_ptr());
-            sha.assume_init()
-        };
-        Hasher {
-            sha,
-            stage: [0; STAGE],
-            len: 0,
-        }
-    }
-
-    fn flush(&mut self) {
-        // SAFETY: `stage[..len]` is initialized memory of this struct.
-        unsafe { nw_sha256_write(&mut self.sha, self.stage.as_ptr(), self.len) };
-        self.len = 0;
-    }
+/// Receives the bytes of a serialization.
+pub(crate) trait Sink {
+    fn put(&mut self, data: &[u8]);
 
     #[inline]
-    pub(crate) fn put(&mut self, data: &[u8]) {
-        if self.len + data.len() > STAGE {
-            self.flush();
-            if data.len() >= STAGE {
-                // SAFETY: `data` is a live slice.
-                unsafe { nw_sha256_write(&mut self.sha, data.as_ptr(), data.len()) };
-                return;
-            }
-        }
-        self.stage[self.len..self.len + data.len()].copy_from_slice(data);
-        self.len += data.len();
-    }
-
-    #[inline]
-    pub(crate) fn byte(&mut self, b: u8) {
-        if self.len == STAGE {
-            self.flush();
-        }
-        self.stage[self.len] = b;
-        self.len += 1;
-    }
-
-    pub(crate) fn finish(mut self) -> [u8; 32] {
-        self.flush();
-        let mut out = [0u8; 32];
-        // SAFETY: `out` has room for the 32-byte digest.
-        unsafe { nw_sha256_finalize(&mut self.sha, out.as_mut_ptr()) };
-        out
+    fn byte(&mut self, b: u8) {
+        self.put(&[b]);
     }
 
     /// A JSON string with the canonical escaping of NIP-01 (and of
     /// `JSON.stringify`): `\"`, `\\`, `\b \t \n \f \r`, `\u00xx` in
     /// lowercase for every other byte below 0x20, everything else as is.
-    pub(crate) fn json_str(&mut self, s: &[u8]) {
+    fn json_str(&mut self, s: &[u8]) {
         self.byte(b'"');
         let mut start = 0;
         for (i, &b) in s.iter().enumerate() {
@@ -116,7 +48,7 @@ impl Hasher {
     }
 
     /// `bytes` as a JSON string of lowercase hex.
-    pub(crate) fn json_hex(&mut self, bytes: &[u8]) {
+    fn json_hex(&mut self, bytes: &[u8]) {
         self.byte(b'"');
         for chunk in bytes.chunks(64) {
             let mut buf = [0u8; 128];
@@ -130,7 +62,7 @@ impl Hasher {
     }
 
     /// A JSON integer.
-    pub(crate) fn json_int(&mut self, v: i64) {
+    fn json_int(&mut self, v: i64) {
         let mut buf = [0u8; 20];
         let mut at = buf.len();
         let mut n = v.unsigned_abs();
@@ -146,6 +78,100 @@ impl Hasher {
             self.byte(b'-');
         }
         self.put(&buf[at..]);
+    }
+}
+
+const STAGE: usize = 256;
+
+/// A serialization hashed as it is written. Bytes go to a stack buffer
+/// first, so that the many short pieces of a serialization cost one call
+/// into the hash per 256 bytes.
+pub(crate) struct Hasher {
+    sha: Sha256,
+    stage: [u8; STAGE],
+    len: usize,
+}
+
+impl Hasher {
+    pub(crate) fn new() -> Self {
+        Hasher {
+            sha: Sha256::new(),
+            stage: [0; STAGE],
+            len: 0,
+        }
+    }
+
+    pub(crate) fn finish(mut self) -> [u8; 32] {
+        self.sha.update(&self.stage[..self.len]);
+        self.sha.finish()
+    }
+}
+
+impl Sink for Hasher {
+    #[inline]
+    fn put(&mut self, data: &[u8]) {
+        if self.len + data.len() > STAGE {
+            self.sha.update(&self.stage[..self.len]);
+            self.len = 0;
+            if data.len() >= STAGE {
+                self.sha.update(data);
+                return;
+            }
+        }
+        self.stage[self.len..self.len + data.len()].copy_from_slice(data);
+        self.len += data.len();
+    }
+
+    #[inline]
+    fn byte(&mut self, b: u8) {
+        if self.len == STAGE {
+            self.sha.update(&self.stage);
+            self.len = 0;
+        }
+        self.stage[self.len] = b;
+        self.len += 1;
+    }
+}
+
+/// A serialization written into a slice; `full` once a write did not fit
+/// (what was written is then no serialization).
+pub(crate) struct Buf<'a> {
+    out: &'a mut [u8],
+    pub(crate) len: usize,
+    pub(crate) full: bool,
+}
+
+impl<'a> Buf<'a> {
+    pub(crate) fn new(out: &'a mut [u8]) -> Self {
+        Buf {
+            out,
+            len: 0,
+            full: false,
+        }
+    }
+}
+
+impl Sink for Buf<'_> {
+    #[inline]
+    fn put(&mut self, data: &[u8]) {
+        match self.out.get_mut(self.len..self.len + data.len()) {
+            Some(to) => {
+                to.copy_from_slice(data);
+                self.len += data.len();
+            }
+            None => self.full = true,
+        }
+    }
+
+    #[inline]
+    fn byte(&mut self, b: u8) {
+        match self.out.get_mut(self.len) {
+            Some(to) => {
+                *to = b;
+                self.len += 1;
+            }
+            None => self.full = true,
+        }
     }
 }
 

@@ -15,15 +15,17 @@
 //!
 //! One verdict byte per event: 1 when the event is well formed, its id is
 //! the hash of its canonical serialization and its signature is valid for
-//! its pubkey, else 0. Built for `wasm32-unknown-unknown` by
+//! its pubkey, else 0. The serializations are written to a scratch buffer
+//! and hashed four at a time (`sha256.rs`) before the signature checks. Built for `wasm32-unknown-unknown` by
 //! `js/scripts/build-verifier.sh`; the host build exists for tests.
 
 #![cfg_attr(target_arch = "wasm32", no_std)]
 
 mod hash;
 mod nwb;
+mod sha256;
 
-use hash::{unhex, Hasher};
+use hash::{unhex, Buf, Hasher, Sink};
 
 extern "C" {
     fn nw_xonly_parse(out64: *mut u8, in32: *const u8) -> i32;
@@ -150,96 +152,216 @@ fn as_integer(v: f64) -> Option<i64> {
     (i as f64 == v && i.unsigned_abs() < (1 << 53)).then_some(i)
 }
 
-/// One packed event: the verdict, or `Malformed` if its fields do not fit.
-fn verify_packed_event(entry: &[u8], cache: &mut KeyCache) -> Result<bool, Malformed> {
-    let mut c = Cursor {
-        bytes: entry,
-        at: 0,
-    };
-    let id_hex = c.take(64)?;
-    let pubkey_hex = c.take(64)?;
-    let sig_hex = c.take(128)?;
-    let created_at = c.f64()?;
-    let kind = c.f64()?;
-
-    let mut h = Hasher::new();
-    h.put(b"[0,");
-    h.json_str(pubkey_hex);
-    h.byte(b',');
-    let (Some(created_at), Some(kind)) = (as_integer(created_at), as_integer(kind)) else {
-        return Ok(false);
-    };
-    h.json_int(created_at);
-    h.byte(b',');
-    h.json_int(kind);
-    h.put(b",[");
-    let tags = c.u32()?;
-    for i in 0..tags {
-        if i > 0 {
-            h.byte(b',');
-        }
-        h.byte(b'[');
-        let elements = c.u32()?;
-        for j in 0..elements {
-            if j > 0 {
-                h.byte(b',');
-            }
-            h.json_str(c.string()?);
-        }
-        h.byte(b']');
-    }
-    h.put(b"],");
-    h.json_str(c.string()?);
-    h.byte(b']');
-    if c.at != entry.len() {
-        return Err(Malformed);
-    }
-
-    let (Some(id), Some(pubkey), Some(sig)) = (
-        unhex::<32>(id_hex),
-        unhex::<32>(pubkey_hex),
-        unhex::<64>(sig_hex),
-    ) else {
-        return Ok(false);
-    };
-    if h.finish() != id {
-        return Ok(false);
-    }
-    Ok(signature_ok(cache, &pubkey, &id, &sig))
+/// The signed fields of an event, as bytes.
+pub(crate) struct Signed {
+    pub(crate) pubkey: [u8; 32],
+    pub(crate) id: [u8; 32],
+    pub(crate) sig: [u8; 64],
 }
 
-/// Runs `check` on each of the `verdicts.len()` length-prefixed entries of
-/// `input`, writing 1 or 0 per entry; the number of valid ones. The entries
-/// must fill `input` exactly.
-fn each_entry(
+/// An input form: how one entry turns into its serialization.
+trait Form {
+    /// Writes the canonical serialization of `entry` to `sink`; its signed
+    /// fields, `None` if the event is invalid on its face, `Malformed` if
+    /// the entry does not fit its layout.
+    fn serialize<S: Sink>(entry: &[u8], sink: &mut S) -> Result<Option<Signed>, Malformed>;
+}
+
+/// Events packed as JSON fields (the crate docs).
+struct Fields;
+
+impl Form for Fields {
+    fn serialize<S: Sink>(entry: &[u8], h: &mut S) -> Result<Option<Signed>, Malformed> {
+        let mut c = Cursor {
+            bytes: entry,
+            at: 0,
+        };
+        let id_hex = c.take(64)?;
+        let pubkey_hex = c.take(64)?;
+        let sig_hex = c.take(128)?;
+        let created_at = c.f64()?;
+        let kind = c.f64()?;
+        let (Some(id), Some(pubkey), Some(sig)) = (
+            unhex::<32>(id_hex),
+            unhex::<32>(pubkey_hex),
+            unhex::<64>(sig_hex),
+        ) else {
+            return Ok(None);
+        };
+        let (Some(created_at), Some(kind)) = (as_integer(created_at), as_integer(kind)) else {
+            return Ok(None);
+        };
+
+        h.put(b"[0,");
+        h.json_str(pubkey_hex);
+        h.byte(b',');
+        h.json_int(created_at);
+        h.byte(b',');
+        h.json_int(kind);
+        h.put(b",[");
+        let tags = c.u32()?;
+        for i in 0..tags {
+            if i > 0 {
+                h.byte(b',');
+            }
+            h.byte(b'[');
+            let elements = c.u32()?;
+            for j in 0..elements {
+                if j > 0 {
+                    h.byte(b',');
+                }
+                h.json_str(c.string()?);
+            }
+            h.byte(b']');
+        }
+        h.put(b"],");
+        h.json_str(c.string()?);
+        h.byte(b']');
+        if c.at != entry.len() {
+            return Err(Malformed);
+        }
+        Ok(Some(Signed { pubkey, id, sig }))
+    }
+}
+
+/// nwb event records.
+struct Records;
+
+impl Form for Records {
+    fn serialize<S: Sink>(record: &[u8], h: &mut S) -> Result<Option<Signed>, Malformed> {
+        Ok(nwb::hash_record(record, h))
+    }
+}
+
+/// Serializations waiting in the scratch buffer to be hashed together.
+const GROUP: usize = 64;
+
+struct Waiting {
+    verdict: usize,
+    start: usize,
+    len: usize,
+    signed: Signed,
+}
+
+impl Waiting {
+    const EMPTY: Waiting = Waiting {
+        verdict: 0,
+        start: 0,
+        len: 0,
+        signed: Signed {
+            pubkey: [0; 32],
+            id: [0; 32],
+            sig: [0; 64],
+        },
+    };
+}
+
+/// Hashes the waiting serializations four at a time, then checks ids and
+/// signatures; the number valid.
+fn settle(waiting: &[Waiting], scratch: &[u8], verdicts: &mut [u8], cache: &mut KeyCache) -> usize {
+    let mut spans = [(0, 0); GROUP];
+    for (s, w) in spans.iter_mut().zip(waiting) {
+        *s = (w.start, w.len);
+    }
+    let mut digests = [[0u8; 32]; GROUP];
+    let digests = &mut digests[..waiting.len()];
+    sha256::digest_many(scratch, &spans[..waiting.len()], digests);
+    let mut valid = 0;
+    for (w, d) in waiting.iter().zip(digests.iter()) {
+        let s = &w.signed;
+        let ok = *d == s.id && signature_ok(cache, &s.pubkey, &s.id, &s.sig);
+        verdicts[w.verdict] = u8::from(ok);
+        valid += usize::from(ok);
+    }
+    valid
+}
+
+/// Checks each of the `verdicts.len()` length-prefixed entries of `input`
+/// (which they must fill exactly), writing 1 or 0 per entry; the number of
+/// valid ones. Serializations collect in `scratch` and are hashed in
+/// groups; one that does not fit an empty `scratch` is hashed as it is
+/// written.
+fn verify_batch<F: Form>(
     input: &[u8],
     verdicts: &mut [u8],
-    mut check: impl FnMut(&[u8]) -> Result<bool, Malformed>,
+    cache: &mut KeyCache,
+    scratch: &mut [u8],
 ) -> Result<usize, Malformed> {
     let mut c = Cursor {
         bytes: input,
         at: 0,
     };
     let mut valid = 0;
-    for v in verdicts.iter_mut() {
-        let ok = check(c.string()?)?;
-        *v = u8::from(ok);
-        valid += usize::from(ok);
+    let mut waiting = [const { Waiting::EMPTY }; GROUP];
+    let mut n = 0;
+    let mut used = 0;
+    for v in 0..verdicts.len() {
+        let entry = c.string()?;
+        let mut attempt = 0;
+        let verdict = loop {
+            let mut buf = Buf::new(&mut scratch[used..]);
+            let Some(signed) = F::serialize(entry, &mut buf)? else {
+                break Some(false);
+            };
+            if !buf.full {
+                waiting[n] = Waiting {
+                    verdict: v,
+                    start: used,
+                    len: buf.len,
+                    signed,
+                };
+                used += buf.len;
+                n += 1;
+                break None;
+            }
+            if n > 0 && attempt == 0 {
+                valid += settle(&waiting[..n], scratch, verdicts, cache);
+                n = 0;
+                used = 0;
+                attempt = 1;
+                continue;
+            }
+            // Larger than the whole scratch buffer.
+            let mut h = Hasher::new();
+            F::serialize(entry, &mut h)?;
+            break Some(
+                h.finish() == signed.id
+                    && signature_ok(cache, &signed.pubkey, &signed.id, &signed.sig),
+            );
+        };
+        if let Some(ok) = verdict {
+            verdicts[v] = u8::from(ok);
+            valid += usize::from(ok);
+        }
+        if n == GROUP {
+            valid += settle(&waiting[..n], scratch, verdicts, cache);
+            n = 0;
+            used = 0;
+        }
     }
     if c.at != input.len() {
         return Err(Malformed);
     }
+    valid += settle(&waiting[..n], scratch, verdicts, cache);
     Ok(valid)
 }
 
+/// Scratch bytes the wasm build gives [`verify_events`] and
+/// [`verify_records`]: a serialization longer than this is hashed as it is
+/// written, without the other lanes.
+pub const SCRATCH_BYTES: usize = 1 << 20;
+
 /// Verifies the `verdicts.len()` events packed in `input` (JSON fields, see
 /// the crate docs), writing 1 or 0 per event; the number of valid events.
+/// `scratch` holds serializations between their writing and their hashing
+/// (any size works; see [`SCRATCH_BYTES`]).
 pub fn verify_events(
     input: &[u8],
     verdicts: &mut [u8],
     cache: &mut KeyCache,
+    scratch: &mut [u8],
 ) -> Result<usize, Malformed> {
-    each_entry(input, verdicts, |entry| verify_packed_event(entry, cache))
+    verify_batch::<Fields>(input, verdicts, cache, scratch)
 }
 
 /// One nwb event record: valid record, id and signature.
@@ -253,13 +375,45 @@ pub fn verify_record(record: &[u8], cache: &mut KeyCache) -> bool {
 
 /// Verifies the `verdicts.len()` records packed in `input` (each a `u32`
 /// length and the record), writing 1 or 0 per record; the number of valid
-/// ones.
+/// ones. `scratch` as for [`verify_events`].
 pub fn verify_records(
     input: &[u8],
     verdicts: &mut [u8],
     cache: &mut KeyCache,
+    scratch: &mut [u8],
 ) -> Result<usize, Malformed> {
-    each_entry(input, verdicts, |record| Ok(verify_record(record, cache)))
+    verify_batch::<Records>(input, verdicts, cache, scratch)
+}
+
+/// SHA-256 of each of the `digests.len() / 32` length-prefixed messages of
+/// `input` (which they must fill exactly) into `digests`, hashed four at a
+/// time as [`verify_events`] hashes ids; the number of messages.
+pub fn sha256_many(input: &[u8], digests: &mut [u8]) -> Result<usize, Malformed> {
+    if digests.len() % 32 != 0 {
+        return Err(Malformed);
+    }
+    let mut c = Cursor {
+        bytes: input,
+        at: 0,
+    };
+    let mut spans = [(0usize, 0usize); sha256::MAX_MESSAGES];
+    let mut out = [[0u8; 32]; sha256::MAX_MESSAGES];
+    for group in digests.chunks_mut(32 * sha256::MAX_MESSAGES) {
+        let n = group.len() / 32;
+        for span in spans[..n].iter_mut() {
+            let len = c.u32()?;
+            *span = (c.at, len);
+            c.take(len)?;
+        }
+        sha256::digest_many(input, &spans[..n], &mut out[..n]);
+        for (g, d) in group.chunks_exact_mut(32).zip(out.iter()) {
+            g.copy_from_slice(d);
+        }
+    }
+    if c.at != input.len() {
+        return Err(Malformed);
+    }
+    Ok(digests.len() / 32)
 }
 
 /// Bare BIP-340 checks: per item a 32-byte x-only key, a 32-byte message
@@ -299,10 +453,12 @@ mod wasm {
     }
 
     /// State of a single-threaded instance (each Web Worker has its own).
-    struct Global(UnsafeCell<KeyCache>);
+    struct Global<T>(UnsafeCell<T>);
     // SAFETY: wasm32-unknown-unknown without the atomics feature has one thread.
-    unsafe impl Sync for Global {}
-    static CACHE: Global = Global(UnsafeCell::new(KeyCache::new()));
+    unsafe impl<T> Sync for Global<T> {}
+    static CACHE: Global<KeyCache> = Global(UnsafeCell::new(KeyCache::new()));
+    static SCRATCH: Global<[u8; super::SCRATCH_BYTES]> =
+        Global(UnsafeCell::new([0; super::SCRATCH_BYTES]));
 
     fn region() -> usize {
         // Only the address of the linker's symbol is taken.
@@ -336,25 +492,26 @@ mod wasm {
     }
 
     /// One of the crate's batch functions.
-    type Batch = fn(&[u8], &mut [u8], &mut KeyCache) -> Result<usize, super::Malformed>;
+    type Batch = fn(&[u8], &mut [u8], &mut KeyCache, &mut [u8]) -> Result<usize, super::Malformed>;
 
-    fn run(count: u32, len: u32, f: Batch) -> i32 {
-        let count = count as usize;
-        let at = input_offset(count);
+    /// Runs `f` over `len` input bytes after `out` output bytes.
+    fn run(out: usize, len: u32, f: Batch) -> i32 {
+        let at = input_offset(out);
         if at + len as usize > memory_size(0) * 65536 {
             return -1;
         }
         // SAFETY: the region was reserved by `nw_reserve` (checked above),
-        // the verdicts and the input do not overlap, and nothing else in
-        // this single-threaded instance holds the cache.
-        let (input, verdicts, cache) = unsafe {
+        // the output and the input do not overlap, and nothing else in this
+        // single-threaded instance holds the cache or the scratch buffer.
+        let (input, output, cache, scratch) = unsafe {
             (
                 core::slice::from_raw_parts(at as *const u8, len as usize),
-                core::slice::from_raw_parts_mut(region() as *mut u8, count),
+                core::slice::from_raw_parts_mut(region() as *mut u8, out),
                 &mut *CACHE.0.get(),
+                &mut *SCRATCH.0.get(),
             )
         };
-        match f(input, verdicts, cache) {
+        match f(input, output, cache, scratch) {
             Ok(valid) => valid as i32,
             Err(_) => -1,
         }
@@ -364,13 +521,13 @@ mod wasm {
     /// the input address; the number valid, or -1 if the buffer is malformed.
     #[no_mangle]
     pub extern "C" fn nw_verify_events(count: u32, len: u32) -> i32 {
-        run(count, len, super::verify_events)
+        run(count as usize, len, super::verify_events)
     }
 
     /// Verifies `count` packed nwb records; as [`nw_verify_events`].
     #[no_mangle]
     pub extern "C" fn nw_verify_records(count: u32, len: u32) -> i32 {
-        run(count, len, super::verify_records)
+        run(count as usize, len, super::verify_records)
     }
 
     /// Empties the key cache.
@@ -383,7 +540,20 @@ mod wasm {
     /// Bare signature checks ([`super::verify_signatures`]).
     #[no_mangle]
     pub extern "C" fn nw_verify_signatures(count: u32, len: u32) -> i32 {
-        run(count, len, super::verify_signatures)
+        run(count as usize, len, |i, v, c, _| {
+            super::verify_signatures(i, v, c)
+        })
+    }
+
+    /// SHA-256 of `count` messages packed as a `u32` length and the bytes
+    /// each, four at a time as the verifier hashes ids ([`super::sha256_many`]);
+    /// the digests, 32 bytes each, where the verdicts go. Reserve with
+    /// `nw_reserve(32 * count, len)`. For the tests of the hash.
+    #[no_mangle]
+    pub extern "C" fn nw_sha256_many(count: u32, len: u32) -> i32 {
+        run(32 * count as usize, len, |i, d, _, _| {
+            super::sha256_many(i, d)
+        })
     }
 
     #[panic_handler]

@@ -2,7 +2,8 @@
 //! the canonical serialization hashed straight from the record, without
 //! building the event.
 
-use crate::hash::Hasher;
+use crate::hash::Sink;
+use crate::Signed;
 
 /// Default policy limits of spec §9 (`DEFAULT_LIMITS` in the JS package).
 const MAX_RECORD_BYTES: usize = 1 << 20;
@@ -11,13 +12,6 @@ const MAX_TAG_ELEMENTS: u64 = 1_000;
 const MAX_STRING_BYTES: u64 = 1 << 20;
 const PREFIX_LEN: usize = 139;
 const MAX_TIMESTAMP: u64 = (1 << 53) - 1;
-
-/// The signed fields of a record.
-pub(crate) struct Signed {
-    pub(crate) pubkey: [u8; 32],
-    pub(crate) id: [u8; 32],
-    pub(crate) sig: [u8; 64],
-}
 
 struct Reader<'a> {
     bytes: &'a [u8],
@@ -69,7 +63,7 @@ fn compactable(s: &[u8]) -> bool {
 }
 
 /// One tag element (§6) as a JSON string; `None` if it breaks a rule.
-fn element(r: &mut Reader<'_>, h: &mut Hasher, is_name: bool) -> Option<()> {
+fn element<S: Sink>(r: &mut Reader<'_>, h: &mut S, is_name: bool) -> Option<()> {
     let head = r.varint()?;
     let len = head >> 1;
     if head & 1 == 0 {
@@ -98,9 +92,9 @@ fn element(r: &mut Reader<'_>, h: &mut Hasher, is_name: bool) -> Option<()> {
 }
 
 /// Checks `record` as an nwb event record (form byte 0x01) and feeds the
-/// hasher its canonical serialization `[0,pubkey,created_at,kind,tags,content]`.
+/// sink its canonical serialization `[0,pubkey,created_at,kind,tags,content]`.
 /// `None` when the bytes are not a valid record.
-pub(crate) fn hash_record(record: &[u8], h: &mut Hasher) -> Option<Signed> {
+pub(crate) fn hash_record<S: Sink>(record: &[u8], h: &mut S) -> Option<Signed> {
     if record.len() < PREFIX_LEN || record.len() > MAX_RECORD_BYTES || record[0] != 0x01 {
         return None;
     }

@@ -13,15 +13,6 @@ fn read(path: &str) -> String {
 }
 
 #[test]
-fn sha256_state_has_the_layout_of_libsecp256k1() {
-    // SAFETY: a pure function of the C side.
-    assert_eq!(
-        unsafe { hash::nw_sha256_size() },
-        core::mem::size_of::<hash::Sha256>()
-    );
-}
-
-#[test]
 fn bip340_vectors() {
     let csv = read("tests/bip340-vectors.csv");
     let mut cache = KeyCache::new();
@@ -69,6 +60,10 @@ fn pack(e: &Value, out: &mut Vec<u8>) {
     out.extend(entry);
 }
 
+fn scratch() -> Vec<u8> {
+    vec![0; SCRATCH_BYTES]
+}
+
 fn corpus() -> Vec<Value> {
     read("../../testdata/real-events.jsonl")
         .lines()
@@ -87,7 +82,7 @@ fn corpus_events_verify_and_spoiled_ones_do_not() {
     }
     let mut verdicts = vec![0u8; events.len()];
     assert_eq!(
-        verify_events(&input, &mut verdicts, &mut cache),
+        verify_events(&input, &mut verdicts, &mut cache, &mut scratch()),
         Ok(events.len())
     );
 
@@ -114,18 +109,23 @@ fn corpus_events_verify_and_spoiled_ones_do_not() {
             pack(&e, &mut input);
         }
         assert_eq!(
-            verify_events(&input, &mut verdicts, &mut cache),
+            verify_events(&input, &mut verdicts, &mut cache, &mut scratch()),
             Ok(0),
             "{field} spoiled"
         );
     }
     // A buffer that does not hold what it claims.
     assert_eq!(
-        verify_events(&input[..input.len() - 1], &mut verdicts, &mut cache),
+        verify_events(
+            &input[..input.len() - 1],
+            &mut verdicts,
+            &mut cache,
+            &mut scratch()
+        ),
         Err(Malformed)
     );
     assert_eq!(
-        verify_events(&input, &mut verdicts[1..], &mut cache),
+        verify_events(&input, &mut verdicts[1..], &mut cache, &mut scratch()),
         Err(Malformed)
     );
 }
@@ -155,5 +155,167 @@ fn wire_vectors_verify_as_records_and_invalid_records_do_not() {
             "{}",
             c["name"]
         );
+    }
+}
+
+fn reference(data: &[u8]) -> [u8; 32] {
+    use sha2::Digest;
+    sha2::Sha256::digest(data).into()
+}
+
+/// Bytes that differ at every position and between calls.
+fn message(len: usize, seed: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i.wrapping_mul(31) ^ seed.wrapping_mul(131) ^ (i >> 8)) as u8)
+        .collect()
+}
+
+#[test]
+fn sha256_of_every_length_to_300_and_around_block_boundaries() {
+    let mut lengths: Vec<usize> = (0..=300).collect();
+    for b in [512, 1024, 4096, 65536] {
+        lengths.extend(b - 9..=b + 9);
+    }
+    for &len in &lengths {
+        let m = message(len, len);
+        assert_eq!(sha256::digest(&m), reference(&m), "length {len}");
+        // Written in pieces of every size up to 70, as the serializer does.
+        let pieces: Vec<usize> = if len > 5000 {
+            vec![1, 63, 64, 65, 4097]
+        } else {
+            (1..=70).collect()
+        };
+        for piece in pieces {
+            let mut h = sha256::Sha256::new();
+            for c in m.chunks(piece) {
+                h.update(c);
+            }
+            assert_eq!(h.finish(), reference(&m), "length {len}, pieces of {piece}");
+        }
+        let mut h = hash::Hasher::new();
+        for c in m.chunks(7) {
+            hash::Sink::put(&mut h, c);
+        }
+        assert_eq!(h.finish(), reference(&m), "length {len} through the hasher");
+    }
+}
+
+/// The packed input of `sha256_many`.
+fn packed(messages: &[Vec<u8>]) -> Vec<u8> {
+    let mut input = Vec::new();
+    for m in messages {
+        input.extend((m.len() as u32).to_le_bytes());
+        input.extend(m);
+    }
+    input
+}
+
+fn check_many(messages: &[Vec<u8>]) {
+    let mut digests = vec![0u8; 32 * messages.len()];
+    assert_eq!(
+        sha256_many(&packed(messages), &mut digests),
+        Ok(messages.len())
+    );
+    for (i, (m, d)) in messages.iter().zip(digests.chunks_exact(32)).enumerate() {
+        assert_eq!(
+            d,
+            reference(m),
+            "message {i} of {}, {} bytes",
+            messages.len(),
+            m.len()
+        );
+    }
+}
+
+#[test]
+fn four_lane_sha256_agrees_with_the_reference() {
+    // Every length to 300 in one call: the lanes refill at every boundary.
+    check_many(&(0..=300).map(|n| message(n, n)).collect::<Vec<_>>());
+    // Every count from 0 to 9 of lengths around the one- and two-block
+    // boundaries, in every rotation, so each lane ends a message first.
+    for count in 0..=9 {
+        for shift in 0..count.max(1) {
+            let messages: Vec<Vec<u8>> = (0..count)
+                .map(|i| {
+                    let len = [0, 55, 56, 63, 64, 65, 119, 120, 128][(i + shift) % 9];
+                    message(len, i + shift)
+                })
+                .collect();
+            check_many(&messages);
+        }
+    }
+    // One long message among short ones (the scalar finish), and lengths
+    // that are all equal.
+    let mut mixed: Vec<Vec<u8>> = (0..7).map(|i| message(40 + i, i)).collect();
+    mixed.insert(3, message(70_000, 99));
+    check_many(&mixed);
+    check_many(&(0..12).map(|i| message(200, i)).collect::<Vec<_>>());
+    // More messages than one call of the four-lane hasher takes.
+    check_many(&(0..600).map(|i| message(i % 150, i)).collect::<Vec<_>>());
+    // A buffer that does not hold what it claims.
+    let input = packed(&[message(10, 0)]);
+    assert_eq!(
+        sha256_many(&input[..input.len() - 1], &mut [0; 32]),
+        Err(Malformed)
+    );
+    assert_eq!(sha256_many(&input, &mut [0; 64]), Err(Malformed));
+    assert_eq!(sha256_many(&input, &mut [0; 31]), Err(Malformed));
+}
+
+#[test]
+fn every_scratch_size_gives_the_same_verdicts() {
+    // Serializations wait in the scratch buffer to be hashed together; one
+    // that does not fit the rest of it sends the waiting ones first, one
+    // that does not fit at all is hashed as it is written.
+    let events = &corpus()[..300];
+    let mut input = Vec::new();
+    for (i, e) in events.iter().enumerate() {
+        let mut e = e.clone();
+        // Every fifth event spoiled, so valid and invalid ones share groups.
+        if i % 5 == 0 {
+            e["content"] = Value::String(format!("{} ", e["content"].as_str().unwrap()));
+        }
+        pack(&e, &mut input);
+    }
+    let expect: Vec<u8> = (0..events.len()).map(|i| u8::from(i % 5 != 0)).collect();
+    for size in [0, 1, 300, 1000, 4096, 20_000, SCRATCH_BYTES] {
+        let mut cache = KeyCache::new();
+        let mut verdicts = vec![9u8; events.len()];
+        let valid = verify_events(&input, &mut verdicts, &mut cache, &mut vec![0; size]);
+        assert_eq!(
+            valid,
+            Ok(expect.iter().filter(|&&v| v == 1).count()),
+            "scratch {size}"
+        );
+        assert_eq!(verdicts, expect, "scratch {size}");
+    }
+
+    // The same for nwb records: the wire vectors, valid and invalid, mixed.
+    let mut records = Vec::new();
+    let mut expect = Vec::new();
+    for (file, ok) in [("valid", 1u8), ("invalid", 0)] {
+        let v: Value =
+            serde_json::from_str(&read(&format!("../../vectors/wire/{file}.json"))).unwrap();
+        for c in v["cases"].as_array().unwrap() {
+            let rec = unhex(c["hex"].as_str().unwrap());
+            records.extend((rec.len() as u32).to_le_bytes());
+            records.extend(rec);
+            expect.push(ok);
+        }
+    }
+    for size in [0, 1, 200, 1000, SCRATCH_BYTES] {
+        let mut verdicts = vec![9u8; expect.len()];
+        let valid = verify_records(
+            &records,
+            &mut verdicts,
+            &mut KeyCache::new(),
+            &mut vec![0; size],
+        );
+        assert_eq!(
+            valid,
+            Ok(expect.iter().filter(|&&v| v == 1).count()),
+            "scratch {size}"
+        );
+        assert_eq!(verdicts, expect, "scratch {size}");
     }
 }

@@ -7,7 +7,7 @@ import { loadVerifier } from '../../src/verify-wasm.ts';
 
 const unhex = (s) => new Uint8Array(s.match(/../g)?.map((h) => parseInt(h, 16)) ?? []);
 
-window.verdicts = async ({ events, records, signatures }) => {
+window.verdicts = async ({ events, records, signatures, hashMessages }) => {
   await initVerifier();
   const recs = records.map(unhex);
   const pool = new VerifierPool(2, new URL('verify-worker.js', location.href));
@@ -27,6 +27,7 @@ window.verdicts = async ({ events, records, signatures }) => {
     recordsFromPool,
     poolFailure,
     signatures: Array.from(raw.verifySignatures(unhex(signatures))),
+    digests: Array.from(raw.sha256Many(hashMessages.map(unhex)), (b) => b.toString(16).padStart(2, '0')).join(''),
   };
 };
 // The page served with a Content-Security-Policy that forbids WebAssembly:
