@@ -133,10 +133,35 @@ export function verifyEvent(event: Event): boolean {
 /** Time one slice of batch verification may take before yielding (ms). */
 export const SLICE_MS = 8;
 
-/** Resolves on the next macrotask, letting input and rendering run. */
+// A macrotask without setTimeout's clamp (1 ms in Node, 4 ms in browsers
+// once timers nest), which would add a millisecond or more to every slice.
+type Immediate = (cb: () => void) => unknown;
+const immediate = (globalThis as { setImmediate?: Immediate }).setImmediate;
+let channel: MessageChannel | null = null;
+const woken: (() => void)[] = [];
+
+function nextMessage(): Promise<void> {
+  if (!channel) {
+    channel = new MessageChannel();
+    channel.port1.onmessage = () => woken.shift()?.();
+  }
+  const port = channel.port2;
+  return new Promise((resolve) => {
+    woken.push(resolve);
+    port.postMessage(null);
+  });
+}
+
+/**
+ * Resolves on the next macrotask, letting input and rendering run:
+ * `scheduler.yield()` where there is one, else `setImmediate` (Node), else a
+ * `MessageChannel` message, else `setTimeout`.
+ */
 export function yieldToEventLoop(): Promise<void> {
   const s = (globalThis as { scheduler?: { yield?: () => Promise<void> } }).scheduler;
   if (s?.yield) return s.yield();
+  if (immediate) return new Promise((resolve) => immediate(resolve));
+  if (typeof MessageChannel === 'function') return nextMessage();
   return new Promise((resolve) => setTimeout(resolve, 0));
 }
 

@@ -86,3 +86,26 @@ test('packRecords and unpackRecords round-trip views of a larger buffer', () => 
   assert.deepEqual(back.map((b) => Array.from(b)), parts.map((b) => Array.from(b)));
   assert.throws(() => unpackRecords(Uint8Array.of(9, 0, 0, 0, 1)), RangeError);
 });
+
+test('verifyEvents gives the event loop turns while it works, and answers in order', async () => {
+  const { verifyEvents, SLICE_MS } = await import('../dist/verify.js');
+  await initVerifier();
+  // Enough work for many slices: the corpus three times, every fourth
+  // event spoiled.
+  const batch = [];
+  for (let k = 0; k < 3; k++) for (const [i, e] of events.entries()) batch.push(i % 4 === 0 ? { ...e, content: e.content + ' ' } : { ...e });
+  let turns = 0;
+  let done = false;
+  const tick = () => {
+    turns++;
+    if (!done) setImmediate(tick);
+  };
+  setImmediate(tick);
+  const started = performance.now();
+  const verdicts = await verifyEvents(batch);
+  const ms = performance.now() - started;
+  done = true;
+  assert.deepEqual(verdicts, batch.map((_, j) => (j % events.length) % 4 !== 0));
+  // At least one turn per two slices' worth of time (a slice is SLICE_MS).
+  assert.ok(turns >= Math.floor(ms / SLICE_MS / 2), `${turns} turns of the event loop in ${ms.toFixed(0)} ms`);
+});
