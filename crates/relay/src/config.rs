@@ -174,7 +174,7 @@ settings! {
     compression_level: i32 = 3; reloadable = false;
         "zstd level for stored event records (1-22); 0 stores them raw. A record is kept raw when compression does not make it smaller."
     compress_min_bytes: usize = 256; reloadable = false;
-        "Records smaller than this many bytes are stored raw (zstd gains little on them and costs time on every read)."
+        "Records smaller than this many bytes are stored raw unless a dictionary serves their kind (zstd without a dictionary gains little on them and costs time on every read); with one, every record is compressed when that makes it smaller."
     dictionaries: PathBuf = PathBuf::new(); reloadable = false;
         "Dictionary set file from `nostrwire dict train --per-kind` (empty: compress without dictionaries). The first set given is copied into the database and kept there for good, because stored records name its dictionaries."
     auto_dictionaries: u64 = 20_000; reloadable = false;

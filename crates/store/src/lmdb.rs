@@ -94,7 +94,8 @@ pub struct LmdbStore {
     pub(crate) dict_file: RwLock<Option<Arc<[u8]>>>,
     /// Whether records are compressed (`compression_level` above 0).
     pub(crate) compress: bool,
-    /// Records smaller than this are stored raw.
+    /// Records smaller than this are stored raw unless a dictionary serves
+    /// their kind.
     pub(crate) compress_min_bytes: usize,
     /// zstd level of stored records (and of a trained set).
     pub(crate) compression_level: i32,
@@ -117,7 +118,8 @@ pub struct OpenOptions {
     pub relay_urls: Vec<String>,
     /// zstd level for stored records; 0 stores every record raw.
     pub compression_level: i32,
-    /// Records smaller than this many bytes are stored raw.
+    /// Records smaller than this many bytes are stored raw unless a
+    /// dictionary serves their kind (then every record is tried).
     pub compress_min_bytes: usize,
     /// A dictionary set file (`nostrwire dict train`); the first one given is
     /// copied into the database and kept, since stored records name its ids.

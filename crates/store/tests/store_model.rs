@@ -535,6 +535,108 @@ fn a_database_keeps_its_dictionary_set() {
     drop(LmdbStore::open(&db, &opts).unwrap());
 }
 
+/// Reactions (kind 7, `+`, an `e` and a `p` tag) among eight authors:
+/// records of about 210 bytes, under the default `compress_min_bytes` of
+/// 256.
+fn reactions(seed: u64, n: usize) -> Vec<Event> {
+    let mut rng = Rng(seed);
+    let keys: Vec<Keys> = (0..8).map(|i| Keys::derive(30, i)).collect();
+    (0..n)
+        .map(|i| {
+            let mut target = [0u8; 32];
+            target.iter_mut().for_each(|b| *b = rng.next() as u8);
+            let tags = vec![
+                Tag::from_strs(&["e", &nostrwire_event::EventId::from_bytes(target).to_hex()]),
+                Tag::from_strs(&["p", &keys[rng.below(keys.len())].public_key().to_hex()]),
+            ];
+            let author = &keys[i % keys.len()];
+            UnsignedEvent::new(author, Timestamp::new(1000 + i as u64).unwrap(), Kind(7), tags, "+")
+                .sign(author)
+        })
+        .collect()
+}
+
+/// The records in the `events` table, in serial order.
+fn stored_records(path: &std::path::Path) -> Vec<Vec<u8>> {
+    let env = raw_env(path);
+    let rtxn = env.read_txn().unwrap();
+    let table: Db = env.open_database(&rtxn, Some("events")).unwrap().unwrap();
+    table
+        .iter(&rtxn)
+        .unwrap()
+        .map(|item| record_of(item.unwrap().1).to_vec())
+        .collect()
+}
+
+#[test]
+fn small_records_are_compressed_when_a_dictionary_serves_their_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let training: Vec<(Kind, Vec<u8>)> = reactions(31, 400)
+        .iter()
+        .map(|e| (e.kind, nostrwire_wire::encode_event(e)))
+        .collect();
+    let samples: Vec<(Kind, &[u8])> = training.iter().map(|(k, r)| (*k, &r[..])).collect();
+    let set = nostrwire_wire::compress::DictSet::train(
+        &samples,
+        &nostrwire_wire::compress::TrainOptions::default(),
+    )
+    .unwrap();
+    let set_path = dir.path().join("set.nwbd");
+    std::fs::write(&set_path, set.to_bytes()).unwrap();
+    let events = reactions(32, 200);
+    let records: Vec<Vec<u8>> = events.iter().map(nostrwire_wire::encode_event).collect();
+    assert!(records.iter().all(|r| r.len() < 256), "reactions under the threshold");
+
+    let store_with = |db: &std::path::Path, dictionaries: Option<std::path::PathBuf>| {
+        let opts = OpenOptions {
+            compress_min_bytes: 256,
+            dictionaries,
+            ..options(3)
+        };
+        let store = LmdbStore::open(db, &opts).unwrap();
+        for r in &records {
+            store.submit(&[r.clone().admitted()], 0).unwrap();
+        }
+        let mut read = HashMap::new();
+        store
+            .export(&Filter::new(), &mut |found| {
+                read.insert(found.id, found.json.clone());
+                true
+            })
+            .unwrap();
+        let expected: HashMap<EventId, Vec<u8>> =
+            events.iter().map(|e| (e.id, e.to_json_bytes())).collect();
+        assert_eq!(read, expected, "every event reads back as it was");
+    };
+
+    // With a dictionary for the kind: tried, and kept compressed when smaller.
+    let with = dir.path().join("with");
+    store_with(&with, Some(set_path));
+    let stored = stored_records(&with);
+    assert_eq!(stored.len(), records.len());
+    let with_dictionary = stored.iter().filter(|r| r[0] == 0x81 && r[1] != 0).count();
+    assert!(
+        with_dictionary > records.len() / 2,
+        "{with_dictionary} of {} compressed",
+        records.len()
+    );
+    let raw_bytes: usize = records.iter().map(Vec::len).sum();
+    let stored_bytes: usize = stored.iter().map(Vec::len).sum();
+    assert!(stored_bytes < raw_bytes, "{stored_bytes} >= {raw_bytes}");
+    // Serials follow the submissions: each record is stored as it is or
+    // compressed and smaller.
+    for (stored, raw) in stored.iter().zip(&records) {
+        assert!(stored == raw || (stored[0] == 0x81 && stored.len() < raw.len()));
+    }
+
+    // Without dictionaries, records under the threshold stay raw.
+    let without = dir.path().join("without");
+    store_with(&without, None);
+    let stored = stored_records(&without);
+    assert_eq!(stored.len(), records.len());
+    assert!(stored.iter().all(|r| r[0] == 0x01), "raw without a dictionary");
+}
+
 #[test]
 fn a_database_of_another_schema_is_refused_and_left_as_it_is() {
     let dir = tempfile::tempdir().unwrap();
