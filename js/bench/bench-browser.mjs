@@ -13,6 +13,9 @@
 // memory, no network, by each client's verifier (page.js `window.floor`).
 // Writes results.json, report.md and chart.svg to --out; `--from
 // results.json` writes them again from a run's raw rounds, running nothing.
+// `--profile`: instead of timing, records the main thread of each row's
+// page with the DevTools CPU profiler (unminified bundle) and writes
+// profile.md (self time by function over the rounds) and the profiles.
 import { execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, writeFileSync, readFileSync, createWriteStream } from 'node:fs';
 import { createServer, connect } from 'node:net';
@@ -67,16 +70,18 @@ if (opt('--floors')) {
   for (const key of opt('--floors').split(',')) FLOORS.push({ key, label: key, clients: [] });
 }
 
+const profiling = args.includes('--profile');
 mkdirSync(out, { recursive: true });
 const work = mkdtempSync(join(tmpdir(), 'nostrwire-bench-browser-'));
 const log = (...m) => console.error(`[${new Date().toISOString().slice(11, 19)}]`, ...m);
 
 const variants = [];
 for (const c of CLIENTS) for (const deflate of [true, false]) variants.push({ ...c, deflate });
-for (const f of FLOORS) variants.push({ key: f.key, floor: f.key, label: f.label, deflate: false });
+if (!profiling) for (const f of FLOORS) variants.push({ key: f.key, floor: f.key, label: f.label, deflate: false });
 
 let runs = [];
 let floorRuns = [];
+const profiles = [];
 let packageSizes;
 let dictionaryBytes;
 let chromiumVersion;
@@ -154,7 +159,7 @@ packageSizes.i = packageSizes.j = packageSizes.k = packageSizes.c;
 
 // ---------------------------------------------------------------- runs
 const pageDir = join(work, 'page');
-await bundlePage(resolve(root, 'js/bench/page.js'), pageDir, { minify: true });
+await bundlePage(resolve(root, 'js/bench/page.js'), pageDir, { minify: !profiling });
 cpSync(resolve(root, 'js/dist/browser/verify-worker.js'), join(pageDir, 'verify-worker.js'));
 const site = await serveDir(pageDir);
 const browser = await launch(['--enable-precise-memory-info', '--js-flags=--expose-gc']);
@@ -168,11 +173,18 @@ async function once(config, deflate, limit) {
     if (config.floor) {
       return await page.evaluate((o) => window.floor(o), { method: config.floor, url: p.url, limit, filter: FILTER });
     }
+    const cdp = profiling ? await page.createCDPSession() : null;
+    if (cdp) {
+      await cdp.send('Profiler.enable');
+      await cdp.send('Profiler.setSamplingInterval', { interval: 100 });
+      await cdp.send('Profiler.start');
+    }
     const r = await page.evaluate((o) => window.run(o), {
       client: config.client, transport: config.transport, url: p.url, limit, filter: FILTER,
     });
+    const profile = cdp ? (await cdp.send('Profiler.stop')).profile : undefined;
     await new Promise((res) => setTimeout(res, 50));
-    return { ...r, socketBytesDown: p.counter.down, socketBytesUp: p.counter.up };
+    return { ...r, socketBytesDown: p.counter.down, socketBytesUp: p.counter.up, profile };
   } finally {
     await page.close();
   }
@@ -192,6 +204,10 @@ for (let round = 1; round <= rounds; round++) {
         log(`round ${round} floor ${v.key} ${limit}: ${r.valid}/${r.events} valid, ${r.verifyMs.toFixed(0)} ms`);
         continue;
       }
+      if (r.profile) {
+        profiles.push({ round, limit, key: v.key, deflate: v.deflate, lastVerifiedMs: r.lastVerifiedMs, profile: r.profile });
+        delete r.profile;
+      }
       runs.push({ round, limit, key: v.key, deflate: v.deflate, ...r });
       log(`round ${round} ${v.key}${v.deflate ? '+deflate' : ''} ${limit}: ${r.events} events, EOSE ${r.eoseMs.toFixed(0)} ms, last verified ${r.lastVerifiedMs.toFixed(0)} ms, ${r.socketBytesDown} B, long tasks ${r.longTasks}`);
     }
@@ -203,6 +219,11 @@ proxies.on.close();
 proxies.off.close();
 await relays.on.stop();
 await relays.off.stop();
+}
+
+if (profiling) {
+  writeProfiles(profiles);
+  process.exit(0);
 }
 
 // ---------------------------------------------------------------- report
@@ -426,4 +447,44 @@ function chart(summary, sizes) {
     y += gap;
   }
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${y}" font-family="sans-serif" font-size="12">\n<rect width="100%" height="100%" fill="white"/>\n${body}</svg>\n`;
+}
+
+// Self time per function over each row's profiles (the time between REQ
+// and the run's end: `window.run` alone), and the profiles themselves.
+function writeProfiles(profiles) {
+  let md = `# Main-thread profiles of the browser benchmark's rows\n\n`;
+  md += `${date.slice(0, 10)}, Chromium ${chromiumVersion}, DevTools CPU profiler sampling every 100 µs, unminified bundle, ${rounds} round(s); `;
+  md += `times are the profiler's (it slows the page down), self time summed over the rounds and divided by them.\n\n`;
+  const rows = new Map();
+  for (const p of profiles) {
+    const k = `${p.key}${p.deflate ? '+deflate' : ''} ${p.limit}`;
+    if (!rows.has(k)) rows.set(k, []);
+    rows.get(k).push(p);
+    writeFileSync(join(out, `${p.key}${p.deflate ? '-deflate' : ''}-${p.limit}-r${p.round}.cpuprofile`), JSON.stringify(p.profile));
+  }
+  for (const [k, ps] of rows) {
+    const self = new Map();
+    let total = 0;
+    for (const { profile } of ps) {
+      const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+      const deltas = profile.timeDeltas;
+      for (let i = 0; i < profile.samples.length; i++) {
+        const n = byId.get(profile.samples[i]);
+        const dt = (deltas[i + 1] ?? 0) / 1000;
+        const f = n.callFrame;
+        if (f.functionName === '(idle)') continue;
+        const name = `${f.functionName || '(anonymous)'} ${f.url ? `${f.url.split('/').pop()}:${f.lineNumber + 1}` : ''}`.trim();
+        self.set(name, (self.get(name) ?? 0) + dt);
+        total += dt;
+      }
+    }
+    const last = ps.map((p) => p.lastVerifiedMs.toFixed(0)).join(', ');
+    md += `## ${k}\n\nlast event to \`onevent\` (profiled): ${last} ms; busy samples ${(total / ps.length).toFixed(1)} ms per run\n\n| function | self ms per run | share |\n|---|---|---|\n`;
+    for (const [name, t] of [...self].sort((a, b) => b[1] - a[1]).slice(0, 25)) {
+      md += `| \`${name}\` | ${(t / ps.length).toFixed(1)} | ${((100 * t) / total).toFixed(1)}% |\n`;
+    }
+    md += `\n`;
+  }
+  writeFileSync(join(out, 'profile.md'), md);
+  log(`wrote ${out}/profile.md and ${profiles.length} profiles`);
 }

@@ -1,16 +1,7 @@
 // nwb event records (spec/nwb.md §3, §5–§8), stream framing (§10) and
 // compressed records (§11).
 
-import {
-  Reader,
-  Writer,
-  fixedHex,
-  isHexCompactable,
-  readUtf8,
-  typeError,
-  toHex,
-  utf8,
-} from './bytes.js';
+import { Reader, Writer, fixedHex, isHexCompactable, readUtf8, typeError, utf8 } from './bytes.js';
 import { NwbError } from './errors.js';
 import { DEFAULT_LIMITS, type Limits } from './limits.js';
 import type { Event } from './types.js';
@@ -161,6 +152,81 @@ export function decodeEvents(bytes: Uint8Array, limits: Limits = DEFAULT_LIMITS)
   return out;
 }
 
+// One record's strings come from one TextDecoder call, whose cost per call
+// (about a microsecond in a browser) was most of decoding: the hex digits
+// of pubkey, id and sig, then each hex element and each ASCII text element
+// in record order, then the content are written to `scratch` and decoded
+// at once, and every field is a slice of the result (all but the content
+// are ASCII, so their character offsets are their byte offsets). A text
+// element that is not ASCII is decoded where it is met, so errors still
+// come in record order. Decoding is synchronous: one scratch serves all.
+const HEX_HI = new Uint8Array(256);
+const HEX_LO = new Uint8Array(256);
+const IS_HEX_DIGIT = new Uint8Array(256);
+for (let i = 0; i < 256; i++) {
+  const digits = i.toString(16).padStart(2, '0');
+  HEX_HI[i] = digits.charCodeAt(0);
+  HEX_LO[i] = digits.charCodeAt(1);
+}
+for (const c of '0123456789abcdef') IS_HEX_DIGIT[c.charCodeAt(0)] = 1;
+const SCRATCH_KEPT = 1 << 16;
+let scratchKept = new Uint8Array(4096);
+let scratch = scratchKept;
+let filled = 0;
+// Per deferred element: tag, element, start and end in `scratch`.
+let slots = new Int32Array(256);
+let slotCount = 0;
+let at = 0;
+const fatalUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+function hexInto(bytes: Uint8Array, from: number, to: number): void {
+  const out = scratch;
+  let j = filled;
+  for (let i = from; i < to; i++) {
+    const b = bytes[i]!;
+    out[j++] = HEX_HI[b]!;
+    out[j++] = HEX_LO[b]!;
+  }
+  filled = j;
+}
+
+function defer(tag: number, element: number, start: number): void {
+  if (slotCount + 4 > slots.length) {
+    const grown = new Int32Array(slots.length * 2);
+    grown.set(slots);
+    slots = grown;
+  }
+  slots[slotCount++] = tag;
+  slots[slotCount++] = element;
+  slots[slotCount++] = start;
+  slots[slotCount++] = filled;
+}
+
+// A minimal LEB128 varint (§4) at `at`, before `end`.
+function varintAt(bytes: Uint8Array, end: number): number {
+  let i = at;
+  if (i >= end) throw new NwbError('truncated');
+  let b = bytes[i++]!;
+  if (b < 0x80) {
+    at = i;
+    return b;
+  }
+  let value = b & 0x7f;
+  let scale = 128;
+  for (let n = 1; ; n++) {
+    if (i >= end) throw new NwbError('truncated');
+    b = bytes[i++]!;
+    if (n === 9 && b > 1) throw new NwbError('varint_overflow');
+    value += (b & 0x7f) * scale;
+    if (b < 0x80) {
+      if (b === 0) throw new NwbError('overlong_varint');
+      at = i;
+      return value;
+    }
+    scale *= 128;
+  }
+}
+
 /** Decodes an uncompressed event record (form byte 0x01). */
 export function decodeRecord(bytes: Uint8Array, limits: Limits = DEFAULT_LIMITS): Event {
   const len = bytes.length;
@@ -168,93 +234,132 @@ export function decodeRecord(bytes: Uint8Array, limits: Limits = DEFAULT_LIMITS)
   if (len === 0) throw new NwbError('truncated');
   if (bytes[0] !== EVENT_V1) throw new NwbError('bad_version');
   if (len < PREFIX_LEN) throw new NwbError('truncated');
-  const dv = new DataView(bytes.buffer, bytes.byteOffset, len);
-  const hi = dv.getUint32(OFF_CREATED_AT + 4, true);
-  if (hi > 0x1fffff) throw new NwbError('timestamp_out_of_range');
-  const createdAt = hi * 2 ** 32 + dv.getUint32(OFF_CREATED_AT, true);
-  const kind = dv.getUint16(OFF_KIND, true);
+  const hi = bytes[OFF_CREATED_AT + 4]! | (bytes[OFF_CREATED_AT + 5]! << 8) | (bytes[OFF_CREATED_AT + 6]! << 16) | (bytes[OFF_CREATED_AT + 7]! << 24);
+  if (hi < 0 || hi > 0x1fffff) throw new NwbError('timestamp_out_of_range');
+  const lo = (bytes[OFF_CREATED_AT]! | (bytes[OFF_CREATED_AT + 1]! << 8) | (bytes[OFF_CREATED_AT + 2]! << 16) | (bytes[OFF_CREATED_AT + 3]! << 24)) >>> 0;
+  const createdAt = hi * 2 ** 32 + lo;
+  const kind = bytes[OFF_KIND]! | (bytes[OFF_KIND + 1]! << 8);
 
-  const r = new Reader(bytes, PREFIX_LEN);
-  const blockLen = r.varint();
-  if (blockLen > len - r.pos) throw new NwbError('truncated');
-  const blockEnd = r.pos + blockLen;
+  // Hex doubles its bytes; everything else is copied at most once.
+  const need = 2 * len + 256;
+  if (need > scratchKept.length && need <= SCRATCH_KEPT) scratchKept = new Uint8Array(Math.max(need, 2 * scratchKept.length));
+  scratch = need <= scratchKept.length ? scratchKept : new Uint8Array(need);
+  filled = 0;
+  slotCount = 0;
+  // pubkey, id and sig lie side by side from OFF_PUBKEY on.
+  hexInto(bytes, OFF_PUBKEY, PREFIX_LEN);
+
+  at = PREFIX_LEN;
+  const blockLen = varintAt(bytes, len);
+  if (blockLen > len - at) throw new NwbError('truncated');
+  const blockEnd = at + blockLen;
   let tags: string[][];
   try {
-    tags = readTags(r, blockEnd, limits);
+    tags = readTags(bytes, blockEnd, limits);
   } catch (e) {
     // Inside the tag block, running out of bytes means the block is too short.
     if (e instanceof NwbError && e.kind === 'truncated') throw new NwbError('tag_block_mismatch');
     throw e;
   }
 
-  const contentLen = r.varint();
+  const contentLen = varintAt(bytes, len);
   if (contentLen > limits.maxStringBytes) throw new NwbError('string_too_large');
-  const rest = len - r.pos;
+  const rest = len - at;
   if (contentLen > rest) throw new NwbError('truncated');
   if (contentLen < rest) throw new NwbError('trailing_bytes');
-  const content = readUtf8(bytes, r.pos, len);
+  const ascii = filled;
+  scratch.set(bytes.subarray(at, len), ascii);
+  let text: string;
+  try {
+    text = fatalUtf8.decode(scratch.subarray(0, ascii + contentLen));
+  } catch {
+    throw new NwbError('invalid_utf8');
+  }
+  for (let k = 0; k < slotCount; k += 4) tags[slots[k]!]![slots[k + 1]!] = text.slice(slots[k + 2]!, slots[k + 3]!);
 
   return {
-    id: toHex(bytes, OFF_ID, OFF_ID + 32),
-    pubkey: toHex(bytes, OFF_PUBKEY, OFF_PUBKEY + 32),
+    id: text.slice(64, 128),
+    pubkey: text.slice(0, 64),
     created_at: createdAt,
     kind,
     tags,
-    content,
-    sig: toHex(bytes, OFF_SIG, OFF_SIG + 64),
+    content: text.slice(ascii),
+    sig: text.slice(128, 256),
   };
 }
 
-function readTags(r: Reader, end: number, limits: Limits): string[][] {
-  const bytes = r.bytes;
-  const count = r.varint(end);
+function readTags(bytes: Uint8Array, end: number, limits: Limits): string[][] {
+  const count = varintAt(bytes, end);
   if (count > limits.maxTags) throw new NwbError('too_many_tags');
-  if (count > (end - r.pos) / 2) throw new NwbError('tag_block_mismatch');
+  if (count > (end - at) / 2) throw new NwbError('tag_block_mismatch');
   const tags: string[][] = new Array(count);
   for (let t = 0; t < count; t++) {
-    const header = r.varint(end);
+    const header = varintAt(bytes, end);
     const elements = Math.floor(header / 2);
     if (elements === 0) throw new NwbError('empty_tag');
     if (elements > limits.maxTagElements) throw new NwbError('too_many_tag_elements');
-    if (elements > end - r.pos) throw new NwbError('truncated');
+    if (elements > end - at) throw new NwbError('truncated');
     const tag: string[] = new Array(elements);
+    tags[t] = tag;
     let i = 0;
     if (header % 2 === 1) {
-      if (r.pos >= end) throw new NwbError('truncated');
-      const name = bytes[r.pos++]!;
+      if (at >= end) throw new NwbError('truncated');
+      const name = bytes[at++]!;
       if (name >= 0x80) throw new NwbError('invalid_utf8');
       tag[i++] = String.fromCharCode(name);
     } else {
-      const name = readElement(r, end, limits);
-      if (hasShortForm(name)) throw new NwbError('non_canonical_name');
-      tag[i++] = name;
+      // A long-form name of one ASCII character had a short form (§5).
+      const start = filled;
+      const name = readElement(bytes, end, limits, tag, t, 0);
+      if (name === null ? filled - start === 1 : hasShortForm(name)) throw new NwbError('non_canonical_name');
+      i++;
     }
-    for (; i < elements; i++) tag[i] = readElement(r, end, limits);
-    tags[t] = tag;
+    for (; i < elements; i++) readElement(bytes, end, limits, tag, t, i);
   }
-  if (r.pos !== end) throw new NwbError('tag_block_mismatch');
+  if (at !== end) throw new NwbError('tag_block_mismatch');
   return tags;
 }
 
-function readElement(r: Reader, end: number, limits: Limits): string {
-  const header = r.varint(end);
+// Element `i` of tag `t`: hex and ASCII text go to the scratch (and come
+// back `null`), other text is decoded here.
+function readElement(bytes: Uint8Array, end: number, limits: Limits, tag: string[], t: number, i: number): string | null {
+  const header = varintAt(bytes, end);
   const len = Math.floor(header / 2);
-  const available = end - r.pos;
-  const start = r.pos;
+  const available = end - at;
+  const start = at;
   if (header % 2 === 1) {
     if (len === 32) throw new NwbError('non_canonical_hex', '32 hex bytes in the general form');
     const n = len === 0 ? 32 : len;
     if (n > limits.maxStringBytes / 2) throw new NwbError('string_too_large');
     if (n > available) throw new NwbError('truncated');
-    r.pos += n;
-    return toHex(r.bytes, start, start + n);
+    at += n;
+    const from = filled;
+    hexInto(bytes, start, start + n);
+    defer(t, i, from);
+    return null;
   }
   if (len > limits.maxStringBytes) throw new NwbError('string_too_large');
   if (len > available) throw new NwbError('truncated');
-  const text = readUtf8(r.bytes, start, start + len);
-  if (isHexCompactable(text)) throw new NwbError('non_canonical_hex');
-  r.pos += len;
-  return text;
+  at += len;
+  // Copied while it is ASCII; hex digits only, of even length, had the hex form (§6).
+  const out = scratch;
+  const from = filled;
+  let j = from;
+  let hexDigits = 1;
+  for (let k = start; k < start + len; k++) {
+    const c = bytes[k]!;
+    if (c >= 0x80) {
+      const text = readUtf8(bytes, start, start + len);
+      tag[i] = text;
+      return text;
+    }
+    hexDigits &= IS_HEX_DIGIT[c]!;
+    out[j++] = c;
+  }
+  if (hexDigits === 1 && len > 0 && len % 2 === 0) throw new NwbError('non_canonical_hex');
+  filled = j;
+  defer(t, i, from);
+  return null;
 }
 
 // ---------------------------------------------------------------- compressed
@@ -287,19 +392,49 @@ export function decompressRecord(
   limits: Limits = DEFAULT_LIMITS,
   decoder: ZstdDecoder | null = zstd,
 ): Uint8Array {
+  return decompressInto(bytes, limits, decoder, null);
+}
+
+/**
+ * The size a compressed record names for its event record (its `R`),
+ * checked against `limits.maxRecordBytes` before anyone allocates it.
+ * @internal
+ */
+export function decompressedSize(bytes: Uint8Array, limits: Limits = DEFAULT_LIMITS): number {
   if (bytes.length === 0) throw new NwbError('truncated');
   if (bytes[0] !== COMPRESSED_V1) throw new NwbError('bad_version');
-  const r = new Reader(bytes, 1);
-  const dict = r.varint();
-  const size = r.varint();
+  at = 1;
+  varintAt(bytes, bytes.length);
+  const size = varintAt(bytes, bytes.length);
   if (size > limits.maxRecordBytes) throw new NwbError('record_too_large');
+  return size;
+}
+
+/**
+ * {@link decompressRecord} into `out` (exactly the record's `R` bytes, from
+ * {@link decompressedSize}), or into a new array when `out` is null: a
+ * caller with many records gives them one buffer.
+ * @internal
+ */
+export function decompressInto(
+  bytes: Uint8Array,
+  limits: Limits,
+  decoder: ZstdDecoder | null,
+  out: Uint8Array | null,
+): Uint8Array {
+  const size = decompressedSize(bytes, limits);
+  at = 1;
+  const dict = varintAt(bytes, bytes.length);
+  varintAt(bytes, bytes.length);
+  const payload = bytes.subarray(at);
   if (!decoder) {
     throw new NwbError(dict ? 'unknown_dictionary' : 'decompress', 'no zstd decoder: useZstd() with one from nostrwire/zstd');
   }
-  const out = new Uint8Array(size);
+  if (out === null) out = new Uint8Array(size);
+  else if (out.length !== size) throw new RangeError('the output must hold exactly the decompressed size');
   let written: number;
   try {
-    written = decoder(bytes.subarray(r.pos), out, dict);
+    written = decoder(payload, out, dict);
   } catch (e) {
     // By kind, not class: the decoder may come from another copy of the package.
     throw new NwbError((e as NwbError | null)?.kind === 'unknown_dictionary' ? 'unknown_dictionary' : 'decompress', `dictionary ${dict}`);

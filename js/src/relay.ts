@@ -5,7 +5,7 @@
 import { heldDictionarySet, dictionarySet } from './dictionaries.js';
 import { NwbError } from './errors.js';
 import { DEFAULT_LIMITS, type Limits } from './limits.js';
-import { decodeRecord, decompressRecord, type ZstdDecoder } from './record.js';
+import { decodeRecord, decompressInto, decompressedSize, type ZstdDecoder } from './record.js';
 import {
   FRAME_AUTH,
   FRAME_EVENT,
@@ -106,6 +106,11 @@ export interface SubscriptionParams {
 
 type Pending<T> = { resolve: (v: T) => void; reject: (e: Error) => void; timer: ReturnType<typeof setTimeout> };
 const BATCH = 64;
+// nostrwire.v2 batches: the most decompressed bytes one buffer holds, and
+// the largest record decompressed into the shared scratch (unverified).
+const BATCH_BUFFER_MAX = 4 << 20;
+const SCRATCH_MAX = 64 << 10;
+let scratch = new Uint8Array(4096);
 
 // `record`: the event's uncompressed nwb record (nostrwire.v2), verified as
 // bytes.
@@ -293,19 +298,48 @@ export class Relay {
   }
 
   // The records of a batch, in order: decompressed when compressed, each
-  // decoded once; one that does not read is reported and skipped.
+  // decoded once; one that does not read is reported and skipped. Records
+  // that will be verified as bytes are decompressed into one buffer per
+  // batch (one allocation, not one per record); without verification the
+  // bytes are not kept, and a scratch buffer serves every record.
   private onBatch(sub: Subscription, records: Uint8Array[]): void {
+    const keep = this.verify === defaultVerify;
+    let buffer: Uint8Array | null = null;
+    let used = 0;
+    if (keep) {
+      let total = 0;
+      for (const stored of records) {
+        if (stored[0] !== 0x81) continue;
+        try {
+          total += decompressedSize(stored, this.limits);
+        } catch {
+          // Reported below, where the record comes.
+        }
+      }
+      // A batch that claims more than this (a decompression bomb's claims
+      // add up) gets an array per record, each checked as it comes.
+      if (total > 0 && total <= BATCH_BUFFER_MAX) buffer = new Uint8Array(total);
+    }
     for (const stored of records) {
       let record: Uint8Array;
       let event: Event;
       try {
-        record = stored[0] === 0x81 ? decompressRecord(stored, this.limits, this.decoder) : stored;
+        if (stored[0] === 0x81) {
+          const size = decompressedSize(stored, this.limits);
+          let out: Uint8Array | null = null;
+          if (buffer && used + size <= buffer.length) out = buffer.subarray(used, (used += size));
+          else if (!keep && size <= SCRATCH_MAX) {
+            if (scratch.length < size) scratch = new Uint8Array(Math.max(size, 2 * scratch.length));
+            out = scratch.subarray(0, size);
+          }
+          record = decompressInto(stored, this.limits, this.decoder, out);
+        } else record = stored;
         event = decodeRecord(record, this.limits);
       } catch (e) {
         this.onnotice(`invalid: ${e instanceof NwbError ? e.kind : 'bad record'}`);
         continue;
       }
-      this.enqueueEvent(sub, event, record);
+      this.enqueueEvent(sub, event, keep ? record : undefined);
     }
   }
 

@@ -52,14 +52,17 @@ export function holdFrame(sets: string[]): Uint8Array {
   return out;
 }
 
-// A minimal LEB128 varint (spec/nwb.md §4) at `at[0]`, which moves past it.
-function varint(bytes: Uint8Array, at: number[]): number {
+// Where `varint` reads, and leaves off.
+let at = 0;
+
+// A minimal LEB128 varint (spec/nwb.md §4) at `at`, which moves past it.
+function varint(bytes: Uint8Array): number {
   let value = 0;
   for (let shift = 0; ; shift += 7) {
-    const pos = at[0]!;
+    const pos = at;
     if (pos >= bytes.length) throw new NwbError('truncated');
     const b = bytes[pos]!;
-    at[0] = pos + 1;
+    at = pos + 1;
     if (shift === 49 && b > 0x0f) throw new NwbError('varint_overflow');
     value += (b & 0x7f) * 2 ** shift;
     if (b < 0x80) {
@@ -76,30 +79,30 @@ function varint(bytes: Uint8Array, at: number[]): number {
  * (its payload when it is decompressed).
  */
 function batchRecords(frame: Uint8Array, start: number, limits: Limits): Uint8Array[] {
-  const at = [start];
-  const n = varint(frame, at);
+  at = start;
+  const n = varint(frame);
   if (n === 0) throw new NwbError('truncated', 'empty batch');
   // An entry takes at least 5 bytes: a length, then 0x81, D, R, one byte.
-  if (n > MAX_BATCH_RECORDS || n > (frame.length - at[0]!) / 5) throw new NwbError('too_many_records');
+  if (n > MAX_BATCH_RECORDS || n > (frame.length - at) / 5) throw new NwbError('too_many_records');
   const records: Uint8Array[] = new Array(n);
   for (let i = 0; i < n; i++) {
-    const len = varint(frame, at);
+    const len = varint(frame);
     if (len > limits.maxRecordBytes) throw new NwbError('record_too_large');
-    const pos = at[0]!;
+    const pos = at;
     if (len > frame.length - pos) throw new NwbError('truncated');
     const record = frame.subarray(pos, pos + len);
-    at[0] = pos + len;
     if (record[0] === 0x81) {
-      const h = [1];
-      varint(record, h);
-      if (varint(record, h) > limits.maxRecordBytes) throw new NwbError('record_too_large');
-      if (h[0]! >= record.length) throw new NwbError('truncated');
+      at = 1;
+      varint(record);
+      if (varint(record) > limits.maxRecordBytes) throw new NwbError('record_too_large');
+      if (at >= record.length) throw new NwbError('truncated');
     } else if (record[0] !== 0x01) {
       throw new NwbError(record.length ? 'bad_version' : 'truncated');
     }
+    at = pos + len;
     records[i] = record;
   }
-  if (at[0] !== frame.length) throw new NwbError('trailing_bytes');
+  if (at !== frame.length) throw new NwbError('trailing_bytes');
   return records;
 }
 

@@ -365,6 +365,8 @@ interface State {
   rep: Int32Array;
   dict: Uint8Array;
 }
+// One, reset by each frame: decoding is synchronous.
+const STATE: State = { huffman: null, ll: null, of: null, ml: null, rep: new Int32Array(3), dict: EMPTY };
 
 /**
  * Decompresses the magicless zstd frame `src` (RFC 8878 §3.1.1 without its
@@ -396,14 +398,16 @@ export function decompressFrame(src: Uint8Array, out: Uint8Array, dict: ZstdDict
     if (size !== out.length) fail('wrong content size');
     at += fcsBytes;
   }
-  const state: State = {
-    huffman: dict ? dict.huffman : null,
-    ll: dict ? dict.ll : null,
-    of: dict ? dict.of : null,
-    ml: dict ? dict.ml : null,
-    rep: Int32Array.from(dict ? dict.rep : [1, 4, 8]),
-    dict: dict ? dict.content : EMPTY,
-  };
+  const state = STATE;
+  state.huffman = dict ? dict.huffman : null;
+  state.ll = dict ? dict.ll : null;
+  state.of = dict ? dict.of : null;
+  state.ml = dict ? dict.ml : null;
+  const rep = state.rep;
+  rep[0] = dict ? dict.rep[0] : 1;
+  rep[1] = dict ? dict.rep[1] : 4;
+  rep[2] = dict ? dict.rep[2] : 8;
+  state.dict = dict ? dict.content : EMPTY;
   let pos = 0;
   for (;;) {
     if (at + 3 > len) fail('truncated block header');
@@ -435,6 +439,38 @@ export function decompressFrame(src: Uint8Array, out: Uint8Array, dict: ZstdDict
   if (at !== len) fail('bytes after the frame');
   if (pos !== out.length) fail('output smaller than expected');
   return pos;
+}
+
+// The sequences' backward bit stream (RFC 8878 §4.1), read by `bitsFrom`;
+// set by each block before it reads it.
+let stream: Uint8Array = EMPTY;
+
+/** The n <= 24 bits of `stream` from bit `bit` on; bytes outside it read as zero. */
+function bitsFrom(bit: number, n: number): number {
+  const src = stream;
+  const b = bit >> 3;
+  return ((src[b]! | (src[b + 1]! << 8) | (src[b + 2]! << 16) | (src[b + 3]! << 24)) >>> (bit & 7)) & ((1 << n) - 1);
+}
+
+// Where `sequenceTable` reads, and where it leaves off.
+let tableAt = 0;
+
+/** A sequence table in `mode` (RFC 8878 §3.1.1.3.2.1) at `tableAt`. */
+function sequenceTable(src: Uint8Array, end: number, mode: number, previous: Fse | null, predefined: Fse, maxSymbol: number, maxLog: number, scratch: Fse): Fse {
+  if (mode === 0) return predefined;
+  if (mode === 1) {
+    if (tableAt >= end) fail('truncated sequences');
+    const s = src[tableAt++]!;
+    if (s > maxSymbol) fail('bad RLE symbol');
+    return rleFse(s);
+  }
+  if (mode === 2) {
+    const [fse, after] = readFse(src, tableAt, end, maxSymbol, maxLog, scratch);
+    tableAt = after;
+    return fse;
+  }
+  if (!previous) fail('no previous table');
+  return previous;
 }
 
 /** One compressed block (RFC 8878 §3.1.1.3) at `src[at..end)`; returns the new output position. */
@@ -547,25 +583,11 @@ function decompressBlock(src: Uint8Array, at: number, end: number, out: Uint8Arr
   if (at >= end) fail('truncated sequences');
   const modes = src[at++]!;
   if (modes & 3) fail('reserved bits set');
-  const table = (mode: number, previous: Fse | null, predefined: Fse, maxSymbol: number, maxLog: number, scratch: Fse): Fse => {
-    if (mode === 0) return predefined;
-    if (mode === 1) {
-      if (at >= end) fail('truncated sequences');
-      const s = src[at++]!;
-      if (s > maxSymbol) fail('bad RLE symbol');
-      return rleFse(s);
-    }
-    if (mode === 2) {
-      const [fse, after] = readFse(src, at, end, maxSymbol, maxLog, scratch);
-      at = after;
-      return fse;
-    }
-    if (!previous) fail('no previous table');
-    return previous;
-  };
-  const llt = (st.ll = table(modes >> 6, st.ll, LL_DEFAULT, 35, 9, LL_TABLE));
-  const oft = (st.of = table((modes >> 4) & 3, st.of, OF_DEFAULT, 31, 8, OF_TABLE));
-  const mlt = (st.ml = table((modes >> 2) & 3, st.ml, ML_DEFAULT, 52, 9, ML_TABLE));
+  tableAt = at;
+  const llt = (st.ll = sequenceTable(src, end, modes >> 6, st.ll, LL_DEFAULT, 35, 9, LL_TABLE));
+  const oft = (st.of = sequenceTable(src, end, (modes >> 4) & 3, st.of, OF_DEFAULT, 31, 8, OF_TABLE));
+  const mlt = (st.ml = sequenceTable(src, end, (modes >> 2) & 3, st.ml, ML_DEFAULT, 52, 9, ML_TABLE));
+  at = tableAt;
 
   // The backward bit stream of the sequences (RFC 8878 §4.1). An overread
   // stream reads bytes before it (or none): the end check below refuses it.
@@ -574,13 +596,7 @@ function decompressBlock(src: Uint8Array, at: number, end: number, out: Uint8Arr
   if (lastByte === 0) fail('bad sequences stream');
   let bit = end * 8 - 8 + highBit(lastByte);
   const floor = at * 8;
-  // Four bytes at a time where they are all inside `src`.
-  const view = new DataView(src.buffer, src.byteOffset, src.length);
-  const last4 = src.length - 4;
-  const bitsFrom = (bit: number, n: number): number => {
-    const b = bit >> 3;
-    return ((b >= 0 && b <= last4 ? view.getUint32(b, true) : (src[b]! | (src[b + 1]! << 8) | (src[b + 2]! << 16) | (src[b + 3]! << 24)) >>> 0) >>> (bit & 7)) & ((1 << n) - 1);
-  };
+  stream = src;
   const llSym = llt.symbol, llNb = llt.bits, llBase = llt.base;
   const ofSym = oft.symbol, ofNb = oft.bits, ofBase = oft.base;
   const mlSym = mlt.symbol, mlNb = mlt.bits, mlBase = mlt.base;
@@ -632,7 +648,7 @@ function decompressBlock(src: Uint8Array, at: number, end: number, out: Uint8Arr
     // Execute: ll literals, then ml bytes from `offset` back.
     if (ll > litEnd - li) fail('literals overrun');
     if (pos + ll + ml > outLen) fail('output larger than expected');
-    if (ll > 48) {
+    if (ll > 16) {
       out.set(lits.subarray(li, li + ll), pos);
       pos += ll;
       li += ll;
@@ -644,7 +660,10 @@ function decompressBlock(src: Uint8Array, at: number, end: number, out: Uint8Arr
       // From the dictionary's content, then on into the output.
       let d = dictLen + from;
       const n1 = left < -from ? left : -from;
-      for (let i = 0; i < n1; i++) out[pos++] = dict[d++]!;
+      if (n1 > 16) {
+        out.set(dict.subarray(d, d + n1), pos);
+        pos += n1;
+      } else for (let i = 0; i < n1; i++) out[pos++] = dict[d++]!;
       left -= n1;
       from = 0;
     }
@@ -674,16 +693,15 @@ function decodeHuffman(src: Uint8Array, start: number, stop: number, lits: Uint8
   const bits = huf.bits;
   const floor = start * 8;
   let bit = stop * 8 - 8 + highBit(lastByte);
-  const view = new DataView(src.buffer, src.byteOffset, src.length);
-  const last4 = src.length - 4;
   for (let i = from; i < to; i++) {
-    // The next maxBits bits below `bit`; below the stream's start they are
-    // zero (the last codes may be shorter than maxBits).
+    // The next maxBits bits below `bit` (at most 11, so three bytes hold
+    // them); below the stream's start they are zero (the last codes may be
+    // shorter than maxBits).
     const low = bit - maxBits;
     let v: number;
     if (low >= floor) {
       const b = low >> 3;
-      v = ((b <= last4 ? view.getUint32(b, true) : src[b]! | (src[b + 1]! << 8) | (src[b + 2]! << 16)) >>> (low & 7)) & mask;
+      v = ((src[b]! | (src[b + 1]! << 8) | (src[b + 2]! << 16)) >>> (low & 7)) & mask;
     } else {
       const have = bit - floor;
       if (have <= 0) fail('Huffman stream overrun');
