@@ -1,7 +1,7 @@
 // nwb event records (spec/nwb.md §3, §5–§8), stream framing (§10) and
 // compressed records (§11).
 
-import { Reader, Writer, fixedHex, isHexCompactable, readUtf8, typeError, utf8 } from './bytes.js';
+import { Reader, Writer, fixedHex, isHexCompactable, readUtf8, typeError, toHex, utf8 } from './bytes.js';
 import { NwbError } from './errors.js';
 import { DEFAULT_LIMITS, type Limits } from './limits.js';
 import type { Event } from './types.js';
@@ -152,14 +152,15 @@ export function decodeEvents(bytes: Uint8Array, limits: Limits = DEFAULT_LIMITS)
   return out;
 }
 
-// One record's strings come from one TextDecoder call, whose cost per call
-// (about a microsecond in a browser) was most of decoding: the hex digits
-// of pubkey, id and sig, then each hex element and each ASCII text element
-// in record order, then the content are written to `scratch` and decoded
-// at once, and every field is a slice of the result (all but the content
-// are ASCII, so their character offsets are their byte offsets). A text
-// element that is not ASCII is decoded where it is met, so errors still
-// come in record order. Decoding is synchronous: one scratch serves all.
+// The fast decoder. Its strings but the content come from one TextDecoder
+// call, whose cost per call was most of decoding: the hex digits of pubkey,
+// id and sig, then each hex element and each text element in record order,
+// are written to `scratch` and decoded at once, and every field is a slice
+// of the result (its offsets are byte offsets while everything is ASCII).
+// A record that fails, or whose text elements are not all ASCII, is decoded
+// again by `decodeRecordEager`, which reports errors in record order and
+// decodes strings one by one. Decoding is synchronous: one scratch serves
+// every call.
 const HEX_HI = new Uint8Array(256);
 const HEX_LO = new Uint8Array(256);
 const IS_HEX_DIGIT = new Uint8Array(256);
@@ -178,6 +179,8 @@ let slots = new Int32Array(256);
 let slotCount = 0;
 let at = 0;
 const fatalUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+// What the fast decoder throws where the error's kind is left to the eager one.
+const AGAIN = new Error('decode again in order');
 
 function hexInto(bytes: Uint8Array, from: number, to: number): void {
   const out = scratch;
@@ -229,19 +232,28 @@ function varintAt(bytes: Uint8Array, end: number): number {
 
 /** Decodes an uncompressed event record (form byte 0x01). */
 export function decodeRecord(bytes: Uint8Array, limits: Limits = DEFAULT_LIMITS): Event {
+  try {
+    const event = decodeRecordFast(bytes, limits);
+    if (event) return event;
+  } catch {
+    // The reference decoder says which error comes first.
+  }
+  return decodeRecordEager(bytes, limits);
+}
+
+// The event, or null when a text element is not ASCII; throws on bad bytes
+// (not necessarily the first error).
+function decodeRecordFast(bytes: Uint8Array, limits: Limits): Event | null {
   const len = bytes.length;
-  if (len > limits.maxRecordBytes) throw new NwbError('record_too_large');
-  if (len === 0) throw new NwbError('truncated');
-  if (bytes[0] !== EVENT_V1) throw new NwbError('bad_version');
-  if (len < PREFIX_LEN) throw new NwbError('truncated');
+  if (len > limits.maxRecordBytes || len < PREFIX_LEN || bytes[0] !== EVENT_V1) return decodeRecordEager(bytes, limits);
   const hi = bytes[OFF_CREATED_AT + 4]! | (bytes[OFF_CREATED_AT + 5]! << 8) | (bytes[OFF_CREATED_AT + 6]! << 16) | (bytes[OFF_CREATED_AT + 7]! << 24);
   if (hi < 0 || hi > 0x1fffff) throw new NwbError('timestamp_out_of_range');
   const lo = (bytes[OFF_CREATED_AT]! | (bytes[OFF_CREATED_AT + 1]! << 8) | (bytes[OFF_CREATED_AT + 2]! << 16) | (bytes[OFF_CREATED_AT + 3]! << 24)) >>> 0;
   const createdAt = hi * 2 ** 32 + lo;
   const kind = bytes[OFF_KIND]! | (bytes[OFF_KIND + 1]! << 8);
 
-  // Hex doubles its bytes; everything else is copied at most once.
-  const need = 2 * len + 256;
+  // Hex doubles its bytes; text is copied once.
+  const need = 2 * len;
   if (need > scratchKept.length && need <= SCRATCH_KEPT) scratchKept = new Uint8Array(Math.max(need, 2 * scratchKept.length));
   scratch = need <= scratchKept.length ? scratchKept : new Uint8Array(need);
   filled = 0;
@@ -252,29 +264,15 @@ export function decodeRecord(bytes: Uint8Array, limits: Limits = DEFAULT_LIMITS)
   at = PREFIX_LEN;
   const blockLen = varintAt(bytes, len);
   if (blockLen > len - at) throw new NwbError('truncated');
-  const blockEnd = at + blockLen;
-  let tags: string[][];
-  try {
-    tags = readTags(bytes, blockEnd, limits);
-  } catch (e) {
-    // Inside the tag block, running out of bytes means the block is too short.
-    if (e instanceof NwbError && e.kind === 'truncated') throw new NwbError('tag_block_mismatch');
-    throw e;
-  }
+  const tags = readTags(bytes, at + blockLen, limits);
 
   const contentLen = varintAt(bytes, len);
   if (contentLen > limits.maxStringBytes) throw new NwbError('string_too_large');
-  const rest = len - at;
-  if (contentLen > rest) throw new NwbError('truncated');
-  if (contentLen < rest) throw new NwbError('trailing_bytes');
-  const ascii = filled;
-  scratch.set(bytes.subarray(at, len), ascii);
-  let text: string;
-  try {
-    text = fatalUtf8.decode(scratch.subarray(0, ascii + contentLen));
-  } catch {
-    throw new NwbError('invalid_utf8');
-  }
+  if (contentLen !== len - at) throw new NwbError('trailing_bytes');
+  const content = readUtf8(bytes, at, len);
+  const text = fatalUtf8.decode(scratch.subarray(0, filled));
+  // Fewer characters than bytes: some text element is not ASCII.
+  if (text.length !== filled) return null;
   for (let k = 0; k < slotCount; k += 4) tags[slots[k]!]![slots[k + 1]!] = text.slice(slots[k + 2]!, slots[k + 3]!);
 
   return {
@@ -283,7 +281,7 @@ export function decodeRecord(bytes: Uint8Array, limits: Limits = DEFAULT_LIMITS)
     created_at: createdAt,
     kind,
     tags,
-    content: text.slice(ascii),
+    content,
     sig: text.slice(128, 256),
   };
 }
@@ -296,9 +294,7 @@ function readTags(bytes: Uint8Array, end: number, limits: Limits): string[][] {
   for (let t = 0; t < count; t++) {
     const header = varintAt(bytes, end);
     const elements = Math.floor(header / 2);
-    if (elements === 0) throw new NwbError('empty_tag');
-    if (elements > limits.maxTagElements) throw new NwbError('too_many_tag_elements');
-    if (elements > end - at) throw new NwbError('truncated');
+    if (elements === 0 || elements > limits.maxTagElements || elements > end - at) throw AGAIN;
     const tag: string[] = new Array(elements);
     tags[t] = tag;
     let i = 0;
@@ -308,58 +304,146 @@ function readTags(bytes: Uint8Array, end: number, limits: Limits): string[][] {
       if (name >= 0x80) throw new NwbError('invalid_utf8');
       tag[i++] = String.fromCharCode(name);
     } else {
-      // A long-form name of one ASCII character had a short form (§5).
+      // A long-form name of one character had the short form (§5) if ASCII.
       const start = filled;
-      const name = readElement(bytes, end, limits, tag, t, 0);
-      if (name === null ? filled - start === 1 : hasShortForm(name)) throw new NwbError('non_canonical_name');
-      i++;
+      readElement(bytes, end, limits, t, i++);
+      if (filled - start === 1) throw new NwbError('non_canonical_name');
     }
-    for (; i < elements; i++) readElement(bytes, end, limits, tag, t, i);
+    for (; i < elements; i++) readElement(bytes, end, limits, t, i);
   }
   if (at !== end) throw new NwbError('tag_block_mismatch');
   return tags;
 }
 
-// Element `i` of tag `t`: hex and ASCII text go to the scratch (and come
-// back `null`), other text is decoded here.
-function readElement(bytes: Uint8Array, end: number, limits: Limits, tag: string[], t: number, i: number): string | null {
+// Element `i` of tag `t`, hex or text, to the scratch.
+function readElement(bytes: Uint8Array, end: number, limits: Limits, t: number, i: number): void {
   const header = varintAt(bytes, end);
   const len = Math.floor(header / 2);
-  const available = end - at;
   const start = at;
+  const from = filled;
+  if (header % 2 === 1) {
+    if (len === 32) throw new NwbError('non_canonical_hex');
+    const n = len === 0 ? 32 : len;
+    if (n > limits.maxStringBytes / 2 || n > end - at) throw AGAIN;
+    at += n;
+    hexInto(bytes, start, start + n);
+  } else {
+    if (len > limits.maxStringBytes || len > end - at) throw AGAIN;
+    at += len;
+    // Hex digits only, of even length, had the hex form (§6): most text
+    // fails on its first character.
+    if (len > 0 && len % 2 === 0 && IS_HEX_DIGIT[bytes[start]!] === 1) {
+      let k = start + 1;
+      while (k < at && IS_HEX_DIGIT[bytes[k]!] === 1) k++;
+      if (k === at) throw new NwbError('non_canonical_hex');
+    }
+    if (len <= 16) {
+      const out = scratch;
+      for (let k = start; k < at; k++) out[filled++] = bytes[k]!;
+    } else {
+      scratch.set(bytes.subarray(start, at), filled);
+      filled += len;
+    }
+  }
+  defer(t, i, from);
+}
+
+// The reference decoder: each string decoded where it is met, so the first
+// error in record order is the one reported. `decodeRecord` falls back to
+// it for a record that fails, or whose text elements are not all ASCII.
+function decodeRecordEager(bytes: Uint8Array, limits: Limits = DEFAULT_LIMITS): Event {
+  const len = bytes.length;
+  if (len > limits.maxRecordBytes) throw new NwbError('record_too_large');
+  if (len === 0) throw new NwbError('truncated');
+  if (bytes[0] !== EVENT_V1) throw new NwbError('bad_version');
+  if (len < PREFIX_LEN) throw new NwbError('truncated');
+  const dv = new DataView(bytes.buffer, bytes.byteOffset, len);
+  const hi = dv.getUint32(OFF_CREATED_AT + 4, true);
+  if (hi > 0x1fffff) throw new NwbError('timestamp_out_of_range');
+  const createdAt = hi * 2 ** 32 + dv.getUint32(OFF_CREATED_AT, true);
+  const kind = dv.getUint16(OFF_KIND, true);
+
+  const r = new Reader(bytes, PREFIX_LEN);
+  const blockLen = r.varint();
+  if (blockLen > len - r.pos) throw new NwbError('truncated');
+  const blockEnd = r.pos + blockLen;
+  let tags: string[][];
+  try {
+    tags = readTagsEager(r, blockEnd, limits);
+  } catch (e) {
+    // Inside the tag block, running out of bytes means the block is too short.
+    if (e instanceof NwbError && e.kind === 'truncated') throw new NwbError('tag_block_mismatch');
+    throw e;
+  }
+
+  const contentLen = r.varint();
+  if (contentLen > limits.maxStringBytes) throw new NwbError('string_too_large');
+  const rest = len - r.pos;
+  if (contentLen > rest) throw new NwbError('truncated');
+  if (contentLen < rest) throw new NwbError('trailing_bytes');
+  const content = readUtf8(bytes, r.pos, len);
+
+  return {
+    id: toHex(bytes, OFF_ID, OFF_ID + 32),
+    pubkey: toHex(bytes, OFF_PUBKEY, OFF_PUBKEY + 32),
+    created_at: createdAt,
+    kind,
+    tags,
+    content,
+    sig: toHex(bytes, OFF_SIG, OFF_SIG + 64),
+  };
+}
+
+function readTagsEager(r: Reader, end: number, limits: Limits): string[][] {
+  const bytes = r.bytes;
+  const count = r.varint(end);
+  if (count > limits.maxTags) throw new NwbError('too_many_tags');
+  if (count > (end - r.pos) / 2) throw new NwbError('tag_block_mismatch');
+  const tags: string[][] = new Array(count);
+  for (let t = 0; t < count; t++) {
+    const header = r.varint(end);
+    const elements = Math.floor(header / 2);
+    if (elements === 0) throw new NwbError('empty_tag');
+    if (elements > limits.maxTagElements) throw new NwbError('too_many_tag_elements');
+    if (elements > end - r.pos) throw new NwbError('truncated');
+    const tag: string[] = new Array(elements);
+    let i = 0;
+    if (header % 2 === 1) {
+      if (r.pos >= end) throw new NwbError('truncated');
+      const name = bytes[r.pos++]!;
+      if (name >= 0x80) throw new NwbError('invalid_utf8');
+      tag[i++] = String.fromCharCode(name);
+    } else {
+      const name = readElementEager(r, end, limits);
+      if (hasShortForm(name)) throw new NwbError('non_canonical_name');
+      tag[i++] = name;
+    }
+    for (; i < elements; i++) tag[i] = readElementEager(r, end, limits);
+    tags[t] = tag;
+  }
+  if (r.pos !== end) throw new NwbError('tag_block_mismatch');
+  return tags;
+}
+
+function readElementEager(r: Reader, end: number, limits: Limits): string {
+  const header = r.varint(end);
+  const len = Math.floor(header / 2);
+  const available = end - r.pos;
+  const start = r.pos;
   if (header % 2 === 1) {
     if (len === 32) throw new NwbError('non_canonical_hex', '32 hex bytes in the general form');
     const n = len === 0 ? 32 : len;
     if (n > limits.maxStringBytes / 2) throw new NwbError('string_too_large');
     if (n > available) throw new NwbError('truncated');
-    at += n;
-    const from = filled;
-    hexInto(bytes, start, start + n);
-    defer(t, i, from);
-    return null;
+    r.pos += n;
+    return toHex(r.bytes, start, start + n);
   }
   if (len > limits.maxStringBytes) throw new NwbError('string_too_large');
   if (len > available) throw new NwbError('truncated');
-  at += len;
-  // Copied while it is ASCII; hex digits only, of even length, had the hex form (§6).
-  const out = scratch;
-  const from = filled;
-  let j = from;
-  let hexDigits = 1;
-  for (let k = start; k < start + len; k++) {
-    const c = bytes[k]!;
-    if (c >= 0x80) {
-      const text = readUtf8(bytes, start, start + len);
-      tag[i] = text;
-      return text;
-    }
-    hexDigits &= IS_HEX_DIGIT[c]!;
-    out[j++] = c;
-  }
-  if (hexDigits === 1 && len > 0 && len % 2 === 0) throw new NwbError('non_canonical_hex');
-  filled = j;
-  defer(t, i, from);
-  return null;
+  const text = readUtf8(r.bytes, start, start + len);
+  if (isHexCompactable(text)) throw new NwbError('non_canonical_hex');
+  r.pos += len;
+  return text;
 }
 
 // ---------------------------------------------------------------- compressed
