@@ -324,7 +324,7 @@ md += `- socket KB: bytes from the relay on the TCP socket (counted by a proxy),
 md += `- EOSE: REQ sent → EOSE message dispatched in the page; last verified: REQ sent → last event handed to \`onevent\` after its signature check\n`;
 md += `- (e), (f), (j): the same client with \`verifyEvent: false\`, \"last verified\" is then the last event handed to \`onevent\`\n`;
 md += `- (i)–(k): \`nostrwire.v2\`; the relay's dictionary set (${kb(results.dictionaryBytes ?? 0)} KB, fetched once per browser in the warm-up and kept in the Cache API) was trained on 10,000 other generated events (seed 8)\n`;
-md += `- long tasks: main-thread tasks over 50 ms (count / total ms); heap: peak \`usedJSHeapSize\`\n`;
+md += `- long tasks: main-thread tasks over 50 ms (count / total ms); heap: peak \`usedJSHeapSize\` (read at connect, every 1,024 events and at EOSE)\n`;
 md += `- package: the client's code, minified + gzip, WebAssembly included\n\n`;
 for (const limit of sizes) {
   md += `## ${limit.toLocaleString('en-US')} events\n\n`;

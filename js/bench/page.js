@@ -77,7 +77,9 @@ window.run = async ({ client, url, transport, limit, filter }) => {
       onevent() {
         n++;
         last = performance.now();
-        if ((n & 127) === 0) peakHeap = Math.max(peakHeap, heap());
+        // Every 1,024 events: reading the heap size costs about 0.1 ms here
+        // (every 128, it took 10-20 ms of a 10,000-event run).
+        if ((n & 1023) === 0) peakHeap = Math.max(peakHeap, heap());
       },
       oneose() {
         const done = performance.now();

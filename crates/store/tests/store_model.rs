@@ -550,8 +550,14 @@ fn reactions(seed: u64, n: usize) -> Vec<Event> {
                 Tag::from_strs(&["p", &keys[rng.below(keys.len())].public_key().to_hex()]),
             ];
             let author = &keys[i % keys.len()];
-            UnsignedEvent::new(author, Timestamp::new(1000 + i as u64).unwrap(), Kind(7), tags, "+")
-                .sign(author)
+            UnsignedEvent::new(
+                author,
+                Timestamp::new(1000 + i as u64).unwrap(),
+                Kind(7),
+                tags,
+                "+",
+            )
+            .sign(author)
         })
         .collect()
 }
@@ -585,7 +591,10 @@ fn small_records_are_compressed_when_a_dictionary_serves_their_kind() {
     std::fs::write(&set_path, set.to_bytes()).unwrap();
     let events = reactions(32, 200);
     let records: Vec<Vec<u8>> = events.iter().map(nostrwire_wire::encode_event).collect();
-    assert!(records.iter().all(|r| r.len() < 256), "reactions under the threshold");
+    assert!(
+        records.iter().all(|r| r.len() < 256),
+        "reactions under the threshold"
+    );
 
     let store_with = |db: &std::path::Path, dictionaries: Option<std::path::PathBuf>| {
         let opts = OpenOptions {
@@ -634,7 +643,10 @@ fn small_records_are_compressed_when_a_dictionary_serves_their_kind() {
     store_with(&without, None);
     let stored = stored_records(&without);
     assert_eq!(stored.len(), records.len());
-    assert!(stored.iter().all(|r| r[0] == 0x01), "raw without a dictionary");
+    assert!(
+        stored.iter().all(|r| r[0] == 0x01),
+        "raw without a dictionary"
+    );
 }
 
 #[test]
