@@ -84,7 +84,16 @@ enum BenchCommand {
     ///
     /// Needs a build with `--features bench-formats`; without it, exits 2.
     Formats(cmd::bench_formats::Args),
-    /// A relay comparison's headline.md (scripts/compare-relays.sh) from its
+    /// Our relay beside installed peer relays (scripts/compare-relays.sh
+    /// installs them), under `nostrwire load` in interleaved rounds and
+    /// under nostr-bench, with each relay's CPU per operation; writes the
+    /// run's reports and headline.md.
+    ///
+    /// All traffic stays on 127.0.0.1; takes the machine-wide benchmark
+    /// lock. Exit status: 0 when the run completed, 2 on a usage error or
+    /// when our relay does not start.
+    Relays(cmd::bench_relays::Args),
+    /// A relay comparison's headline.md (`nostrwire bench relays`) from its
     /// run directory: each relay's figures from both tools, and ours / best
     /// peer only from rounds without timeouts and where the work was equal.
     Headline(cmd::bench_headline::Args),
@@ -113,6 +122,7 @@ fn main() -> ExitCode {
         Command::Bench(BenchCommand::Wire(args)) => cmd::bench_wire::run(args),
         Command::Bench(BenchCommand::Formats(args)) => cmd::bench_formats::run(args),
         Command::Bench(BenchCommand::Headline(args)) => cmd::bench_headline::run(args),
+        Command::Bench(BenchCommand::Relays(args)) => cmd::bench_relays::run(args),
     };
     match result {
         Ok(code) => code,

@@ -12,23 +12,14 @@
 //!     [--per-tag 10] [--authors 100] [--seed 1] [--newest UNIX] > seed.jsonl
 //! ```
 //!
-//! Event i (from 0) is by author `Keys::derive(seed, i % authors)`, has the
-//! tags nostr-bench gives its notes (`p` of the author, the same `e` id,
-//! `t` "nostr-bench-" and `t` "nostr-bench-{i % 1000}") and the same
-//! content, and `created_at` one second after event i-1, the last one at
-//! `--newest` (default: now). So every `t` value has `--per-tag` events and
-//! the same arguments give the same file.
+//! The events are [`nostrwire_loadgen::nostr_bench::write_seed`]'s (`nostrwire
+//! bench relays` writes the same file itself); the same arguments give the
+//! same file.
 
-use std::io::{BufWriter, Write};
+use std::io::BufWriter;
 
-use nostrwire_event::{Keys, Kind, SignedFields, Tag, Timestamp, UnsignedEvent};
-
-/// The content of every nostr-bench note.
-const CONTENT: &str = "This is a message from nostr-bench client";
-/// The `e` tag of every nostr-bench note.
-const E_TAG: &str = "378f145897eea948952674269945e88612420db35791784abf0616b4fed56ef7";
-/// nostr-bench draws its hashtags from `nostr-bench-0` to `nostr-bench-999`.
-const TAGS: u64 = 1000;
+use nostrwire_event::Timestamp;
+use nostrwire_loadgen::nostr_bench::write_seed;
 
 fn main() {
     let mut per_tag = 10u64;
@@ -51,33 +42,10 @@ fn main() {
             other => usage(&format!("unknown argument {other}")),
         }
     }
-    let total = per_tag * TAGS;
     let newest = newest.unwrap_or_else(|| Timestamp::now().as_u64());
-    let first = newest.saturating_sub(total.saturating_sub(1));
-    let keys: Vec<Keys> = (0..authors).map(|i| Keys::derive(seed, i)).collect();
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
-    let mut line = Vec::with_capacity(1024);
-    for i in 0..total {
-        let k = &keys[(i % authors) as usize];
-        let author = k.public_key().to_hex();
-        let hashtag = format!("nostr-bench-{}", i % TAGS);
-        let tags = vec![
-            Tag::from_strs(&["p", &author]),
-            Tag::from_strs(&["e", E_TAG]),
-            Tag::from_strs(&["t", "nostr-bench-"]),
-            Tag::from_strs(&["t", &hashtag]),
-        ];
-        let created_at = Timestamp::new(first + i).expect("timestamp in range");
-        let event = UnsignedEvent::new(k, created_at, Kind(1), tags, CONTENT).sign(k);
-        line.clear();
-        event.write_json(&mut line);
-        line.push(b'\n');
-        if out.write_all(&line).is_err() {
-            std::process::exit(1);
-        }
-    }
-    if out.flush().is_err() {
+    if write_seed(&mut out, per_tag, authors, seed, newest).is_err() {
         std::process::exit(1);
     }
 }

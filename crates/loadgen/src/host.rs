@@ -138,14 +138,26 @@ fn status_kib(pid: u32, field: &str) -> Option<u64> {
 
 /// CPU time (user + system) of `pid` in seconds, from `/proc/PID/stat`.
 pub fn cpu_seconds(pid: u32) -> Option<f64> {
+    let ticks = clock_ticks()?;
+    Some(cpu_ticks(pid)? as f64 / ticks as f64)
+}
+
+/// CPU time (user + system) of `pid` in clock ticks ([`clock_ticks`] a
+/// second): fields 14 and 15 of `/proc/PID/stat`.
+pub fn cpu_ticks(pid: u32) -> Option<u64> {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let after = &stat[stat.rfind(')')? + 2..];
     let f: Vec<&str> = after.split_whitespace().collect();
-    let utime: f64 = f.get(11)?.parse().ok()?;
-    let stime: f64 = f.get(12)?.parse().ok()?;
+    let utime: u64 = f.get(11)?.parse().ok()?;
+    let stime: u64 = f.get(12)?.parse().ok()?;
+    Some(utime + stime)
+}
+
+/// Clock ticks a second (`getconf CLK_TCK`).
+pub fn clock_ticks() -> Option<u64> {
     // SAFETY: sysconf has no memory-safety preconditions.
     let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    (ticks > 0).then(|| (utime + stime) / ticks as f64)
+    u64::try_from(ticks).ok().filter(|&t| t > 0)
 }
 
 /// Raises the open-file limit to the hard limit (for many connections).

@@ -1,5 +1,5 @@
 //! `nostrwire bench headline`: a relay comparison's headline.md from its
-//! run directory (`scripts/compare-relays.sh` calls it; the rules are in
+//! run directory (`nostrwire bench relays` writes it too; the rules are in
 //! `nostrwire_loadgen::headline`).
 
 use std::io::Write;

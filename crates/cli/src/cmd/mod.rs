@@ -3,6 +3,7 @@
 pub mod bench_codec;
 pub mod bench_formats;
 pub mod bench_headline;
+pub mod bench_relays;
 pub mod bench_wire;
 pub mod cluster;
 pub mod compact;

@@ -1,4 +1,4 @@
-//! The headline of a relay comparison (`scripts/compare-relays.sh`): both
+//! The headline of a relay comparison (`nostrwire bench relays`): both
 //! tools' figures for each relay side by side, and the ratio ours / best
 //! peer under three rules:
 //!
@@ -21,6 +21,8 @@ use std::path::Path;
 
 use serde::Deserialize;
 
+use crate::figures::fmt;
+pub use crate::nostr_bench::BenchRun;
 use crate::Error;
 
 /// Our relay's name in both tools' records.
@@ -46,61 +48,6 @@ pub struct Settings {
     pub bench_threads: u64,
     /// The limit of nostr-bench's REQs.
     pub req_limit: u64,
-}
-
-/// One nostr-bench run as `compare-relays.sh` records it.
-#[derive(Clone, Debug, Default, Deserialize)]
-pub struct BenchRun {
-    /// The relay's name.
-    pub relay: String,
-    /// `TOOL-cCONNECTIONS`.
-    pub test: String,
-    /// `event` or `req`.
-    pub tool: String,
-    /// Connections.
-    pub connections: u64,
-    /// Round, from 1.
-    pub round: u64,
-    /// What the relay sent on connect before the client spoke.
-    #[serde(default)]
-    pub greeting: Option<String>,
-    /// Whether the relay was still running after the run.
-    #[serde(default = "yes")]
-    pub relay_up: bool,
-    /// Why there are no figures.
-    #[serde(default)]
-    pub error: Option<String>,
-    /// Requests answered.
-    #[serde(default)]
-    pub complete: Option<f64>,
-    /// Answers that were errors.
-    #[serde(default)]
-    pub errors: Option<f64>,
-    /// Median rate while every connection was sending.
-    #[serde(default)]
-    pub tps: Option<f64>,
-    /// nostr-bench's mean milliseconds per answer.
-    #[serde(default)]
-    pub avg_ms: Option<f64>,
-    /// The relay's CPU seconds over the run.
-    #[serde(default)]
-    pub relay_cpu_s: Option<f64>,
-    /// Relay CPU µs per answered request.
-    #[serde(default)]
-    pub cpu_us_per_op: Option<f64>,
-    /// Bytes of the event messages per REQ (the check before `req`).
-    #[serde(default)]
-    pub bytes_per_req: Option<f64>,
-    /// The same with JSON string escapes counted as what they stand for.
-    #[serde(default)]
-    pub unescaped_per_req: Option<f64>,
-    /// Events per REQ in the check.
-    #[serde(default)]
-    pub events_per_req: Option<f64>,
-}
-
-fn yes() -> bool {
-    true
 }
 
 /// One operation label of a load-tester round.
@@ -196,45 +143,10 @@ impl Inputs {
         let bench = run.join("nostr-bench.jsonl");
         if bench.exists() {
             let text = std::fs::read_to_string(&bench).map_err(|e| bad(&bench, &e))?;
-            for (i, line) in text
-                .lines()
-                .enumerate()
-                .filter(|(_, l)| !l.trim().is_empty())
-            {
-                inputs.bench.push(
-                    serde_json::from_str(line)
-                        .map_err(|e| bad(&bench, &format!("line {}: {e}", i + 1)))?,
-                );
-            }
+            inputs.bench = crate::nostr_bench::read_runs(&text).map_err(|e| bad(&bench, &e))?;
         }
         Ok(inputs)
     }
-}
-
-/// `v` with `digits` decimals and thousands separators; "–" for none.
-fn fmt(v: Option<f64>, digits: usize) -> String {
-    let Some(v) = v else {
-        return "–".to_string();
-    };
-    let s = format!("{:.*}", digits, v.abs());
-    let (int, frac) = s
-        .split_once('.')
-        .map_or((s.as_str(), None), |(i, f)| (i, Some(f)));
-    let mut out = String::new();
-    if v.is_sign_negative() && s.bytes().any(|b| (b'1'..=b'9').contains(&b)) {
-        out.push('-');
-    }
-    for (i, c) in int.chars().enumerate() {
-        if i > 0 && (int.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    if let Some(f) = frac {
-        out.push('.');
-        out.push_str(f);
-    }
-    out
 }
 
 /// A share as a percentage: two decimals below 10 %, one above.

@@ -1,0 +1,144 @@
+use super::abuse::{abuse_row, ms};
+use super::bench::{classify, Answer};
+use super::procs::{self, Kind};
+use super::*;
+
+#[test]
+fn query_runs_first_and_abuse_runs_apart() {
+    let p = Plan::new("publish,query,abuse-slow-readers,mixed");
+    assert_eq!(p.normal, ["query", "publish", "mixed"]);
+    assert_eq!(p.attacks, ["abuse-slow-readers"]);
+    assert!(p.query_moved);
+    let p = Plan::new("query,publish");
+    assert!(!p.query_moved);
+    let p = Plan::new("abuse");
+    assert!(p.normal.is_empty());
+    assert_eq!(p.attacks.len(), abuse::ATTACKS.len());
+}
+
+#[test]
+fn nostr_bench_runs_two_rounds_unless_told() {
+    assert_eq!(bench_rounds(None, 1), 2);
+    assert_eq!(bench_rounds(None, 3), 3);
+    assert_eq!(bench_rounds(Some(1), 3), 1);
+}
+
+#[test]
+fn peers_are_named() {
+    for name in ["khatru-lmdb", "khatru-badger", "nostr-rs-relay", "rnostr"] {
+        assert_eq!(Kind::peer(name).unwrap().name(), name);
+    }
+    assert!(Kind::peer("strfry").is_err());
+    assert_eq!(Kind::Ours.name(), crate::headline::OURS);
+}
+
+#[test]
+fn ours_lifts_only_what_equal_work_needs_and_keeps_defaults_under_attack() {
+    let (text, changed) = procs::ours_config(true, true);
+    assert_eq!((text.as_str(), changed.as_str()), ("", "nothing"));
+    let (text, _) = procs::ours_config(false, false);
+    assert!(text.contains("connections_per_ip = 0") && text.contains("restricted_kinds = []"));
+    assert!(!text.contains("challenge_on_connect"));
+    let (text, changed) = procs::ours_config(false, true);
+    assert!(text.ends_with("challenge_on_connect = false\n"));
+    assert!(changed.contains("challenge_on_connect"));
+}
+
+#[test]
+fn peer_configs_name_their_port_and_data() {
+    let data = std::path::Path::new("/tmp/x");
+    let c = procs::nostr_rs_relay_config(7791, data);
+    assert!(c.contains("port = 7791") && c.contains("data_directory = \"/tmp/x\""));
+    assert!(c.contains("nip42_auth = false") && c.contains("max_event_bytes = 1048576"));
+    let c = procs::rnostr_config(7792, data);
+    assert!(c.contains("port = 7792") && c.contains("path = \"/tmp/x/db\""));
+    assert!(c.contains("[rate_limiter]\nenabled = false"));
+}
+
+#[test]
+fn the_pins_are_the_ones_the_install_script_installs() {
+    let script = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/compare-relays.sh"),
+    )
+    .unwrap();
+    for (var, pin) in [
+        ("KHATRU_VERSION", procs::KHATRU_VERSION),
+        ("EVENTSTORE_VERSION", procs::EVENTSTORE_VERSION),
+        ("GO_NOSTR_VERSION", procs::GO_NOSTR_VERSION),
+        ("NOSTR_RS_RELAY_VERSION", procs::NOSTR_RS_RELAY_VERSION),
+        ("RNOSTR_VERSION", procs::RNOSTR_VERSION),
+        ("NOSTR_BENCH_VERSION", procs::NOSTR_BENCH_VERSION),
+    ] {
+        assert!(
+            script.contains(&format!("\n{var}={pin}\n")),
+            "{var} is not {pin} in compare-relays.sh"
+        );
+    }
+}
+
+#[test]
+fn greetings_are_classified() {
+    assert_eq!(procs::classify_greeting(b""), "nothing");
+    assert_eq!(
+        procs::classify_greeting(b"HTTP/1.1 101\r\n\r\n\x81\x10[\"AUTH\",\"abc\"]"),
+        "AUTH"
+    );
+    assert_eq!(procs::classify_greeting(b"[ \"AUTH\",\"x\"]"), "AUTH");
+    assert_eq!(procs::classify_greeting(b"[\"NOTICE\",\"hi\"]"), "other");
+    assert_eq!(
+        procs::classify_greeting(b"HTTP/1.1 101 Switching"),
+        "nothing"
+    );
+}
+
+#[test]
+fn the_index_backlog_is_summed_from_metrics() {
+    let m = "# HELP x\nnostrwire_db_index_backlog_events 3\nnostrwire_db_search_backlog_events 4\nnostrwire_db_index_backlog_events_total 9\n";
+    assert_eq!(procs::backlog(m), 7);
+    assert_eq!(procs::backlog(""), 0);
+}
+
+#[test]
+fn check_answers_are_matched_by_subscription() {
+    assert_eq!(
+        classify(br#"["EVENT","check1",{}]"#, "check1"),
+        Answer::Event
+    );
+    assert_eq!(
+        classify(br#"["EVENT","check10",{}]"#, "check1"),
+        Answer::Other
+    );
+    assert_eq!(classify(br#"["EOSE","check1"]"#, "check1"), Answer::Eose);
+    assert_eq!(
+        classify(br#"["CLOSED","check1","error: no"]"#, "check1"),
+        Answer::Closed
+    );
+    assert_eq!(classify(br#"["NOTICE","check1"]"#, "check1"), Answer::Other);
+    assert_eq!(classify(b"not json", "check1"), Answer::Other);
+}
+
+#[test]
+fn abuse_rows_say_what_is_missing() {
+    assert_eq!(ms(&serde_json::json!(null)), "–");
+    assert_eq!(ms(&serde_json::json!(123.6)), "124");
+    assert_eq!(ms(&serde_json::json!(1.234)), "1.23");
+    let x = serde_json::json!({
+        "attack": "slow-readers", "relay_state": "up", "peak_rss_mib": 80.4,
+        "peak_rss_anon_mib": 40.6, "rss_anon_before_mib": 42.0,
+        "probe_ok_p99_ms": 2.5, "probe_eose_p99_ms": null, "live_delivery_p99_ms": 250.2,
+        "acked_lost": null, "acked": 10, "verdict": "held"
+    });
+    assert_eq!(
+        abuse_row("khatru-lmdb", &x),
+        "| slow-readers | khatru-lmdb | up | 80 / 41 (+0) | 2.5 | – | 250 | ? of 10 | held |\n"
+    );
+    let none = serde_json::json!({"attack": "a", "relay_state": "down", "acked_lost": 0, "acked": 0, "verdict": "v"});
+    assert!(abuse_row("r", &none).contains("| down | – |"));
+}
+
+#[test]
+fn times_are_utc() {
+    assert_eq!(utc(0), "1970-01-01T00:00:00Z");
+    assert_eq!(utc(1_795_000_000), "2026-11-18T11:06:40Z");
+    assert_eq!(utc(951_782_400), "2000-02-29T00:00:00Z");
+}
