@@ -5,7 +5,7 @@
 //! and rate limits lifted ([`procs`]), runs the scenarios against all of
 //! them in interleaved rounds (`nostrwire load --compare`, ours first: every
 //! ratio is relative to ours), then nostr-bench against each relay alone
-//! ([`bench`]), then the abuse scenarios ([`abuse`]); writes the run's
+//! ([`bench`](mod@bench)), then the abuse scenarios ([`abuse`]); writes the run's
 //! files and `headline.md` ([`crate::headline`]: ratios only from rounds
 //! without timeouts and only where the work was equal). Installing the
 //! peers is `scripts/compare-relays.sh`'s job. All traffic stays on
