@@ -14,7 +14,7 @@ use std::env;
 use std::path::{Path, PathBuf};
 
 /// The window the package ships: see the measurements in js/README.md.
-const DEFAULT_WINDOW: u32 = 8;
+const DEFAULT_WINDOW: u32 = 10;
 
 fn main() {
     println!("cargo:rerun-if-changed=c/shim.c");

@@ -23,15 +23,19 @@ const opt = (name, fallback) => {
 const root = resolve(new URL('../..', import.meta.url).pathname);
 const out = resolve(opt('--out', join(root, 'bench-runs', `${new Date().toISOString().slice(0, 10)}-verify`)));
 const rounds = Number(opt('--rounds', '11'));
+// A variant is field:window[:flag...]; flags: opt or noopt (only that
+// binaryen setting; both by default), nosimd (the four-lane id hash built
+// without SIMD128), csimd (libsecp256k1 compiled with -msimd128).
 const variantSpecs = opt('--variants', '10x26:4,10x26:8,10x26:10,10x26:12,10x26:15,5x52:4,5x52:8')
   .split(',')
   .filter(Boolean)
   .flatMap((s) => {
-    const [field, window] = s.split(':');
-    return [
-      { name: `${field}-w${window}-opt`, field, window, opt: true },
-      { name: `${field}-w${window}-noopt`, field, window, opt: false },
-    ];
+    const [field, window, ...flags] = s.split(':');
+    const opts = flags.includes('opt') ? [true] : flags.includes('noopt') ? [false] : [true, false];
+    const simd = !flags.includes('nosimd');
+    const csimd = flags.includes('csimd');
+    const tag = `${simd ? '' : '-nosimd'}${csimd ? '-csimd' : ''}`;
+    return opts.map((o) => ({ name: `${field}-w${window}${tag}-${o ? 'opt' : 'noopt'}`, field, window, opt: o, simd, csimd }));
   });
 const log = (...m) => console.error(`[${new Date().toISOString().slice(11, 19)}]`, ...m);
 mkdirSync(out, { recursive: true });
@@ -54,6 +58,8 @@ for (const v of variantSpecs) {
       CARGO_TARGET_DIR: process.env.CARGO_TARGET_DIR ?? join(root, 'target'),
       NOSTRWIRE_VERIFY_FIELD: v.field,
       NOSTRWIRE_VERIFY_WINDOW: v.window,
+      NOSTRWIRE_VERIFY_SIMD: v.simd ? '1' : '0',
+      ...(v.csimd ? { CFLAGS_wasm32_unknown_unknown: '-msimd128' } : {}),
       WASM_OPT: v.opt ? '1' : '0',
       VERIFIER_OUT: file,
     },
@@ -69,6 +75,14 @@ function nativeFloor() {
   const cell = (impl, stage) => r.cells.find((c) => c.implementation === impl && c.stage === stage).summary.median_ns / 1000;
   return { bareVerifyUs: cell('libsecp256k1', 'bare_verify'), parseIdSigUs: cell('nostrwire', 'parse_id_sig'), host: r.host };
 }
+const loadavg = () => {
+  try {
+    return readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).map(Number);
+  } catch {
+    return null;
+  }
+};
+const loadBefore = loadavg();
 log('native floor (before)');
 const floorBefore = nativeFloor();
 
@@ -91,6 +105,7 @@ await site.close();
 
 log('native floor (after)');
 const floorAfter = nativeFloor();
+const loadAfter = loadavg();
 
 // ------------------------------------------------------------- report
 const median = (xs) => {
@@ -105,6 +120,7 @@ const results = {
   machine: { cpus: cpus().length, cpu: cpus()[0]?.model, memGiB: Math.round(totalmem() / 2 ** 30), node: process.version, chromium },
   corpus: { path: 'testdata/real-events.jsonl', events: lines.length },
   rounds,
+  loadAverage: { before: loadBefore, after: loadAfter },
   floor: { before: floorBefore, after: floorAfter },
   packageSizes: sizes,
   variantBytes,
@@ -118,6 +134,7 @@ const floorUs = median([floorBefore.bareVerifyUs, floorAfter.bareVerifyUs]);
 let md = `# Verifier benchmark: µs per event, one thread\n\n`;
 md += `${results.date.slice(0, 10)}; ${results.machine.cpus} cores (${results.machine.cpu}), shared with other work; Node ${process.version}, ${chromium} headless. `;
 md += `The corpus's ${lines.length} real events (testdata/real-events.jsonl), in memory; medians of ${rounds} interleaved rounds (min–max). `;
+if (loadBefore) md += `Load average (1, 5, 15 min) ${loadBefore.join(', ')} before, ${loadAfter.join(', ')} after. `;
 md += `Every row checks the id (canonical serialization + SHA-256) and the signature, except the floor and the signatures-only row.\n\n`;
 md += `Host floor, native libsecp256k1 (\`nostrwire bench codec\`, bare verify, signature only): ${f(floorBefore.bareVerifyUs)} µs before, ${f(floorAfter.bareVerifyUs)} µs after; `;
 md += `native nostrwire parse + id + signature: ${f(floorBefore.parseIdSigUs)} / ${f(floorAfter.parseIdSigUs)} µs.\n\n`;
@@ -128,6 +145,7 @@ const label = {
   nostrwire: 'nostrwire `verifyEvents` (default build, slices)',
   'nostrwire-records': 'nostrwire `verifyRecords` (nwb records)',
   'nostrwire-signatures': 'nostrwire, signature checks only (key, id, signature as bytes; no id hash)',
+  'nostrwire-signatures-warm': 'the same with every key already parsed (cached)',
 };
 const rowsFor = (keys) => {
   for (const k of keys) {
@@ -137,13 +155,14 @@ const rowsFor = (keys) => {
     md += `${(median(node.times['nostr-wasm']) / median(n)).toFixed(2)}× | ${(median(inChromium.times['nostr-wasm']) / median(c)).toFixed(2)}× | ${(median(c) / floorUs).toFixed(2)}× | ${node.valid[k]}/${inChromium.valid[k]} |\n`;
   }
 };
-rowsFor(['noble', 'nostr-wasm', 'nostrwire', 'nostrwire-records', 'nostrwire-signatures']);
-md += `\n## Builds of the WebAssembly verifier\n\nField, \`ecmult\` window for G, binaryen \`wasm-opt -O3\` or not; bytes of the module and gzip -9 of it; timed through the same packer as \`verifyEvents\`, in chunks of 32.\n\n`;
-md += `| build | bytes | gzip | Node µs | Chromium µs |\n|---|---|---|---|---|\n`;
+rowsFor(['noble', 'nostr-wasm', 'nostrwire', 'nostrwire-records', 'nostrwire-signatures', 'nostrwire-signatures-warm']);
+md += `\n## Builds of the WebAssembly verifier\n\nField, \`ecmult\` window for G, \`nosimd\`: the id hash built without SIMD128, \`csimd\`: libsecp256k1 compiled with \`-msimd128\`, binaryen \`wasm-opt -O3\` or not; bytes of the module and gzip -9 of it; timed through the same packer as \`verifyEvents\`, in chunks of 32.\n\n`;
+md += `| build | bytes | gzip | Node µs | Chromium µs | Node vs nostr-wasm | Chromium vs nostr-wasm |\n|---|---|---|---|---|---|---|\n`;
 for (const name of Object.keys(variants)) {
   const n = node.times[`variant:${name}`];
   const c = inChromium.times[`variant:${name}`];
-  md += `| ${name} | ${variantBytes[name].bytes.toLocaleString('en-US')} | ${variantBytes[name].gzip.toLocaleString('en-US')} | ${f(median(n))} | ${f(median(c))} |\n`;
+  md += `| ${name} | ${variantBytes[name].bytes.toLocaleString('en-US')} | ${variantBytes[name].gzip.toLocaleString('en-US')} | ${f(median(n))} | ${f(median(c))} | `;
+  md += `${(median(node.times['nostr-wasm']) / median(n)).toFixed(2)}× | ${(median(inChromium.times['nostr-wasm']) / median(c)).toFixed(2)}× |\n`;
 }
 md += `\nPackage (browser bundle, with the verifier): ${sizes.total.min.toLocaleString('en-US')} B min, ${sizes.total.gzip.toLocaleString('en-US')} B min+gzip.\n\nRaw: \`results.json\`. Reproduce: \`scripts/bench-verify.sh --out DIR\`.\n`;
 writeFileSync(join(out, 'report.md'), md);
