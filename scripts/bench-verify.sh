@@ -2,7 +2,8 @@
 # Verifier benchmark: µs per event for noble, nostr-wasm and this package's
 # WebAssembly verifier (and builds of it over field, window and wasm-opt), in
 # Node and headless Chromium, beside native libsecp256k1 on the same host.
-#   scripts/bench-verify.sh [--out DIR] [--rounds N] [--variants 10x26:8,5x52:4,...]
+#   scripts/bench-verify.sh [--out DIR] [--rounds N] [--variants 10x26:8,5x52:4:opt,10x26:10:nosimd,...]
+#     [--module NAME=FILE.wasm,...]   (flags and --module: js/bench/verify.mjs)
 # Builds the release binary and the js/ package, installs Chromium if it is
 # missing, writes results.json and report.md to DIR (default
 # bench-runs/<date>-verify).

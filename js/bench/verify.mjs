@@ -6,6 +6,8 @@
 // floor, native libsecp256k1 (`nostrwire bench codec`, bare verify), before
 // and after. Writes results.json and report.md to --out.
 //   node bench/verify.mjs [--out DIR] [--rounds N] [--variants 10x26:4,5x52:4,...]
+//     [--module NAME=FILE.wasm,...]  (other builds of the verifier, timed as
+//     the variants are: an earlier commit's module, for example)
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync, copyFileSync } from 'node:fs';
 import { tmpdir, cpus, totalmem } from 'node:os';
@@ -67,6 +69,14 @@ for (const v of variantSpecs) {
   const bytes = readFileSync(file);
   variants[v.name] = new Uint8Array(bytes);
   variantBytes[v.name] = { bytes: bytes.length, gzip: gzipSync(bytes, { level: 9 }).length };
+}
+
+for (const spec of opt('--module', '').split(',').filter(Boolean)) {
+  const [name, file] = spec.split('=');
+  const bytes = readFileSync(file);
+  copyFileSync(file, join(variantDir, `${name}.wasm`));
+  variants[name] = new Uint8Array(bytes);
+  variantBytes[name] = { bytes: bytes.length, gzip: gzipSync(bytes, { level: 9 }).length };
 }
 
 // ------------------------------------------------------------- floor
