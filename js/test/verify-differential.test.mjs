@@ -79,6 +79,15 @@ for (let i = 0; i < 400; i++) {
   cases.push(pick(MUTATIONS)(e));
   if (i % 2) cases.push(pick(MUTATIONS)(pick(MUTATIONS)(e)));
 }
+// One character that JSON escapes (or one next to the escaped range) at
+// every offset from 0 to 40 of a content, and again after 0 to 40 plain
+// bytes of a tag value: the serializer looks 16 bytes at a time.
+for (const special of ['"', '\\', '\n', '\u0001', '\u001f', '\u0020', '\u007f', 'é']) {
+  for (let at = 0; at <= 40; at += 3) {
+    const s = 'a'.repeat(at) + special + 'b'.repeat(40 - at);
+    cases.push(finalizeEvent({ kind: 1, created_at: 1700000000 + at, tags: [['t', s.slice(1)]], content: s }, pick(keys)));
+  }
+}
 // And every event object of vectors/event (valid ones and refused ones),
 // but for cases about JSON text itself (nesting, duplicate keys, number
 // syntax...), which belong to a JSON parser: this package takes objects.

@@ -19,11 +19,12 @@ pub(crate) trait Sink {
     fn json_str(&mut self, s: &[u8]) {
         self.byte(b'"');
         let mut start = 0;
-        for (i, &b) in s.iter().enumerate() {
-            if b != b'"' && b != b'\\' && b >= 0x20 {
-                continue;
-            }
+        loop {
+            let i = start + plain_prefix(&s[start..]);
             self.put(&s[start..i]);
+            let Some(&b) = s.get(i) else {
+                break;
+            };
             match b {
                 b'"' => self.put(b"\\\""),
                 b'\\' => self.put(b"\\\\"),
@@ -43,7 +44,6 @@ pub(crate) trait Sink {
             }
             start = i + 1;
         }
-        self.put(&s[start..]);
         self.byte(b'"');
     }
 
@@ -173,6 +173,46 @@ impl Sink for Buf<'_> {
             None => self.full = true,
         }
     }
+}
+
+/// True for a byte a JSON string holds as it is.
+#[inline]
+fn plain(b: u8) -> bool {
+    b != b'"' && b != b'\\' && b >= 0x20
+}
+
+/// How many leading bytes of `s` a JSON string holds as they are: 16 at a
+/// time with SIMD128.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+#[inline]
+pub(crate) fn plain_prefix(s: &[u8]) -> usize {
+    use core::arch::wasm32::*;
+    let mut i = 0;
+    while i + 16 <= s.len() {
+        // SAFETY: 16 bytes at `i` are inside `s`; v128_load has no
+        // alignment requirement.
+        let v = unsafe { v128_load(s.as_ptr().add(i) as *const v128) };
+        let special = v128_or(
+            v128_or(
+                i8x16_eq(v, u8x16_splat(b'"')),
+                i8x16_eq(v, u8x16_splat(b'\\')),
+            ),
+            u8x16_lt(v, u8x16_splat(0x20)),
+        );
+        let bits = i8x16_bitmask(special);
+        if bits != 0 {
+            return i + bits.trailing_zeros() as usize;
+        }
+        i += 16;
+    }
+    i + s[i..].iter().take_while(|&&b| plain(b)).count()
+}
+
+/// How many leading bytes of `s` a JSON string holds as they are.
+#[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+#[inline]
+pub(crate) fn plain_prefix(s: &[u8]) -> usize {
+    s.iter().take_while(|&&b| plain(b)).count()
 }
 
 pub(crate) const HEX: &[u8; 16] = b"0123456789abcdef";

@@ -319,3 +319,24 @@ fn every_scratch_size_gives_the_same_verdicts() {
         assert_eq!(verdicts, expect, "scratch {size}");
     }
 }
+
+#[test]
+fn strings_are_escaped_as_json_stringify_does_at_every_offset() {
+    let mut specials: Vec<String> = (0u8..0x20).map(|b| char::from(b).to_string()).collect();
+    specials.extend(["\"", "\\", " ", "\u{7f}", "é", "日", "😀"].map(String::from));
+    for special in &specials {
+        for at in 0..=40 {
+            let s = format!("{}{special}{}", "a".repeat(at), "b".repeat(40 - at));
+            let mut out = vec![0u8; 1000];
+            let mut buf = hash::Buf::new(&mut out);
+            hash::Sink::json_str(&mut buf, s.as_bytes());
+            let (len, full) = (buf.len, buf.full);
+            assert!(!full);
+            assert_eq!(
+                std::str::from_utf8(&out[..len]).unwrap(),
+                serde_json::to_string(&s).unwrap(),
+                "{special:?} at {at}"
+            );
+        }
+    }
+}
