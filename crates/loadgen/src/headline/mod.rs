@@ -9,7 +9,8 @@
 //!   ratio, which says so ("from 2 of 3 rounds; …");
 //! - **ratios only where the work is equal**: a REQ figure gets no ratio
 //!   when a peer returned more than [`BYTES_TOL`] more or fewer (unescaped)
-//!   bytes per REQ than ours, in any query class.
+//!   bytes per REQ than ours, in any query class, or ran without the
+//!   check, or returned events where ours returned none.
 //!
 //! Inputs are the run's files: `relays.json` (`nostrwire load --report`),
 //! `nostr-bench.jsonl` (one record per nostr-bench run) and `names.tsv`
@@ -396,15 +397,29 @@ fn bench_rows(inputs: &Inputs, relays: &[String], settings: &Settings, rows: &mu
                 mean(xs.iter().map(|x| x.events_per_req.unwrap_or(0.0)))
             });
             let ours_b = get(&upr, OURS).filter(|b| *b != 0.0);
-            let off: Vec<String> = peers
-                .iter()
-                .filter_map(|p| {
-                    let (ours_b, theirs) = (ours_b?, get(&upr, p)?);
-                    let d = theirs / ours_b - 1.0;
-                    (d.abs() > BYTES_TOL)
-                        .then(|| format!("{p} returns {} bytes per REQ", signed_pct(d)))
-                })
-                .collect();
+            // A relay that ran without a check (it failed) is no evidence
+            // of equal work: no ratio either.
+            let ran = |r: &str| recs.iter().any(|x| x.relay == r);
+            let mut off: Vec<String> = Vec::new();
+            if ran(OURS) && get(&upr, OURS).is_none() {
+                off.push(format!("no equal-work check of {OURS}"));
+            }
+            for p in peers.iter().filter(|p| ran(p)) {
+                match (ours_b, get(&upr, p)) {
+                    (Some(ours_b), Some(theirs)) => {
+                        let d = theirs / ours_b - 1.0;
+                        if d.abs() > BYTES_TOL {
+                            off.push(format!("{p} returns {} bytes per REQ", signed_pct(d)));
+                        }
+                    }
+                    (_, None) => off.push(format!("no equal-work check of {p}")),
+                    (None, Some(theirs)) => {
+                        if theirs != 0.0 && get(&upr, OURS) == Some(0.0) {
+                            off.push(format!("{p} returns events where {OURS} returns none"));
+                        }
+                    }
+                }
+            }
             if !off.is_empty() {
                 bytes_note = Some(format!("unequal work: {}", off.join("; ")));
             }
@@ -649,6 +664,8 @@ fn load_rows(inputs: &Inputs, relays: &[String], settings: &Settings, rows: &mut
             for p in &peers {
                 let mut worst = 0.0f64;
                 let mut wl = "";
+                // A class in which ours returned nothing and the peer something.
+                let mut none: Option<&str> = None;
                 for (l, b) in ours_c {
                     let Some(pb) = per_class
                         .get(p.as_str())
@@ -658,6 +675,9 @@ fn load_rows(inputs: &Inputs, relays: &[String], settings: &Settings, rows: &mut
                         continue;
                     };
                     if *b == 0.0 {
+                        if pb != 0.0 && none.is_none() {
+                            none = Some(l.as_str());
+                        }
                         continue;
                     }
                     let d = pb / b - 1.0;
@@ -680,6 +700,11 @@ fn load_rows(inputs: &Inputs, relays: &[String], settings: &Settings, rows: &mut
                         );
                     }
                     off.push(note + ")");
+                }
+                if let Some(l) = none {
+                    off.push(format!(
+                        "{p} returns events where {OURS} returns none ({l})"
+                    ));
                 }
             }
             if !off.is_empty() {

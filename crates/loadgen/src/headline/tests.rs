@@ -221,3 +221,44 @@ fn load_rounds_with_timeouts_or_unequal_queries_get_no_ratio() {
         "— (unequal work: peer returns -20.0% bytes per REQ (query:author))"
     );
 }
+
+#[test]
+fn ours_returning_nothing_where_a_peer_returns_events_is_not_equal_work() {
+    let query = |bytes: f64| {
+        serde_json::json!({"query:tag": {"successes": 100, "failures": 0,
+            "bytes_received": bytes, "bytes_unescaped": bytes, "events_received": 10}})
+    };
+    let report = serde_json::json!({
+        "rounds": [
+            load_round("ws://a", 0, "query", query(0.0)),
+            load_round("ws://b", 0, "query", query(5_000.0)),
+        ],
+        "totals": [{"relay": "ws://a"}, {"relay": "ws://b"}],
+    });
+    let inputs = Inputs {
+        load: Some(serde_json::from_value(report).unwrap()),
+        names: [("ws://a", OURS), ("ws://b", "peer")]
+            .into_iter()
+            .map(|(u, n)| (u.to_string(), n.to_string()))
+            .collect(),
+        ..Inputs::default()
+    };
+    let md = render(&inputs, &settings());
+    assert_eq!(
+        ratio_of(&md, "REQs/s"),
+        "— (unequal work: peer returns events where nostrwire returns none (query:tag))"
+    );
+    // nostr-bench: a peer without its check gets no ratio.
+    let mut unchecked = req("peer", 1, 900.0, 0.0);
+    unchecked.bytes_per_req = None;
+    unchecked.unescaped_per_req = None;
+    let inputs = Inputs {
+        bench: vec![req(OURS, 1, 1000.0, 6000.0), unchecked],
+        ..Inputs::default()
+    };
+    let md = render(&inputs, &settings());
+    assert_eq!(
+        ratio_of(&md, "REQs/s (mean ms per answer)"),
+        "— (unequal work: no equal-work check of peer)"
+    );
+}

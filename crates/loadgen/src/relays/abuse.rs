@@ -119,23 +119,29 @@ pub fn run(env: &Env, relays: &[Kind], opts: &AbuseOptions, out: &Path) -> Resul
         port = rport + 1;
     }
     fs::write(out.join("abuse.txt"), txt)?;
+    let read = |f: &Path| {
+        fs::read_to_string(f)
+            .ok()
+            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+    };
     let mut rows = Vec::new();
-    let mut reports = Vec::new();
     for &kind in relays {
         for attack in &opts.attacks {
             let f = out
                 .join("abuse")
                 .join(format!("{}-{attack}.json", kind.name()));
-            let Some(v) = fs::read_to_string(&f)
-                .ok()
-                .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-            else {
-                continue;
-            };
-            rows.push(abuse_row(kind.name(), &v["totals"][0]["abuse"]));
-            reports.push(v);
+            if let Some(v) = read(&f) {
+                rows.push(abuse_row(kind.name(), &v["totals"][0]["abuse"]));
+            }
         }
     }
+    // abuse.json: every report in the directory, in file-name order.
+    let mut files: Vec<_> = fs::read_dir(out.join("abuse"))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    let reports: Vec<Value> = files.iter().filter_map(|f| read(f)).collect();
     if reports.is_empty() {
         return Err(Error::Input("abuse: no report written".into()));
     }

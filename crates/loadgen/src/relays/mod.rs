@@ -272,7 +272,10 @@ pub fn run(opts: &Options) -> Result<(), Error> {
         let abuse_only = plan.normal.is_empty();
         let rows = relays
             .iter()
-            .filter_map(|&kind| procs::prepare(&env, kind, 7790, abuse_only).ok())
+            .filter_map(|&kind| {
+                let port = if abuse_only { 7890 } else { 7990 };
+                procs::prepare(&env, kind, port, abuse_only).ok()
+            })
             .map(|(_, row)| row)
             .collect::<Vec<_>>();
         write_peers_md(&opts.out, &rows, &[], false)?;

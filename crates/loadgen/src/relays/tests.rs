@@ -35,7 +35,8 @@ fn peers_are_named() {
 #[test]
 fn ours_lifts_only_what_equal_work_needs_and_keeps_defaults_under_attack() {
     let (text, changed) = procs::ours_config(true, true);
-    assert_eq!((text.as_str(), changed.as_str()), ("", "nothing"));
+    assert_eq!(text, "");
+    assert!(changed.contains("challenge_on_connect"));
     let (text, _) = procs::ours_config(false, false);
     assert!(text.contains("connections_per_ip = 0") && text.contains("restricted_kinds = []"));
     assert!(!text.contains("challenge_on_connect"));
@@ -141,4 +142,138 @@ fn times_are_utc() {
     assert_eq!(utc(0), "1970-01-01T00:00:00Z");
     assert_eq!(utc(1_795_000_000), "2026-11-18T11:06:40Z");
     assert_eq!(utc(951_782_400), "2000-02-29T00:00:00Z");
+}
+
+/// nostr-bench output with `complete` answers, `error` of them failed, at
+/// `tps` in each of the 2-second intervals of an 8-second run.
+fn bench_output(complete: u64, error: u64, tps: u64) -> String {
+    let mut out = String::from("Cli { … }\n");
+    for (i, elapsed) in [0u64, 2000, 4000, 6000, 8000].iter().enumerate() {
+        let last = if i == 0 { 0 } else { 2000 };
+        out.push_str(&format!(
+            "{{\"elapsed\":{elapsed},\"last_elapsed\":{last},\"tps\":{tps},\"message_stats\":{{\"complete\":{complete},\"error\":{error},\"event\":0,\"size\":0,\"success_time\":{{\"avg\":3}}}},\"connect_stats\":{{\"error\":0,\"lost\":0}}}}\n"
+        ));
+    }
+    out
+}
+
+fn bench_record(
+    relay: &str,
+    test: &str,
+    round: u64,
+    out: &str,
+    check: Option<nostr_bench::Check>,
+) -> nostr_bench::BenchRun {
+    let ctx = nostr_bench::RunContext {
+        relay: relay.into(),
+        test: Test::parse(test).unwrap(),
+        round,
+        seconds: 8,
+        threads: 1,
+        greeting: "nothing".into(),
+        seeded: Some(10_000),
+        relay_up: true,
+        relay_cpu_s: Some(1.0),
+        check,
+    };
+    nostr_bench::record(&ctx, out)
+}
+
+fn headline_of(bench: Vec<nostr_bench::BenchRun>) -> String {
+    let inputs = crate::headline::Inputs {
+        bench,
+        ..Default::default()
+    };
+    let settings = crate::headline::Settings {
+        per_tag: 10,
+        connections: 8,
+        bench_seconds: 8,
+        bench_threads: 1,
+        req_limit: 10,
+    };
+    crate::headline::render(&inputs, &settings)
+}
+
+fn line<'a>(page: &'a str, start: &str) -> &'a str {
+    page.lines()
+        .find(|l| l.starts_with(start))
+        .unwrap_or_else(|| panic!("no line {start:?} in\n{page}"))
+}
+
+#[test]
+fn parsed_runs_with_failures_are_named_and_left_out_of_the_ratio() {
+    let runs = vec![
+        bench_record(
+            "nostrwire",
+            "event-c20",
+            1,
+            &bench_output(40_000, 0, 5000),
+            None,
+        ),
+        bench_record(
+            "khatru-lmdb",
+            "event-c20",
+            1,
+            &bench_output(8_000, 0, 1000),
+            None,
+        ),
+        bench_record(
+            "nostrwire",
+            "event-c20",
+            2,
+            &bench_output(40_000, 0, 5000),
+            None,
+        ),
+        // 1 % failed: over the 0.1 % gate, so round 2 holds no ratio.
+        bench_record(
+            "khatru-lmdb",
+            "event-c20",
+            2,
+            &bench_output(8_000, 80, 3000),
+            None,
+        ),
+    ];
+    let page = headline_of(runs);
+    let rate = line(&page, "| events/s");
+    // Every round in the figure (khatru: mean of 1,000 and 3,000), the
+    // ratio only from round 1 (5,000 / 1,000), and why.
+    assert!(rate.contains("| 2,000 ("), "{rate}");
+    assert!(
+        rate.contains("5.00 vs khatru-lmdb (from 1 of 2 rounds"),
+        "{rate}"
+    );
+}
+
+#[test]
+fn parsed_req_runs_get_a_ratio_only_where_the_work_was_equal() {
+    let check = |bytes: u64| nostr_bench::Check {
+        reqs: 100,
+        events: 1000,
+        bytes,
+        unescaped: bytes,
+        error: None,
+    };
+    let out = bench_output(30_000, 0, 4000);
+    let equal = headline_of(vec![
+        bench_record("nostrwire", "req-c200", 1, &out, Some(check(592_790))),
+        bench_record("khatru-lmdb", "req-c200", 1, &out, Some(check(593_790))),
+    ]);
+    assert!(
+        line(&equal, "| REQs/s").contains("1.00 vs khatru-lmdb"),
+        "{equal}"
+    );
+    let unequal = headline_of(vec![
+        bench_record("nostrwire", "req-c200", 1, &out, Some(check(592_790))),
+        bench_record("khatru-lmdb", "req-c200", 1, &out, Some(check(612_000))),
+    ]);
+    assert!(line(&unequal, "| REQs/s").contains("| — ("), "{unequal}");
+    // A failed check is no evidence of equal work either.
+    let unchecked = headline_of(vec![
+        bench_record("nostrwire", "req-c200", 1, &out, Some(check(592_790))),
+        bench_record("khatru-lmdb", "req-c200", 1, &out, None),
+    ]);
+    assert!(
+        line(&unchecked, "| REQs/s").contains("| — ("),
+        "{unchecked}"
+    );
 }
