@@ -9,6 +9,9 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use nostrwire_event::message::write;
+use nostrwire_event::{Filter, RelayMessage};
+
 use super::procs::{self, Env, Kind};
 use crate::client::{unescaped_len, MAX_MESSAGE_BYTES};
 use crate::nostr_bench::{self, BenchRun, Check, RunContext, Test};
@@ -253,8 +256,10 @@ pub fn run_bounded(cmd: &mut Command, limit: Duration) -> Result<bool, Error> {
 /// hashtags nostr-bench draws (`{"#t":["nostr-bench-N"],"limit":L}`, N = 0,
 /// 10, … 990), one REQ at a time on one connection, and counts the REQs
 /// answered with EOSE, the events and the bytes of the event messages
-/// returned. nostr-bench's own byte count cannot tell: every connection's
-/// last REQ is cut off by `-k` part-way through its answer.
+/// returned (messages parsed as NIP-01 relay messages by `nostrwire-event`;
+/// an `EVENT` that is not a valid event is not counted). nostr-bench's own
+/// byte count cannot tell: every connection's last REQ is cut off by `-k`
+/// part-way through its answer.
 pub fn req_check(url: &str, limit: u64) -> Check {
     let run = async {
         tokio::time::timeout(Duration::from_secs(60), check_async(url, limit))
@@ -285,9 +290,14 @@ async fn check_async(url: &str, limit: u64) -> Result<Check, Error> {
     let mut check = Check::default();
     for (i, n) in (0..nostr_bench::TAGS).step_by(10).enumerate() {
         let sub = format!("check{i}");
-        let req =
-            serde_json::json!(["REQ", sub, {"#t": [format!("nostr-bench-{n}")], "limit": limit}]);
-        wr.send_text(req.to_string().as_bytes()).await?;
+        let filter = Filter {
+            limit: Some(limit),
+            ..Filter::new()
+        }
+        .with_tag(b't', vec![format!("nostr-bench-{n}")]);
+        let mut msg = Vec::new();
+        write::req(&mut msg, &sub, &[filter]);
+        wr.send_text(&msg).await?;
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
         loop {
             let Some(raw) = rd.next_text_before(deadline).await? else {
@@ -307,8 +317,9 @@ async fn check_async(url: &str, limit: u64) -> Result<Check, Error> {
                 Answer::Other => {}
             }
         }
-        let close = serde_json::json!(["CLOSE", sub]);
-        wr.send_text(close.to_string().as_bytes()).await?;
+        msg.clear();
+        write::close(&mut msg, &sub);
+        wr.send_text(&msg).await?;
     }
     Ok(check)
 }
@@ -328,16 +339,14 @@ pub enum Answer {
 
 /// Classifies one relay message for subscription `sub`.
 pub fn classify(raw: &[u8], sub: &str) -> Answer {
-    let Ok(serde_json::Value::Array(msg)) = serde_json::from_slice(raw) else {
-        return Answer::Other;
-    };
-    if msg.get(1).and_then(|s| s.as_str()) != Some(sub) {
-        return Answer::Other;
-    }
-    match msg[0].as_str() {
-        Some("EVENT") => Answer::Event,
-        Some("EOSE") => Answer::Eose,
-        Some("CLOSED") => Answer::Closed,
+    match RelayMessage::parse(raw) {
+        Ok(RelayMessage::Event {
+            subscription_id, ..
+        }) if subscription_id == sub => Answer::Event,
+        Ok(RelayMessage::Eose(s)) if s == sub => Answer::Eose,
+        Ok(RelayMessage::Closed {
+            subscription_id, ..
+        }) if subscription_id == sub => Answer::Closed,
         _ => Answer::Other,
     }
 }

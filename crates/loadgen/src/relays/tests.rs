@@ -101,21 +101,28 @@ fn the_index_backlog_is_summed_from_metrics() {
 
 #[test]
 fn check_answers_are_matched_by_subscription() {
+    let mut seed = Vec::new();
+    nostr_bench::write_seed(&mut seed, 1, 1, 1, 1_700_000_000).unwrap();
+    let event = String::from_utf8(seed).unwrap();
+    let event = event.lines().next().unwrap();
+    let answer = |msg: String| classify(msg.as_bytes(), "check1");
     assert_eq!(
-        classify(br#"["EVENT","check1",{}]"#, "check1"),
+        answer(format!(r#"["EVENT","check1",{event}]"#)),
         Answer::Event
     );
     assert_eq!(
-        classify(br#"["EVENT","check10",{}]"#, "check1"),
+        answer(format!(r#"["EVENT","check10",{event}]"#)),
         Answer::Other
     );
-    assert_eq!(classify(br#"["EOSE","check1"]"#, "check1"), Answer::Eose);
+    // Not an event: not counted as one.
+    assert_eq!(answer(r#"["EVENT","check1",{}]"#.into()), Answer::Other);
+    assert_eq!(answer(r#"["EOSE","check1"]"#.into()), Answer::Eose);
     assert_eq!(
-        classify(br#"["CLOSED","check1","error: no"]"#, "check1"),
+        answer(r#"["CLOSED","check1","error: no"]"#.into()),
         Answer::Closed
     );
-    assert_eq!(classify(br#"["NOTICE","check1"]"#, "check1"), Answer::Other);
-    assert_eq!(classify(b"not json", "check1"), Answer::Other);
+    assert_eq!(answer(r#"["NOTICE","check1"]"#.into()), Answer::Other);
+    assert_eq!(answer("not json".into()), Answer::Other);
 }
 
 #[test]
