@@ -104,6 +104,14 @@ export interface SubscriptionParams {
   id?: string;
 }
 
+type BatchInProgress = {
+  sub: Subscription;
+  records: Uint8Array[];
+  next: number;
+  keep: boolean;
+  buffer: Uint8Array | null;
+  used: number;
+};
 type Pending<T> = { resolve: (v: T) => void; reject: (e: Error) => void; timer: ReturnType<typeof setTimeout> };
 const BATCH = 64;
 // nostrwire.v2 batches: the most decompressed bytes one buffer holds, and
@@ -157,6 +165,12 @@ export class Relay {
   // until the relay's set is held), and the first set frame's handling,
   // which `connect` waits for.
   private decoder: ZstdDecoder = zstdDecoder;
+  // What the socket delivered and `pump` has not handled yet, and the batch
+  // whose records it is decoding.
+  private inbound: unknown[] = [];
+  private inboundHead = 0;
+  private pumping = false;
+  private batchInProgress: BatchInProgress | null = null;
   private firstSet: Promise<void> | null = null;
   private named: (() => void) | null = null;
 
@@ -260,14 +274,50 @@ export class Relay {
     ws.onerror = null;
     ws.onclose = () => this.closed();
     ws.onmessage = (ev) => {
-      try {
-        if (typeof ev.data === 'string') this.onJson(ev.data);
-        else this.onBinary(new Uint8Array(ev.data as ArrayBuffer));
-      } catch (e) {
-        // Hostile or broken input: drop the message, keep the connection.
-        this.onnotice(`invalid: ${e instanceof NwbError ? e.kind : 'bad message'}`);
-      }
+      this.inbound.push(ev.data);
+      if (!this.pumping) void this.pump(ws);
     };
+  }
+
+  // Handles what arrived, in order, without holding the thread for more
+  // than about SLICE_MS: a batch's records are decoded one by one, and
+  // messages that come meanwhile wait behind it (a 64 KiB batch can take
+  // tens of milliseconds on a page that has not compiled its decoder yet).
+  private async pump(ws: WebSocketLike): Promise<void> {
+    this.pumping = true;
+    try {
+      let sliceStart = performance.now();
+      while (this.ws === ws) {
+        const batch = this.batchInProgress;
+        if (batch) {
+          this.decodeNext(batch);
+          if (batch.next === batch.records.length) this.batchInProgress = null;
+        } else {
+          if (this.inboundHead === this.inbound.length) break;
+          const data = this.inbound[this.inboundHead]!;
+          this.inbound[this.inboundHead++] = undefined;
+          try {
+            if (typeof data === 'string') this.onJson(data);
+            else this.onBinary(new Uint8Array(data as ArrayBuffer));
+          } catch (e) {
+            // Hostile or broken input: drop the message, keep the connection.
+            this.onnotice(`invalid: ${e instanceof NwbError ? e.kind : 'bad message'}`);
+          }
+        }
+        if (performance.now() - sliceStart > SLICE_MS) {
+          await yieldToEventLoop();
+          sliceStart = performance.now();
+        }
+      }
+    } finally {
+      if (this.ws === ws) {
+        this.inbound = [];
+        this.inboundHead = 0;
+      }
+      this.pumping = false;
+    }
+    // A message that came while this pump was ending, for a new connection.
+    if (this.ws && this.inboundHead < this.inbound.length) void this.pump(this.ws);
   }
 
   private onBinary(bytes: Uint8Array): void {
@@ -297,15 +347,14 @@ export class Relay {
     }
   }
 
-  // The records of a batch, in order: decompressed when compressed, each
-  // decoded once; one that does not read is reported and skipped. Records
-  // that will be verified as bytes are decompressed into one buffer per
-  // batch (one allocation, not one per record); without verification the
-  // bytes are not kept, and a scratch buffer serves every record.
+  // A batch's records are decoded in order by `pump`, one `decodeNext` at
+  // a time. Records that will be verified as bytes are decompressed into
+  // one buffer per batch (one allocation, not one per record); without
+  // verification the bytes are not kept, and a scratch buffer serves every
+  // record.
   private onBatch(sub: Subscription, records: Uint8Array[]): void {
     const keep = this.verify === defaultVerify;
     let buffer: Uint8Array | null = null;
-    let used = 0;
     if (keep) {
       let total = 0;
       for (const stored of records) {
@@ -313,34 +362,40 @@ export class Relay {
         try {
           total += decompressedSize(stored, this.limits);
         } catch {
-          // Reported below, where the record comes.
+          // Reported where the record comes.
         }
       }
       // A batch that claims more than this (a decompression bomb's claims
       // add up) gets an array per record, each checked as it comes.
       if (total > 0 && total <= BATCH_BUFFER_MAX) buffer = new Uint8Array(total);
     }
-    for (const stored of records) {
-      let record: Uint8Array;
-      let event: Event;
-      try {
-        if (stored[0] === 0x81) {
-          const size = decompressedSize(stored, this.limits);
-          let out: Uint8Array | null = null;
-          if (buffer && used + size <= buffer.length) out = buffer.subarray(used, (used += size));
-          else if (!keep && size <= SCRATCH_MAX) {
-            if (scratch.length < size) scratch = new Uint8Array(Math.max(size, 2 * scratch.length));
-            out = scratch.subarray(0, size);
-          }
-          record = decompressInto(stored, this.limits, this.decoder, out);
-        } else record = stored;
-        event = decodeRecord(record, this.limits);
-      } catch (e) {
-        this.onnotice(`invalid: ${e instanceof NwbError ? e.kind : 'bad record'}`);
-        continue;
-      }
-      this.enqueueEvent(sub, event, keep ? record : undefined);
+    this.batchInProgress = { sub, records, next: 0, keep, buffer, used: 0 };
+  }
+
+  // The next record of `batch`: decompressed when compressed, decoded
+  // once; one that does not read is reported and skipped.
+  private decodeNext(batch: BatchInProgress): void {
+    const stored = batch.records[batch.next++]!;
+    let record: Uint8Array;
+    let event: Event;
+    try {
+      if (stored[0] === 0x81) {
+        const size = decompressedSize(stored, this.limits);
+        const buffer = batch.buffer;
+        let out: Uint8Array | null = null;
+        if (buffer && batch.used + size <= buffer.length) out = buffer.subarray(batch.used, (batch.used += size));
+        else if (!batch.keep && size <= SCRATCH_MAX) {
+          if (scratch.length < size) scratch = new Uint8Array(Math.max(size, 2 * scratch.length));
+          out = scratch.subarray(0, size);
+        }
+        record = decompressInto(stored, this.limits, this.decoder, out);
+      } else record = stored;
+      event = decodeRecord(record, this.limits);
+    } catch (e) {
+      this.onnotice(`invalid: ${e instanceof NwbError ? e.kind : 'bad record'}`);
+      return;
     }
+    this.enqueueEvent(batch.sub, event, batch.keep ? record : undefined);
   }
 
   // The relay's set: taken up from this page's cache at once, else fetched
@@ -635,6 +690,9 @@ export class Relay {
     this.connecting = null;
     this.dictionarySet = null;
     this.decoder = zstdDecoder;
+    this.inbound = [];
+    this.inboundHead = 0;
+    this.batchInProgress = null;
     this.named?.();
     this.named = null;
     for (const sub of this.openSubs.values()) {

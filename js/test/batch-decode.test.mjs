@@ -150,3 +150,39 @@ test('v2 batch whose records claim more than a batch buffer: each decompressed o
   assert.ok(events.every((e) => e[verifiedSymbol] === true));
   assert.deepEqual(notices, Array(5).fill('invalid: decompress'));
 });
+
+test('a batch is decoded in slices: other tasks run between them, and what follows keeps its order', async (t) => {
+  const e = signed([['e', HEX64], ['t', 'nostr']], 'sliced');
+  // 300 records, then one that fails to decompress: its notice marks the
+  // end of the batch's decoding.
+  const url = await batchRelay(t, [...Array(300).fill(encodeEvent(e)), checksummed]);
+  const r = await Relay.connect(url, { transport: 'v2', verifyEvent: false });
+  t.after(() => r.close());
+  // A clock that moves 1 ms per reading, so slices end after a few records
+  // whatever this machine's speed.
+  const now = performance.now;
+  let clock = 0;
+  performance.now = () => (clock += 1);
+  t.after(() => {
+    performance.now = now;
+  });
+  const marks = [];
+  r.onnotice = (m) => marks.push(m);
+  let n = 0;
+  let eoseAfter = -1;
+  await new Promise((resolve) => {
+    r.subscribe([{}], {
+      onevent: () => {
+        // A task queued by the first event runs before the batch is decoded.
+        if (n++ === 0) setImmediate(() => marks.push('another task'));
+      },
+      oneose: () => {
+        eoseAfter = n;
+        resolve();
+      },
+    });
+  });
+  performance.now = now;
+  assert.equal(eoseAfter, 300);
+  assert.deepEqual(marks, ['another task', 'invalid: decompress']);
+});
