@@ -407,8 +407,19 @@ export function decompressFrame(src: Uint8Array, out: Uint8Array, dict: ZstdDict
   rep[0] = dict ? dict.rep[0] : 1;
   rep[1] = dict ? dict.rep[1] : 4;
   rep[2] = dict ? dict.rep[2] : 8;
-  state.dict = dict ? dict.content : EMPTY;
-  let pos = 0;
+  // With a dictionary, the output is written after its content in a
+  // window kept for it, so a match is one copy within one buffer whether it
+  // starts in the dictionary or in the output; then copied out.
+  const content = dict ? dict.content : EMPTY;
+  let buf = out;
+  let base = 0;
+  if (content.length > 0 && out.length <= WINDOW_MAX_OUTPUT) {
+    buf = windowFor(dict!, out.length);
+    base = content.length;
+    state.dict = EMPTY;
+  } else state.dict = content;
+  outEnd = base + out.length;
+  let pos = base;
   for (;;) {
     if (at + 3 > len) fail('truncated block header');
     const header = src[at]! | (src[at + 1]! << 8) | (src[at + 2]! << 16);
@@ -419,26 +430,47 @@ export function decompressFrame(src: Uint8Array, out: Uint8Array, dict: ZstdDict
     if (size > MAX_BLOCK) fail('block too large');
     if (type === 0) {
       if (at + size > len) fail('truncated block');
-      if (pos + size > out.length) fail('output larger than expected');
-      out.set(src.subarray(at, at + size), pos);
+      if (pos + size > outEnd) fail('output larger than expected');
+      buf.set(src.subarray(at, at + size), pos);
       pos += size;
       at += size;
     } else if (type === 1) {
       if (at + 1 > len) fail('truncated block');
-      if (pos + size > out.length) fail('output larger than expected');
-      out.fill(src[at]!, pos, pos + size);
+      if (pos + size > outEnd) fail('output larger than expected');
+      buf.fill(src[at]!, pos, pos + size);
       pos += size;
       at += 1;
     } else if (type === 2) {
       if (at + size > len) fail('truncated block');
-      pos = decompressBlock(src, at, at + size, out, pos, state);
+      pos = decompressBlock(src, at, at + size, buf, pos, state);
       at += size;
     } else fail('reserved block type');
     if (last) break;
   }
   if (at !== len) fail('bytes after the frame');
-  if (pos !== out.length) fail('output smaller than expected');
-  return pos;
+  if (pos !== outEnd) fail('output smaller than expected');
+  if (buf !== out) out.set(buf.subarray(base, outEnd));
+  return out.length;
+}
+
+// Where the output being written ends in its buffer (after a window's
+// dictionary content, when there is one).
+let outEnd = 0;
+/** The largest output decoded in a dictionary's window (larger ones copy from the dictionary). */
+const WINDOW_MAX_OUTPUT = 64 << 10;
+const windows = new WeakMap<ZstdDictionary, Uint8Array>();
+
+/** `dict`'s content followed by room for `size` bytes of output. */
+function windowFor(dict: ZstdDictionary, size: number): Uint8Array {
+  const n = dict.content.length;
+  let window = windows.get(dict);
+  if (!window || window.length - n < size) {
+    const room = Math.min(WINDOW_MAX_OUTPUT, Math.max(size, 4096, window ? 2 * (window.length - n) : 0));
+    window = new Uint8Array(n + room);
+    window.set(dict.content);
+    windows.set(dict, window);
+  }
+  return window;
 }
 
 // The sequences' backward bit stream (RFC 8878 §4.1), read by `bitsFrom`;
@@ -515,7 +547,7 @@ function decompressBlock(src: Uint8Array, at: number, end: number, out: Uint8Arr
     }
   }
   if (at > end) fail('truncated literals');
-  if (litSize > MAX_BLOCK || litSize > out.length - pos) fail('literals larger than the output');
+  if (litSize > MAX_BLOCK || litSize > outEnd - pos) fail('literals larger than the output');
   let lits: Uint8Array;
   let litAt = 0;
   if (litType === 0) {
@@ -576,7 +608,7 @@ function decompressBlock(src: Uint8Array, at: number, end: number, out: Uint8Arr
   }
   if (nbSeq === 0) {
     if (at !== end) fail('bytes after the sequences');
-    if (pos + litSize > out.length) fail('output larger than expected');
+    if (pos + litSize > outEnd) fail('output larger than expected');
     out.set(lits.subarray(litAt, litEnd), pos);
     return pos + litSize;
   }
@@ -607,7 +639,7 @@ function decompressBlock(src: Uint8Array, at: number, end: number, out: Uint8Arr
   const dictLen = dict.length;
   const rep = st.rep;
   let rep0 = rep[0]!, rep1 = rep[1]!, rep2 = rep[2]!;
-  const outLen = out.length;
+  const outLen = outEnd;
   let li = litAt;
   for (let n = nbSeq; n > 0; n--) {
     const ofCode = ofSym[ofs]!;
@@ -667,7 +699,7 @@ function decompressBlock(src: Uint8Array, at: number, end: number, out: Uint8Arr
       left -= n1;
       from = 0;
     }
-    if (left > 32 && offset >= left) {
+    if (left > 8 && offset >= left) {
       out.copyWithin(pos, from, from + left);
       pos += left;
     } else for (let i = 0; i < left; i++) out[pos++] = out[from++]!;
