@@ -15,6 +15,10 @@ if [ "$NOSTRWIRE_BIN" = target/release/nostrwire ]; then
 fi
 js/scripts/install-chromium.sh
 (cd js && npm ci --no-audit --no-fund --silent && node scripts/build.mjs)
+# The builds of the verifier the report compares, before the lock.
+variants="$(mktemp -d)"
+trap 'rm -rf "$variants"' EXIT
+nice -n 10 node js/bench/verify.mjs --variant-dir "$variants" --build-only "$@"
 source scripts/lib/bench-lock.sh
 bench_lock
-exec node js/bench/verify.mjs "$@"
+node js/bench/verify.mjs --variant-dir "$variants" "$@"

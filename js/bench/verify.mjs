@@ -8,8 +8,11 @@
 //   node bench/verify.mjs [--out DIR] [--rounds N] [--variants 10x26:4,5x52:4,...]
 //     [--module NAME=FILE.wasm,...]  (other builds of the verifier, timed as
 //     the variants are: an earlier commit's module, for example)
+//     [--variant-dir DIR [--build-only]]  (builds the variants into DIR and
+//     stops, or takes those already there: scripts/bench-verify.sh builds
+//     them before it takes the benchmark lock)
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync, copyFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync, copyFileSync } from 'node:fs';
 import { tmpdir, cpus, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -48,11 +51,27 @@ const lines = readFileSync(corpus, 'utf8').split('\n').filter((l) => l.trim());
 // ------------------------------------------------------------- variants
 const variantDir = join(work, 'page', 'variants');
 mkdirSync(variantDir, { recursive: true });
+const builtDir = opt('--variant-dir', variantDir);
+mkdirSync(builtDir, { recursive: true });
 const variants = {};
 const variantBytes = {};
 for (const v of variantSpecs) {
-  log(`building ${v.name}`);
   const file = join(variantDir, `${v.name}.wasm`);
+  const built = join(builtDir, `${v.name}.wasm`);
+  if (builtDir !== variantDir && existsSync(built) && !args.includes('--build-only')) {
+    copyFileSync(built, file);
+  } else {
+    log(`building ${v.name}`);
+    buildVariant(v, built);
+    if (built !== file) copyFileSync(built, file);
+  }
+  const bytes = readFileSync(file);
+  variants[v.name] = new Uint8Array(bytes);
+  variantBytes[v.name] = { bytes: bytes.length, gzip: gzipSync(bytes, { level: 9 }).length };
+}
+if (args.includes('--build-only')) process.exit(0);
+
+function buildVariant(v, file) {
   execFileSync(join(root, 'js/scripts/build-verifier.sh'), {
     stdio: 'inherit',
     env: {
@@ -66,9 +85,6 @@ for (const v of variantSpecs) {
       VERIFIER_OUT: file,
     },
   });
-  const bytes = readFileSync(file);
-  variants[v.name] = new Uint8Array(bytes);
-  variantBytes[v.name] = { bytes: bytes.length, gzip: gzipSync(bytes, { level: 9 }).length };
 }
 
 for (const spec of opt('--module', '').split(',').filter(Boolean)) {

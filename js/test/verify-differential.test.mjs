@@ -31,7 +31,7 @@ const hexOf = (n) => Array.from({ length: n }, () => '0123456789abcdef'[Math.flo
 const bytes = (n) => Uint8Array.from({ length: n }, () => Math.floor(rand() * 256));
 const PIECES = ['a', 'Z', ' ', '"', '\\', '\n', '\r', '\t', '\b', '\f', '\u0000', '\u0001', '\u001f', '\u007f', 'é', '\u2028', '日本', '😀', '</script>', '\\u0041', '{"k":[1]}'];
 const text = (max) => Array.from({ length: Math.floor(rand() * max) }, () => pick(PIECES)).join('');
-const tagValue = () => pick([hexOf(64), hexOf(2), hexOf(10), hexOf(64).toUpperCase(), '', text(6), String(Math.floor(rand() * 2e9)), 'wss://relay.example/', hexOf(31)]);
+const tagValue = () => pick([hexOf(64), hexOf(2), hexOf(10), hexOf(40), hexOf(98), hexOf(200), hexOf(64).toUpperCase(), '', text(6), String(Math.floor(rand() * 2e9)), 'wss://relay.example/', hexOf(31)]);
 const tag = () => [pick(['e', 'p', 't', 'a', 'd', 'x', 'emoji', '', 'E', text(3)]), ...Array.from({ length: Math.floor(rand() * 4) }, tagValue)];
 
 const keys = Array.from({ length: 12 }, () => bytes(32));

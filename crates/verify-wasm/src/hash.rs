@@ -52,10 +52,7 @@ pub(crate) trait Sink {
         self.byte(b'"');
         for chunk in bytes.chunks(64) {
             let mut buf = [0u8; 128];
-            for (i, &b) in chunk.iter().enumerate() {
-                buf[2 * i] = HEX[usize::from(b >> 4)];
-                buf[2 * i + 1] = HEX[usize::from(b & 15)];
-            }
+            hex_into(chunk, &mut buf[..2 * chunk.len()]);
             self.put(&buf[..2 * chunk.len()]);
         }
         self.byte(b'"');
@@ -216,6 +213,52 @@ pub(crate) fn plain_prefix(s: &[u8]) -> usize {
 }
 
 pub(crate) const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// Lowercase hex of `bytes` into `out` (twice as long): 16 bytes at a time
+/// with SIMD128.
+pub(crate) fn hex_into(bytes: &[u8], out: &mut [u8]) {
+    let done = hex_sixteens(bytes, out);
+    for (i, &b) in bytes.iter().enumerate().skip(done) {
+        out[2 * i] = HEX[usize::from(b >> 4)];
+        out[2 * i + 1] = HEX[usize::from(b & 15)];
+    }
+}
+
+/// The whole 16-byte blocks of `bytes` as hex; how many bytes that was.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+#[inline]
+fn hex_sixteens(bytes: &[u8], out: &mut [u8]) -> usize {
+    use core::arch::wasm32::*;
+    let digits = i8x16(
+        b'0' as i8, b'1' as i8, b'2' as i8, b'3' as i8, b'4' as i8, b'5' as i8, b'6' as i8,
+        b'7' as i8, b'8' as i8, b'9' as i8, b'a' as i8, b'b' as i8, b'c' as i8, b'd' as i8,
+        b'e' as i8, b'f' as i8,
+    );
+    let mut done = 0;
+    for (src, dst) in bytes.chunks_exact(16).zip(out.chunks_exact_mut(32)) {
+        // SAFETY: 16 bytes read from `src` and 32 written to `dst`, both of
+        // exactly that length; no alignment is required.
+        unsafe {
+            let v = v128_load(src.as_ptr() as *const v128);
+            let hi = i8x16_swizzle(digits, u8x16_shr(v, 4));
+            let lo = i8x16_swizzle(digits, v128_and(v, u8x16_splat(15)));
+            let a = i8x16_shuffle::<0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23>(hi, lo);
+            let b = i8x16_shuffle::<8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31>(
+                hi, lo,
+            );
+            v128_store(dst.as_mut_ptr() as *mut v128, a);
+            v128_store(dst.as_mut_ptr().add(16) as *mut v128, b);
+        }
+        done += 16;
+    }
+    done
+}
+
+#[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+#[inline]
+fn hex_sixteens(_: &[u8], _: &mut [u8]) -> usize {
+    0
+}
 
 /// The bytes of `N * 2` lowercase hex characters, or `None` for any other
 /// input (uppercase included).

@@ -340,3 +340,14 @@ fn strings_are_escaped_as_json_stringify_does_at_every_offset() {
         }
     }
 }
+
+#[test]
+fn hex_of_every_length_to_100() {
+    for n in 0..=100 {
+        let bytes = message(n, n);
+        let mut out = vec![0u8; 2 * n];
+        hash::hex_into(&bytes, &mut out);
+        let want: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(std::str::from_utf8(&out).unwrap(), want, "{n} bytes");
+    }
+}
