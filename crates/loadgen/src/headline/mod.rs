@@ -329,7 +329,9 @@ fn bench_rows(inputs: &Inputs, relays: &[String], settings: &Settings, rows: &mu
                 .filter(|x| x.round == r && !misread.contains(&x.relay.as_str()))
             {
                 let share = failed_share(x);
-                if share > GATE {
+                if let Some(e) = &x.error {
+                    bad.push(format!("{} {e}", x.relay));
+                } else if share > GATE {
                     bad.push(format!("{} {} failed", x.relay, pct(share)));
                 } else if !x.relay_up {
                     bad.push(format!("{} exited", x.relay));

@@ -164,7 +164,8 @@ impl Ctx<'_> {
             .stdout(File::create(base.with_extension("out"))?)
             .stderr(File::create(base.with_extension("err"))?);
         let limit = Duration::from_secs(self.opts.seconds + 60);
-        if !run_bounded(&mut cmd, limit)? {
+        let ended = run_bounded(&mut cmd, limit)?;
+        if ended != Ended::Ok {
             eprintln!(
                 "bench relays: nostr-bench: {} against {} ended with an error (see {}.err)",
                 test.tool,
@@ -192,7 +193,19 @@ impl Ctx<'_> {
             relay_cpu_s,
             check,
         };
-        Ok(nostr_bench::record(&ctx, &output))
+        let mut rec = nostr_bench::record(&ctx, &output);
+        if ended == Ended::Stopped {
+            // Its figures stop where it hung: named, and no ratio from the round.
+            let why = format!(
+                "nostr-bench did not end within {} s: stopped",
+                limit.as_secs()
+            );
+            rec.error = Some(match rec.error {
+                Some(e) => format!("{why}; {e}"),
+                None => why,
+            });
+        }
+        Ok(rec)
     }
 
     /// Replays the seed file into the relay (not timed; a generous timeout,
@@ -235,18 +248,33 @@ impl Ctx<'_> {
     }
 }
 
-/// Runs `cmd` for at most `limit` (then kills it); whether it exited 0.
-pub fn run_bounded(cmd: &mut Command, limit: Duration) -> Result<bool, Error> {
+/// How a bounded command ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ended {
+    /// It exited 0.
+    Ok,
+    /// It exited with an error.
+    Failed,
+    /// It ran past its limit and was killed.
+    Stopped,
+}
+
+/// Runs `cmd` for at most `limit`, then kills it.
+pub fn run_bounded(cmd: &mut Command, limit: Duration) -> Result<Ended, Error> {
     let mut child = cmd.spawn()?;
     let end = Instant::now() + limit;
     loop {
         if let Some(status) = child.try_wait()? {
-            return Ok(status.success());
+            return Ok(if status.success() {
+                Ended::Ok
+            } else {
+                Ended::Failed
+            });
         }
         if Instant::now() >= end {
             let _ = child.kill();
             let _ = child.wait();
-            return Ok(false);
+            return Ok(Ended::Stopped);
         }
         std::thread::sleep(Duration::from_millis(50));
     }

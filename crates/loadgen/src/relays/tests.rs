@@ -284,3 +284,44 @@ fn parsed_req_runs_get_a_ratio_only_where_the_work_was_equal() {
         "{unchecked}"
     );
 }
+
+#[test]
+fn a_bounded_command_is_stopped_at_its_limit() {
+    use std::process::Command;
+    use std::time::{Duration, Instant};
+    let t = Instant::now();
+    let ended =
+        bench::run_bounded(Command::new("sleep").arg("30"), Duration::from_millis(300)).unwrap();
+    assert_eq!(ended, bench::Ended::Stopped);
+    assert!(t.elapsed() < Duration::from_secs(10));
+    assert_eq!(
+        bench::run_bounded(&mut Command::new("true"), Duration::from_secs(10)).unwrap(),
+        bench::Ended::Ok
+    );
+    assert_eq!(
+        bench::run_bounded(&mut Command::new("false"), Duration::from_secs(10)).unwrap(),
+        bench::Ended::Failed
+    );
+}
+
+#[test]
+fn a_run_without_figures_is_named_and_holds_no_ratio() {
+    let mut stopped = bench_record("khatru-lmdb", "event-c20", 1, "", None);
+    assert_eq!(stopped.error.as_deref(), Some("no output"));
+    stopped.error = Some("nostr-bench did not end within 68 s: stopped".into());
+    let page = headline_of(vec![
+        bench_record(
+            "nostrwire",
+            "event-c20",
+            1,
+            &bench_output(40_000, 0, 5000),
+            None,
+        ),
+        stopped,
+    ]);
+    let rate = line(&page, "| events/s");
+    assert!(
+        rate.contains("round 1: khatru-lmdb nostr-bench did not end within 68 s: stopped"),
+        "{rate}"
+    );
+}
