@@ -100,8 +100,8 @@ export const zstdDecoder: ZstdDecoder = (payload, out, dictionary) => {
  * set file (§11.2: its bytes, or {@link parseDictionarySet}'s result) and
  * without one. Every dictionary is checked here: a malformed set, or a zstd
  * dictionary with malformed entropy tables, throws {@link NwbError}
- * `bad_dictionary_set`. Each is prepared once, when a record first names
- * it, so a set of many dictionaries costs memory only for those in use.
+ * `bad_dictionary_set`. The tables that check builds are kept (about 10 KB
+ * a dictionary), so no record waits for its dictionary to be prepared.
  * Records naming an id the set lacks are refused with `unknown_dictionary`.
  *
  * ```js
@@ -112,25 +112,21 @@ export const zstdDecoder: ZstdDecoder = (payload, out, dictionary) => {
 export function zstdDecoderWithDictionaries(set: Uint8Array | ArrayBuffer | DictionarySet): ZstdDecoder {
   const parsed = set instanceof ArrayBuffer ? parseDictionarySet(new Uint8Array(set)) : set instanceof Uint8Array ? parseDictionarySet(set) : set;
   if (!Array.isArray(parsed?.dictionaries)) throw new NwbError('wrong_type', 'not a dictionary set');
-  const raw = new Map<number, Uint8Array>();
+  const prepared = new Map<number, ZstdDictionary>();
   for (const entry of parsed.dictionaries) {
     if (!(entry?.bytes instanceof Uint8Array) || typeof entry.id !== 'number') throw new NwbError('wrong_type', 'not a dictionary set entry');
+    let dict: ZstdDictionary;
     try {
-      prepareDictionary(entry.bytes, true);
+      dict = prepareDictionary(entry.bytes);
     } catch {
       throw bad(`dictionary ${entry.id} has malformed entropy tables`);
     }
-    raw.set(entry.id, entry.bytes);
+    prepared.set(entry.id, dict);
   }
-  const prepared = new Map<number, ZstdDictionary>();
   return (payload, out, dictionary) => {
     if (dictionary === 0) return decompressFrame(payload, out, null);
-    let dict = prepared.get(dictionary);
-    if (!dict) {
-      const bytes = raw.get(dictionary);
-      if (!bytes) throw new NwbError('unknown_dictionary', `dictionary ${dictionary}`);
-      prepared.set(dictionary, (dict = prepareDictionary(bytes)));
-    }
+    const dict = prepared.get(dictionary);
+    if (!dict) throw new NwbError('unknown_dictionary', `dictionary ${dictionary}`);
     return decompressFrame(payload, out, dict);
   };
 }
