@@ -89,7 +89,7 @@ run_pass() {
         echo "connections_per_ip = 0"
         for line in "$@"; do echo "$line"; done
     } >"$config"
-    "$nostrwire" relay --config "$config" >"$out/$name-relay.log" 2>&1 &
+    NO_COLOR=1 "$nostrwire" relay --config "$config" >"$out/$name-relay.log" 2>&1 &
     relay_pid=$!
     local up=0
     for _ in $(seq 1 100); do
