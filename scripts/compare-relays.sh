@@ -18,7 +18,7 @@
 #   --scenarios, --count, --duration, --rounds, --connections, --timeout,
 #   --out, --no-ours, --disk, --attack-seconds, --abuse-args, --bench-tests,
 #   --bench-seconds, --bench-rounds, --bench-threads, --req-limit,
-#   --per-tag, --no-nostr-bench, --no-load.
+#   --per-tag, --no-nostr-bench, --no-load, --kind-mix, --corpus.
 #   Peers: khatru-lmdb, khatru-badger, nostr-rs-relay, rnostr.
 #   Environment: PEERS_DIR (installed peers, default ~/.cache/nostrwire-peers);
 #   NOSTRWIRE_BIN (a built nostrwire binary; default: build target/release/nostrwire).

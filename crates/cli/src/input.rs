@@ -3,7 +3,7 @@
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
@@ -19,6 +19,24 @@ pub fn open(path: Option<&Path>) -> anyhow::Result<Box<dyn BufRead>> {
             Ok(Box::new(BufReader::with_capacity(1 << 16, file)))
         }
     }
+}
+
+/// `path` made absolute when it names a file; else an error that says
+/// where a relative path was looked for and names `flag`, which sets it
+/// (the defaults under `testdata/` are relative, read from the repository
+/// root).
+pub fn input_file(path: &Path, flag: &str) -> anyhow::Result<PathBuf> {
+    if path.is_file() {
+        return std::path::absolute(path).with_context(|| format!("{}", path.display()));
+    }
+    if path.is_absolute() {
+        anyhow::bail!("{}: no such file (given by {flag})", path.display());
+    }
+    let cwd = std::env::current_dir().map_or_else(|_| "?".into(), |d| d.display().to_string());
+    anyhow::bail!(
+        "{}: no such file in the current directory ({cwd}); run from the repository root or give {flag} FILE",
+        path.display()
+    )
 }
 
 /// One line of input.

@@ -1,7 +1,7 @@
 //! `nostrwire`: one binary, one subcommand per job. Each subcommand lives in
 //! its own file under `cmd/`; this file only declares the command line.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -99,9 +99,21 @@ enum BenchCommand {
     Headline(cmd::bench_headline::Args),
 }
 
+/// A file of the repository's `testdata/` as a default path: relative, so
+/// read from the current directory (the repository root). Every command
+/// that takes these files takes a flag to name them from elsewhere.
+fn testdata(name: &str) -> PathBuf {
+    Path::new("testdata").join(name)
+}
+
 /// Default corpus path used by commands that take `--corpus`.
 pub(crate) fn default_corpus() -> PathBuf {
-    PathBuf::from("testdata/real-events.jsonl")
+    testdata("real-events.jsonl")
+}
+
+/// Default kind mix path used by commands that take `--kind-mix`.
+pub(crate) fn default_kind_mix() -> PathBuf {
+    testdata("kind-mix.tsv")
 }
 
 fn main() -> ExitCode {

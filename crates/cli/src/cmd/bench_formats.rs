@@ -14,7 +14,7 @@ pub struct Args {
     #[arg(long, default_value_os_t = crate::default_corpus())]
     pub corpus: PathBuf,
     /// Network kind mix (`kind<TAB>share` lines) for the weighted averages.
-    #[arg(long, default_value = "testdata/kind-mix.tsv")]
+    #[arg(long, default_value_os_t = crate::default_kind_mix())]
     pub kind_mix: PathBuf,
     /// Fewer timing samples (3 instead of 15); sizes are the same. Under 2 minutes.
     #[arg(long)]

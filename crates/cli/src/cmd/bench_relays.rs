@@ -7,6 +7,8 @@ use std::process::ExitCode;
 
 use nostrwire_loadgen::relays::{self, procs::Kind, Options};
 
+use crate::input::input_file;
+
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Peers, comma-separated: khatru-lmdb, khatru-badger, nostr-rs-relay,
@@ -83,6 +85,12 @@ pub struct Args {
     /// --bench-seconds, --bench-threads, --req-limit).
     #[arg(long, requires = "out")]
     pub rewrite: bool,
+    /// The load tester's kind mix (`nostrwire load --kind-mix`).
+    #[arg(long, default_value_os_t = crate::default_kind_mix())]
+    pub kind_mix: PathBuf,
+    /// The load tester's corpus (`nostrwire load --corpus`).
+    #[arg(long, default_value_os_t = crate::default_corpus())]
+    pub corpus: PathBuf,
     /// Where the peers and nostr-bench are installed, bin/ below it
     /// (default: $PEERS_DIR, else ~/.cache/nostrwire-peers).
     #[arg(long)]
@@ -109,6 +117,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     let rewrite = args.rewrite;
+    // Absolute, so the load testers it starts read the same files; checked
+    // before any relay starts.
+    let (kind_mix, corpus) = if rewrite {
+        (args.kind_mix, args.corpus)
+    } else {
+        (
+            input_file(&args.kind_mix, "--kind-mix")?,
+            input_file(&args.corpus, "--corpus")?,
+        )
+    };
     let opts = Options {
         nostrwire: std::env::current_exe()?,
         peers_dir: args
@@ -139,6 +157,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         per_tag: args.per_tag,
         nostr_bench: !args.no_nostr_bench,
         load: !args.no_load,
+        kind_mix,
+        corpus,
     };
     if rewrite {
         relays::rewrite(&opts)?;

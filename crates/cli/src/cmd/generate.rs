@@ -12,6 +12,8 @@ use std::time::Instant;
 use nostrwire_event::{SignedFields, Timestamp};
 use nostrwire_loadgen::workload::{self, GenSpec, KindMix, Shapes};
 
+use crate::input::input_file;
+
 /// Events built and signed per step (bounds memory; one progress line each).
 const CHUNK: usize = 20_000;
 
@@ -31,7 +33,7 @@ pub struct Args {
     #[arg(long)]
     pub newest: Option<u64>,
     /// Kind mix (`kind<TAB>weight` lines).
-    #[arg(long, default_value = "testdata/kind-mix.tsv")]
+    #[arg(long, default_value_os_t = crate::default_kind_mix())]
     pub kind_mix: PathBuf,
     /// Corpus the tags and contents are taken from (JSON Lines).
     #[arg(long, default_value_os_t = crate::default_corpus())]
@@ -42,8 +44,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let mix = KindMix::load(&args.kind_mix)?;
-    let shapes = Shapes::load(&args.corpus)?;
+    let mix = KindMix::load(&input_file(&args.kind_mix, "--kind-mix")?)?;
+    let shapes = Shapes::load(&input_file(&args.corpus, "--corpus")?)?;
     let keys = workload::authors(args.seed, args.authors);
     let newest = args
         .newest

@@ -74,11 +74,11 @@ pub struct Args {
     #[arg(long, default_value_t = 100)]
     pub authors: usize,
     /// Kind mix table (`kind<TAB>percent`).
-    #[arg(long, default_value = "testdata/kind-mix.tsv")]
+    #[arg(long, default_value_os_t = crate::default_kind_mix())]
     pub kind_mix: PathBuf,
     /// Corpus whose tags and contents generated events start from (prose,
     /// encrypted payloads and `e` ids are drawn anew).
-    #[arg(long, default_value = "testdata/real-events.jsonl")]
+    #[arg(long, default_value_os_t = crate::default_corpus())]
     pub corpus: PathBuf,
     /// Idle connections opened by the `connections` scenario.
     #[arg(long, default_value_t = 1_000)]
@@ -250,6 +250,12 @@ fn write(path: &PathBuf, text: &str) -> anyhow::Result<()> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    for (path, flag) in [(&args.kind_mix, "--kind-mix"), (&args.corpus, "--corpus")] {
+        if let Err(e) = crate::input::input_file(path, flag) {
+            eprintln!("nostrwire load: {e:#}");
+            return Ok(ExitCode::from(2));
+        }
+    }
     let settings = match settings(&args) {
         Ok(s) => s,
         Err(e) => {

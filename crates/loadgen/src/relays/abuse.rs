@@ -5,7 +5,7 @@
 
 use std::fs::{self, File};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -200,16 +200,9 @@ fn attack_once(
     base: &Path,
 ) -> Result<(), Error> {
     let txt = File::create(base.with_extension("txt"))?;
-    let ok = Command::new(&env.nostrwire)
-        .args([
-            "load",
-            "--relay",
-            url,
-            "--scenario",
-            attack,
-            "--rounds",
-            "1",
-        ])
+    let ok = env
+        .load()
+        .args(["--relay", url, "--scenario", attack, "--rounds", "1"])
         .args(["--timeout", &opts.timeout, "--duration", &opts.duration])
         .args(["--connections", &opts.connections.to_string()])
         .args(["--attack-seconds", &opts.attack_seconds.to_string()])

@@ -213,8 +213,10 @@ impl Ctx<'_> {
     fn seed_relay(&self, url: &str, base: &Path) -> Option<u64> {
         let report = base.with_extension("seed.json");
         let txt = File::create(base.with_extension("seed.txt")).ok()?;
-        let ok = Command::new(&self.env.nostrwire)
-            .args(["load", "--relay", url, "--scenario", "publish", "--replay"])
+        let ok = self
+            .env
+            .load()
+            .args(["--relay", url, "--scenario", "publish", "--replay"])
             .arg(&self.seed)
             .args(["--count", &self.seed_count.to_string()])
             .args([

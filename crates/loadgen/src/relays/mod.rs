@@ -75,6 +75,10 @@ pub struct Options {
     pub nostr_bench: bool,
     /// Whether `nostrwire load` runs.
     pub load: bool,
+    /// The load tester's `--kind-mix`.
+    pub kind_mix: PathBuf,
+    /// The load tester's `--corpus`.
+    pub corpus: PathBuf,
 }
 
 /// The scenarios split: the `nostrwire load` ones with `query` first (on
@@ -230,6 +234,8 @@ pub fn run(opts: &Options) -> Result<(), Error> {
         nostrwire: opts.nostrwire.clone(),
         peers_dir: opts.peers_dir.clone(),
         work: work.0.clone(),
+        kind_mix: opts.kind_mix.clone(),
+        corpus: opts.corpus.clone(),
     };
     let _lock = bench_lock()?;
     let with_load = opts.load && !plan.normal.is_empty();
@@ -381,8 +387,8 @@ fn run_load(opts: &Options, env: &Env, relays: &[Kind], plan: &Plan) -> Result<(
     write_peers_md(&opts.out, &rows, &names, true)?;
     let list: Vec<&str> = names.iter().map(|(n, _)| n.as_str()).collect();
     eprintln!("bench relays: running: {}", list.join(" "));
-    let mut cmd = Command::new(&opts.nostrwire);
-    cmd.args(["load", "--relay", &running[0].url]);
+    let mut cmd = env.load();
+    cmd.args(["--relay", &running[0].url]);
     if running.len() > 1 {
         cmd.arg("--compare");
         cmd.args(running[1..].iter().map(|r| r.url.as_str()));

@@ -78,6 +78,10 @@ pub struct Env {
     pub peers_dir: PathBuf,
     /// Scratch space: data directories, configurations, logs.
     pub work: PathBuf,
+    /// The load tester's `--kind-mix`.
+    pub kind_mix: PathBuf,
+    /// The load tester's `--corpus`.
+    pub corpus: PathBuf,
 }
 
 impl Env {
@@ -87,6 +91,17 @@ impl Env {
             Kind::Ours => self.work.join("ours"),
             k => self.work.join(k.name()),
         }
+    }
+
+    /// `nostrwire load` reading this run's kind mix and corpus.
+    pub fn load(&self) -> Command {
+        let mut cmd = Command::new(&self.nostrwire);
+        cmd.arg("load")
+            .arg("--kind-mix")
+            .arg(&self.kind_mix)
+            .arg("--corpus")
+            .arg(&self.corpus);
+        cmd
     }
 
     fn log(&self, kind: Kind) -> PathBuf {
