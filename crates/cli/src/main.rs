@@ -91,7 +91,8 @@ enum BenchCommand {
     ///
     /// All traffic stays on 127.0.0.1; takes the machine-wide benchmark
     /// lock. Exit status: 0 when the run completed, 2 on a usage error or
-    /// when our relay does not start.
+    /// when our relay does not start, 130 when SIGINT or SIGTERM stopped it
+    /// (its relays stopped and its scratch directory removed).
     Relays(cmd::bench_relays::Args),
     /// A relay comparison's headline.md (`nostrwire bench relays`) from its
     /// run directory: each relay's figures from both tools, and ours / best

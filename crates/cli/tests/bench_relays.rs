@@ -1,9 +1,12 @@
 //! `nostrwire bench relays`, `load` and `generate` from outside the
 //! repository: the `testdata/` defaults are relative to the current
-//! directory, so a missing one is named with the flag that sets it.
+//! directory, so a missing one is named with the flag that sets it. And
+//! a comparison stopped by SIGINT leaves no relay and no scratch directory.
 
+use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Command, Output};
+use std::time::{Duration, Instant};
 
 mod support;
 
@@ -58,4 +61,74 @@ fn missing_testdata_names_the_flag_that_sets_it() {
     assert!(err.contains("give --corpus FILE"), "{err}");
     // Nothing was started or written there.
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn sigint_stops_the_relays_and_removes_the_scratch_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let (mix, corpus) = (
+        root().join("testdata/kind-mix.tsv"),
+        root().join("testdata/real-events.jsonl"),
+    );
+    let stderr = std::fs::File::create(dir.path().join("stderr")).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_nostrwire"))
+        .current_dir(dir.path())
+        .env("NOSTRWIRE_BENCH_LOCKED", "1")
+        .env("TMPDIR", dir.path())
+        .args(["bench", "relays", "--peers", "", "--no-nostr-bench"])
+        .args(["--scenarios", "publish", "--rounds", "1"])
+        .args(["--count", "200000", "--duration", "120"])
+        .arg("--kind-mix")
+        .arg(&mix)
+        .arg("--corpus")
+        .arg(&corpus)
+        .arg("--out")
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .unwrap();
+    let scratch = dir
+        .path()
+        .join(format!("nostrwire-bench-relays.{}", child.id()));
+    // Our relay is up and the load tester started once names.tsv is written.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !out.join("names.tsv").exists() {
+        assert!(child.try_wait().unwrap().is_none(), "it ended early");
+        assert!(Instant::now() < deadline, "our relay did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(scratch.is_dir());
+    let names = std::fs::read_to_string(out.join("names.tsv")).unwrap();
+    let port: u16 = names
+        .split('\t')
+        .next()
+        .and_then(|url| url.rsplit(':').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap();
+    assert!(TcpStream::connect(("127.0.0.1", port)).is_ok());
+    // The process alone, not its group: it has to stop its children itself.
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "still running 30 s after SIGINT");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let err = std::fs::read_to_string(dir.path().join("stderr")).unwrap();
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert!(err.contains("bench relays: interrupted"), "{err}");
+    assert!(!scratch.exists(), "{} left behind", scratch.display());
+    assert!(
+        TcpStream::connect(("127.0.0.1", port)).is_err(),
+        "our relay still listens on {port}"
+    );
 }

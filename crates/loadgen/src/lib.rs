@@ -79,6 +79,10 @@ pub enum Error {
     /// A socket or file operation failed.
     #[error(transparent)]
     Io(#[from] std::io::Error),
+    /// SIGINT or SIGTERM stopped a relay comparison; the relays it started
+    /// were stopped and its scratch directory removed.
+    #[error("interrupted")]
+    Interrupted,
 }
 
 impl Error {

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use nostrwire_loadgen::relays::{self, procs::Kind, Options};
+use nostrwire_loadgen::Error;
 
 use crate::input::input_file;
 
@@ -163,7 +164,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if rewrite {
         relays::rewrite(&opts)?;
     } else {
-        relays::run(&opts)?;
+        match relays::run(&opts) {
+            Err(Error::Interrupted) => {
+                eprintln!("bench relays: interrupted: relays stopped, scratch directory removed");
+                return Ok(ExitCode::from(130));
+            }
+            result => result?,
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

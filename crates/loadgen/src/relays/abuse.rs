@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::interrupt;
 use super::procs::{self, Env, Kind, Running};
 use crate::Error;
 
@@ -66,6 +67,7 @@ pub fn run(env: &Env, relays: &[Kind], opts: &AbuseOptions, out: &Path) -> Resul
         );
         let mut relay = match procs::start(env, kind, port, true) {
             Ok(r) => r,
+            Err(Error::Interrupted) => return Err(Error::Interrupted),
             Err(e) => {
                 eprintln!("bench relays: skipping {} ({e})", kind.name());
                 continue;
@@ -73,6 +75,7 @@ pub fn run(env: &Env, relays: &[Kind], opts: &AbuseOptions, out: &Path) -> Resul
         };
         let rport = relay.port;
         for attack in &opts.attacks {
+            interrupt::check()?;
             if !relay.alive() {
                 eprintln!(
                     "bench relays: abuse: {} is not running: restarting it",
@@ -200,7 +203,7 @@ fn attack_once(
     base: &Path,
 ) -> Result<(), Error> {
     let txt = File::create(base.with_extension("txt"))?;
-    let ok = env
+    let mut child = env
         .load()
         .args(["--relay", url, "--scenario", attack, "--rounds", "1"])
         .args(["--timeout", &opts.timeout, "--duration", &opts.duration])
@@ -212,8 +215,11 @@ fn attack_once(
         .stdin(Stdio::null())
         .stdout(txt.try_clone()?)
         .stderr(txt)
-        .status()
-        .is_ok_and(|s| s.success());
+        .spawn();
+    let ok = match &mut child {
+        Ok(child) => interrupt::wait(child)?.success(),
+        Err(_) => false,
+    };
     if !ok {
         eprintln!(
             "bench relays: abuse: {attack} against {url}: nostrwire load failed (see {}.txt)",

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use nostrwire_event::message::write;
 use nostrwire_event::{Filter, RelayMessage};
 
+use super::interrupt;
 use super::procs::{self, Env, Kind};
 use crate::client::{unescaped_len, MAX_MESSAGE_BYTES};
 use crate::nostr_bench::{self, BenchRun, Check, RunContext, Test};
@@ -87,6 +88,7 @@ pub fn run(
                         append(&jsonl, &line)?;
                         runs.push(rec);
                     }
+                    Err(Error::Interrupted) => return Err(Error::Interrupted),
                     Err(e) => eprintln!(
                         "bench relays: nostr-bench: {} did not start: skipping {} ({e})",
                         kind.name(),
@@ -139,7 +141,7 @@ impl Ctx<'_> {
         let greeting = procs::greeting(relay.port);
         let (mut seeded, mut check) = (None, None);
         if test.tool == "req" {
-            seeded = self.seed_relay(&relay.url, &base);
+            seeded = self.seed_relay(&relay.url, &base)?;
             check = Some(req_check(&relay.url, self.opts.req_limit));
         }
         eprintln!(
@@ -210,10 +212,10 @@ impl Ctx<'_> {
 
     /// Replays the seed file into the relay (not timed; a generous timeout,
     /// so a slow writer still gets them all); the events it accepted.
-    fn seed_relay(&self, url: &str, base: &Path) -> Option<u64> {
+    fn seed_relay(&self, url: &str, base: &Path) -> Result<Option<u64>, Error> {
         let report = base.with_extension("seed.json");
-        let txt = File::create(base.with_extension("seed.txt")).ok()?;
-        let ok = self
+        let txt = File::create(base.with_extension("seed.txt"))?;
+        let mut child = self
             .env
             .load()
             .args(["--relay", url, "--scenario", "publish", "--replay"])
@@ -230,23 +232,27 @@ impl Ctx<'_> {
             .args(["--rounds", "1", "--quiet", "--report"])
             .arg(&report)
             .stdin(Stdio::null())
-            .stdout(txt.try_clone().ok()?)
+            .stdout(txt.try_clone()?)
             .stderr(txt)
-            .status()
-            .is_ok_and(|s| s.success());
+            .spawn();
+        let ok = match &mut child {
+            Ok(child) => interrupt::wait(child)?.success(),
+            Err(_) => false,
+        };
         if !ok {
             eprintln!(
                 "bench relays: nostr-bench: seeding {url} failed (see {}.seed.txt)",
                 base.display()
             );
         }
-        let text = fs::read_to_string(&report).ok()?;
-        let v: serde_json::Value = serde_json::from_str(&text).ok()?;
-        Some(
+        let v = fs::read_to_string(&report)
+            .ok()
+            .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok());
+        Ok(v.map(|v| {
             v["totals"][0]["ops"]["publish"]["successes"]
                 .as_u64()
-                .unwrap_or(0),
-        )
+                .unwrap_or(0)
+        }))
     }
 }
 
@@ -277,6 +283,11 @@ pub fn run_bounded(cmd: &mut Command, limit: Duration) -> Result<Ended, Error> {
             let _ = child.kill();
             let _ = child.wait();
             return Ok(Ended::Stopped);
+        }
+        if interrupt::interrupted() {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(Error::Interrupted);
         }
         std::thread::sleep(Duration::from_millis(50));
     }

@@ -9,7 +9,9 @@
 //! files and `headline.md` ([`crate::headline`]: ratios only from rounds
 //! without timeouts and only where the work was equal). Installing the
 //! peers is `scripts/compare-relays.sh`'s job. All traffic stays on
-//! 127.0.0.1; every part is bounded by counts and seconds.
+//! 127.0.0.1; every part is bounded by counts and seconds. SIGINT or
+//! SIGTERM stops a run: relays stopped, scratch directory removed
+//! ([`interrupt`]).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -21,6 +23,7 @@ use crate::Error;
 
 pub mod abuse;
 pub mod bench;
+pub mod interrupt;
 pub mod procs;
 
 #[cfg(test)]
@@ -193,7 +196,9 @@ pub fn bench_lock() -> Result<Option<fs::File>, Error> {
         );
         // SAFETY: as above.
         if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
-            return Err(Error::Io(std::io::Error::last_os_error()));
+            let e = std::io::Error::last_os_error();
+            interrupt::check()?;
+            return Err(Error::Io(e));
         }
     }
     // Benchmarks this one starts do not take it again.
@@ -227,6 +232,7 @@ pub fn run(opts: &Options) -> Result<(), Error> {
         return Err(Error::Usage("no relay to run".into()));
     }
     fs::create_dir_all(&opts.out)?;
+    interrupt::catch();
     let work =
         Work(std::env::temp_dir().join(format!("nostrwire-bench-relays.{}", std::process::id())));
     fs::create_dir_all(&work.0)?;
@@ -263,6 +269,7 @@ pub fn run(opts: &Options) -> Result<(), Error> {
                     opts.out.join("nostr-bench.md").display()
                 );
             }
+            Err(Error::Interrupted) => return Err(Error::Interrupted),
             Err(e) => eprintln!("bench relays: nostr-bench skipped: {e}"),
         }
     }
@@ -371,6 +378,7 @@ fn run_load(opts: &Options, env: &Env, relays: &[Kind], plan: &Plan) -> Result<(
                 port = r.port + 1;
                 running.push(r);
             }
+            Err(Error::Interrupted) => return Err(Error::Interrupted),
             Err(e) if kind == Kind::Ours => {
                 return Err(Error::Usage(format!("our relay did not start: {e}")))
             }
@@ -407,7 +415,7 @@ fn run_load(opts: &Options, env: &Env, relays: &[Kind], plan: &Plan) -> Result<(
         .arg(out.join("relays.svg"))
         .stdin(Stdio::null())
         .stdout(fs::File::create(out.join("relays.txt"))?);
-    let status = cmd.status()?;
+    let status = interrupt::wait(&mut cmd.spawn()?)?;
     print!(
         "{}",
         fs::read_to_string(out.join("relays.txt")).unwrap_or_default()

@@ -356,6 +356,7 @@ pub fn start(env: &Env, kind: Kind, port: u16, abuse: bool) -> Result<Running, E
     };
     // Up to 10 s for the port to open.
     for _ in 0..100 {
+        super::interrupt::check()?;
         if !running.alive() {
             return Err(Error::Usage(format!(
                 "{} exited before opening port {port}: {}",
@@ -439,7 +440,7 @@ pub fn classify_greeting(reply: &[u8]) -> &'static str {
 /// search backlogs on `/metrics` both empty), or a minute has passed.
 pub fn wait_for_indexes(port: u16) {
     for _ in 0..120 {
-        if metrics_backlog(port) == Some(0) {
+        if metrics_backlog(port) == Some(0) || super::interrupt::interrupted() {
             return;
         }
         std::thread::sleep(Duration::from_millis(500));
