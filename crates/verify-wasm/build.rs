@@ -8,7 +8,10 @@
 //!   32×32→64-bit multiplies, which wasm has) or `5x52` (64×64→128-bit
 //!   multiplies, calls to `__multi3` in wasm32);
 //! - `NOSTRWIRE_VERIFY_WINDOW`: the `ecmult` window for multiples of G, 2 to
-//!   the largest table in `libsecp256k1/src/precomputed_ecmult.c`.
+//!   the largest table in `libsecp256k1/src/precomputed_ecmult.c`;
+//! - `NOSTRWIRE_VERIFY_CSIMD=0`: the C compiled without `-msimd128`, which
+//!   it otherwise gets whenever the Rust side is built with SIMD128 (clang
+//!   then vectorizes some of it; the module needs SIMD128 anyway).
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -22,6 +25,7 @@ fn main() {
     println!("cargo:rerun-if-changed=wasm-sysroot");
     println!("cargo:rerun-if-env-changed=NOSTRWIRE_VERIFY_FIELD");
     println!("cargo:rerun-if-env-changed=NOSTRWIRE_VERIFY_WINDOW");
+    println!("cargo:rerun-if-env-changed=NOSTRWIRE_VERIFY_CSIMD");
 
     let field = env::var("NOSTRWIRE_VERIFY_FIELD").unwrap_or_else(|_| "10x26".into());
     let window: u32 = match env::var("NOSTRWIRE_VERIFY_WINDOW") {
@@ -62,6 +66,11 @@ fn main() {
             .include("wasm-sysroot")
             .flag("-mbulk-memory")
             .flag("-fno-builtin-printf");
+        let simd = env::var("CARGO_CFG_TARGET_FEATURE")
+            .is_ok_and(|f| f.split(',').any(|f| f == "simd128"));
+        if simd && env::var("NOSTRWIRE_VERIFY_CSIMD").as_deref() != Ok("0") {
+            build.flag("-msimd128");
+        }
         if env::var_os("AR_wasm32_unknown_unknown").is_none() && env::var_os("AR").is_none() {
             if let Some(ar) = llvm_ar() {
                 build.archiver(ar);

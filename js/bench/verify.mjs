@@ -30,7 +30,8 @@ const out = resolve(opt('--out', join(root, 'bench-runs', `${new Date().toISOStr
 const rounds = Number(opt('--rounds', '11'));
 // A variant is field:window[:flag...]; flags: opt or noopt (only that
 // binaryen setting; both by default), nosimd (the four-lane id hash built
-// without SIMD128), csimd (libsecp256k1 compiled with -msimd128).
+// without SIMD128, and the C without -msimd128), nocsimd (libsecp256k1
+// compiled without -msimd128, the Rust side with SIMD128).
 const variantSpecs = opt('--variants', '10x26:4,10x26:8,10x26:10,10x26:12,10x26:15,5x52:4,5x52:8')
   .split(',')
   .filter(Boolean)
@@ -38,8 +39,8 @@ const variantSpecs = opt('--variants', '10x26:4,10x26:8,10x26:10,10x26:12,10x26:
     const [field, window, ...flags] = s.split(':');
     const opts = flags.includes('opt') ? [true] : flags.includes('noopt') ? [false] : [true, false];
     const simd = !flags.includes('nosimd');
-    const csimd = flags.includes('csimd');
-    const tag = `${simd ? '' : '-nosimd'}${csimd ? '-csimd' : ''}`;
+    const csimd = simd && !flags.includes('nocsimd');
+    const tag = `${simd ? '' : '-nosimd'}${simd && !csimd ? '-nocsimd' : ''}`;
     return opts.map((o) => ({ name: `${field}-w${window}${tag}-${o ? 'opt' : 'noopt'}`, field, window, opt: o, simd, csimd }));
   });
 const log = (...m) => console.error(`[${new Date().toISOString().slice(11, 19)}]`, ...m);
@@ -80,7 +81,7 @@ function buildVariant(v, file) {
       NOSTRWIRE_VERIFY_FIELD: v.field,
       NOSTRWIRE_VERIFY_WINDOW: v.window,
       NOSTRWIRE_VERIFY_SIMD: v.simd ? '1' : '0',
-      ...(v.csimd ? { CFLAGS_wasm32_unknown_unknown: '-msimd128' } : {}),
+      NOSTRWIRE_VERIFY_CSIMD: v.csimd ? '1' : '0',
       WASM_OPT: v.opt ? '1' : '0',
       VERIFIER_OUT: file,
     },
@@ -182,7 +183,7 @@ const rowsFor = (keys) => {
   }
 };
 rowsFor(['noble', 'nostr-wasm', 'nostrwire', 'nostrwire-records', 'nostrwire-signatures', 'nostrwire-signatures-warm']);
-md += `\n## Builds of the WebAssembly verifier\n\nField, \`ecmult\` window for G, \`nosimd\`: the id hash built without SIMD128, \`csimd\`: libsecp256k1 compiled with \`-msimd128\`, binaryen \`wasm-opt -O3\` or not; bytes of the module and gzip -9 of it; timed through the same packer as \`verifyEvents\`, in chunks of 32.\n\n`;
+md += `\n## Builds of the WebAssembly verifier\n\nField, \`ecmult\` window for G, \`nosimd\`: built without SIMD128 (ids hashed one at a time, no \`-msimd128\` for the C), \`nocsimd\`: libsecp256k1 compiled without \`-msimd128\`, binaryen \`wasm-opt -O3\` or not; bytes of the module and gzip -9 of it; timed through the same packer as \`verifyEvents\`, in chunks of 32.\n\n`;
 md += `| build | bytes | gzip | Node µs | Chromium µs | Node vs nostr-wasm | Chromium vs nostr-wasm |\n|---|---|---|---|---|---|---|\n`;
 for (const name of Object.keys(variants)) {
   const n = node.times[`variant:${name}`];
