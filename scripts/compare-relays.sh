@@ -33,7 +33,10 @@ pass=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --install-only) install_only=1; shift ;;
-        --peers) peers=$2; pass+=("$1" "$2"); shift 2 ;;
+        --peers)
+            [ $# -ge 2 ] || { echo "compare-relays: --peers needs a value" >&2; exit 2; }
+            peers=$2; pass+=("$1" "$2"); shift 2 ;;
+        --peers=*) peers=${1#--peers=}; pass+=("$1"); shift ;;
         --no-nostr-bench) nostr_bench=0; pass+=("$1"); shift ;;
         -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
         *) pass+=("$1"); shift ;;

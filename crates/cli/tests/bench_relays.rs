@@ -1,7 +1,9 @@
 //! `nostrwire bench relays`, `load` and `generate` from outside the
 //! repository: the `testdata/` defaults are relative to the current
 //! directory, so a missing one is named with the flag that sets it. And
-//! a comparison stopped by SIGINT leaves no relay and no scratch directory.
+//! a comparison stopped by SIGINT leaves no relay and no scratch directory;
+//! `scripts/compare-relays.sh` installs the peers `--peers` names, in
+//! either spelling.
 
 use std::net::TcpStream;
 use std::path::Path;
@@ -131,4 +133,42 @@ fn sigint_stops_the_relays_and_removes_the_scratch_directory() {
         TcpStream::connect(("127.0.0.1", port)).is_err(),
         "our relay still listens on {port}"
     );
+}
+
+/// `scripts/compare-relays.sh --install-only ARGS` with every peer already
+/// "installed" in a scratch PEERS_DIR (so nothing is built): its exit
+/// status and standard error.
+fn install_only(args: &[&str]) -> (Option<i32>, String) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("bin")).unwrap();
+    for name in ["khatru-bench", "nostr-rs-relay", "rnostr", "nostr-bench"] {
+        let exe = dir.path().join("bin").join(name);
+        std::fs::write(&exe, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let out = Command::new("bash")
+        .arg(root().join("scripts/compare-relays.sh"))
+        .arg("--install-only")
+        .args(args)
+        .env("PEERS_DIR", dir.path())
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn compare_relays_reads_peers_in_both_spellings() {
+    for args in [["--peers", "nope"].as_slice(), &["--peers=nope"]] {
+        let (code, err) = install_only(args);
+        assert_eq!(code, Some(0), "{args:?}: {err}");
+        // Only the peer named was looked at (the others are "installed").
+        assert!(err.contains("unknown peer nope"), "{args:?}: {err}");
+    }
+    let (code, err) = install_only(&["--peers"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--peers needs a value"), "{err}");
 }
