@@ -8,7 +8,7 @@
 # the reports are there, in crates/loadgen/src/relays/; see
 # `nostrwire bench relays --help` and docs/bench-methodology.md). Its run
 # directory holds relays.{md,json,svg,txt}, nostr-bench.{md,jsonl},
-# headline.md, peers.md, names.tsv, and disk.md / abuse.{md,json,txt} when
+# headline.md, peers.md, names.tsv, writer.txt, and disk.md / abuse.{md,json,txt} when
 # asked for.
 #
 # Usage: scripts/compare-relays.sh [--install-only] [FLAGS of nostrwire bench relays]

@@ -103,6 +103,10 @@ fn sigint_stops_the_relays_and_removes_the_scratch_directory() {
     }
     std::thread::sleep(Duration::from_millis(500));
     assert!(scratch.is_dir());
+    assert_eq!(
+        std::fs::read_to_string(out.join("writer.txt")).unwrap(),
+        "nostrwire bench relays\n"
+    );
     let names = std::fs::read_to_string(out.join("names.tsv")).unwrap();
     let port: u16 = names
         .split('\t')

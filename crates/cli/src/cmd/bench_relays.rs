@@ -81,7 +81,7 @@ pub struct Args {
     #[arg(long)]
     pub no_load: bool,
     /// Run nothing: write --out's nostr-bench.md and headline.md again
-    /// from its nostr-bench.jsonl, relays.json and names.tsv (give the
+    /// from its nostr-bench.jsonl, relays.json, names.tsv and writer.txt (give the
     /// settings the run was made with: --per-tag, --connections,
     /// --bench-seconds, --bench-threads, --req-limit).
     #[arg(long, requires = "out")]

@@ -118,7 +118,18 @@ pub struct Inputs {
     pub bench: Vec<BenchRun>,
     /// Load-tester URL → relay name.
     pub names: HashMap<String, String>,
+    /// What ran the comparison (`writer.txt`'s line); a run without it was
+    /// written by [`EARLIER_WRITER`].
+    pub writer: Option<String>,
 }
+
+/// The file of a run directory that names what ran it.
+pub const WRITER_FILE: &str = "writer.txt";
+
+/// What ran the comparisons whose run directories have no [`WRITER_FILE`]
+/// (every run before `nostrwire bench relays` wrote one), so their
+/// headlines are written again as they were.
+pub const EARLIER_WRITER: &str = "scripts/compare-relays.sh";
 
 impl Inputs {
     /// Reads a run directory's `relays.json` and `nostr-bench.jsonl` (each
@@ -135,6 +146,11 @@ impl Inputs {
                     .ok_or_else(|| bad(names, &"a line without a tab"))?;
                 inputs.names.insert(url.to_string(), name.to_string());
             }
+        }
+        let writer = run.join(WRITER_FILE);
+        if writer.exists() {
+            let text = std::fs::read_to_string(&writer).map_err(|e| bad(&writer, &e))?;
+            inputs.writer = Some(text.trim().to_string()).filter(|w| !w.is_empty());
         }
         let load = run.join("relays.json");
         if load.exists() {
@@ -822,8 +838,13 @@ pub fn render(inputs: &Inputs, settings: &Settings) -> String {
     load_rows(inputs, &relays, settings, &mut rows);
     let mut out = String::new();
     out.push_str("# Headline figures\n\n");
+    let _ = write!(
+        out,
+        "Written by {}. ",
+        inputs.writer.as_deref().unwrap_or(EARLIER_WRITER)
+    );
     out.push_str(
-        "Written by scripts/compare-relays.sh. Each relay's figure covers every round (nostr-bench: the \
+        "Each relay's figure covers every round (nostr-bench: the \
          mean of the rounds' rates; nostrwire load: successes over the measured time of all rounds); \
          a ratio (ours / best peer) uses only the rounds in which no relay timed out on (nostr-bench: \
          failed) more than 0.1 % of its requests, and is refused (—, with the reason) when the relays \

@@ -262,3 +262,21 @@ fn ours_returning_nothing_where_a_peer_returns_events_is_not_equal_work() {
         "— (unequal work: no equal-work check of peer)"
     );
 }
+
+#[test]
+fn the_headline_names_what_wrote_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let inputs = Inputs::read(dir.path(), &dir.path().join("names.tsv")).unwrap();
+    let md = render(&inputs, &settings());
+    assert!(
+        md.contains("\n\nWritten by scripts/compare-relays.sh. Each relay's"),
+        "a run without writer.txt is an earlier script's: {md}"
+    );
+    std::fs::write(dir.path().join(WRITER_FILE), "nostrwire bench relays\n").unwrap();
+    let inputs = Inputs::read(dir.path(), &dir.path().join("names.tsv")).unwrap();
+    let md = render(&inputs, &settings());
+    assert!(
+        md.contains("\n\nWritten by nostrwire bench relays. Each relay's"),
+        "{md}"
+    );
+}

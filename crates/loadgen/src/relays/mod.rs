@@ -124,6 +124,9 @@ impl Plan {
     }
 }
 
+/// What the headlines of this command's runs say wrote them.
+pub const WRITER: &str = "nostrwire bench relays";
+
 /// nostr-bench rounds: as given, else the load rounds but at least two.
 pub fn bench_rounds(given: Option<u64>, rounds: u64) -> u64 {
     given.unwrap_or(rounds.max(2))
@@ -232,6 +235,12 @@ pub fn run(opts: &Options) -> Result<(), Error> {
         return Err(Error::Usage("no relay to run".into()));
     }
     fs::create_dir_all(&opts.out)?;
+    // The headline names what wrote it from this file, so a run's pages
+    // are written again as they were (runs without it: the earlier script).
+    fs::write(
+        opts.out.join(crate::headline::WRITER_FILE),
+        format!("{WRITER}\n"),
+    )?;
     interrupt::catch();
     let work =
         Work(std::env::temp_dir().join(format!("nostrwire-bench-relays.{}", std::process::id())));
@@ -308,7 +317,7 @@ pub fn run(opts: &Options) -> Result<(), Error> {
 }
 
 /// `headline.md` from the run directory's `relays.json`,
-/// `nostr-bench.jsonl` and `names.tsv`; returns its text.
+/// `nostr-bench.jsonl`, `names.tsv` and `writer.txt`; returns its text.
 fn write_headline(opts: &Options) -> Result<String, Error> {
     let inputs = crate::headline::Inputs::read(&opts.out, &opts.out.join("names.tsv"))?;
     let settings = crate::headline::Settings {
