@@ -117,6 +117,17 @@ function check(event: Event): boolean {
 
 /** Events per call into WebAssembly between looks at the clock. */
 const CHUNK = 32;
+/**
+ * Fewer when they are large: about this many bytes of content and tags per
+ * call, so that a run of large events cannot hold the thread for long.
+ */
+const CHUNK_BYTES = 256 * 1024;
+
+// Rough size of an event's serialization, for CHUNK_BYTES (O(tags)).
+function eventSize(e: Event): number {
+  const content = typeof e.content === 'string' ? e.content.length : 0;
+  return 300 + content + (Array.isArray(e.tags) ? 80 * e.tags.length : 0);
+}
 
 /**
  * True when the id is the canonical hash and the signature is valid for
@@ -174,7 +185,8 @@ export async function verifyEvents(events: Event[]): Promise<boolean[]> {
   await initVerifier();
   const out: boolean[] = new Array(events.length);
   const verdicts = new Int8Array(events.length);
-  await inSlices(events.length, (from, to) => {
+  const size = (i: number) => eventSize(events[i]!);
+  await inSlices(events.length, size, (from, to) => {
     if (wasm) wasmEvents(events, from, to, verdicts);
     else verdicts.fill(-1, from, to);
     for (let i = from; i < to; i++) {
@@ -188,12 +200,17 @@ export async function verifyEvents(events: Event[]): Promise<boolean[]> {
   return out;
 }
 
-// Runs `chunk` over [0, count) in runs of CHUNK, giving the thread back
-// once a slice has taken SLICE_MS.
-async function inSlices(count: number, chunk: (from: number, to: number) => void): Promise<void> {
+// Runs `chunk` over [0, count) in runs of at most CHUNK items and about
+// CHUNK_BYTES (by `size`), giving the thread back once a slice has taken
+// SLICE_MS.
+async function inSlices(count: number, size: (i: number) => number, chunk: (from: number, to: number) => void): Promise<void> {
   let sliceStart = performance.now();
-  for (let from = 0; from < count; from += CHUNK) {
-    chunk(from, Math.min(count, from + CHUNK));
+  for (let from = 0; from < count; ) {
+    let to = from + 1;
+    let bytes = size(from);
+    while (to < count && to - from < CHUNK && bytes < CHUNK_BYTES) bytes += size(to++);
+    chunk(from, to);
+    from = to;
     if (performance.now() - sliceStart > SLICE_MS) {
       await yieldToEventLoop();
       sliceStart = performance.now();
@@ -241,7 +258,7 @@ export async function verifyRecords(records: Uint8Array[]): Promise<boolean[]> {
   await initVerifier();
   const out: boolean[] = new Array(records.length);
   const verdicts = new Int8Array(records.length);
-  await inSlices(records.length, (from, to) => {
+  await inSlices(records.length, (i) => records[i]!.length, (from, to) => {
     if (wasm) wasmRecords(records, from, to, verdicts);
     else verdicts.fill(-1, from, to);
     for (let i = from; i < to; i++) out[i] = verdicts[i] === -1 ? checkRecordJs(records[i]!) : verdicts[i] === 1;
