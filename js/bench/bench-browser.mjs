@@ -125,8 +125,12 @@ const relays = {
 async function proxy(target) {
   const port = Number(new URL(target).port);
   const counter = { down: 0, up: 0 };
-  const server = createServer((client) => {
-    const upstream = connect(port, '127.0.0.1');
+  const server = createServer({ noDelay: true }, (client) => {
+    // No Nagle delay on either side, as a browser and the relay set for
+    // their own sockets: a small write (a REQ right after nostrwire.v2's
+    // hold frame) would otherwise wait up to 40 ms for the relay's delayed
+    // ACK of the one before.
+    const upstream = connect({ port, host: '127.0.0.1', noDelay: true });
     client.on('data', (d) => { counter.up += d.length; upstream.write(d); });
     upstream.on('data', (d) => { counter.down += d.length; client.write(d); });
     const end = () => { client.destroy(); upstream.destroy(); };
@@ -177,7 +181,7 @@ async function once(config, deflate, limit) {
     if (cdp) {
       await cdp.send('Profiler.enable');
       await cdp.send('Profiler.setSamplingInterval', { interval: 100 });
-      await cdp.send('Profiler.start');
+      await page.exposeFunction('profileStart', () => cdp.send('Profiler.start'));
     }
     const r = await page.evaluate((o) => window.run(o), {
       client: config.client, transport: config.transport, url: p.url, limit, filter: FILTER,
@@ -253,6 +257,7 @@ for (const limit of sizes) {
       socketBytesDown: median(rs.map((r) => r.socketBytesDown)),
       messageBytes: median(rs.map((r) => r.messageBytes)),
       eoseMs: median(rs.map((r) => r.eoseMs)),
+      firstMessageMs: median(rs.map((r) => r.firstMessageMs ?? NaN)),
       lastVerifiedMs: median(rs.map((r) => r.lastVerifiedMs)),
       longTasks: median(rs.map((r) => r.longTasks)),
       longTaskMs: median(rs.map((r) => r.longTaskMs)),
@@ -320,7 +325,7 @@ let md = `# Browser benchmark: a REQ in headless Chromium\n\n`;
 md += `${date.slice(0, 10)}, Chromium ${chromiumVersion}, ${machine.cpus} cores (${machine.cpu}), shared with other work; `;
 md += `relay and browser on the same machine, loopback. Medians of ${rounds} interleaved rounds per row. `;
 md += `Filter \`${JSON.stringify(FILTER)}\` with \`limit\` ${sizes.join(' and ')}, on the corpus plus ${generated} generated events (seed 7).\n\n`;
-md += `- socket KB: bytes from the relay on the TCP socket (counted by a proxy), WebSocket framing and permessage-deflate included\n`;
+md += `- socket KB: bytes from the relay on the TCP socket (counted by a proxy, with Nagle's algorithm off on both its sockets as browsers and the relay have it on theirs), WebSocket framing and permessage-deflate included\n`;
 md += `- EOSE: REQ sent → EOSE message dispatched in the page; last verified: REQ sent → last event handed to \`onevent\` after its signature check\n`;
 md += `- (e), (f), (j): the same client with \`verifyEvent: false\`, \"last verified\" is then the last event handed to \`onevent\`\n`;
 md += `- (i)–(k): \`nostrwire.v2\`; the relay's dictionary set (${kb(results.dictionaryBytes ?? 0)} KB, fetched once per browser in the warm-up and kept in the Cache API) was trained on 10,000 other generated events (seed 8)\n`;
@@ -366,7 +371,7 @@ if (summary.some((s) => s.key === 'j')) {
     md += `| socket bytes ≤ 0.30× plain JSON | ${limit} | ${bytes(true).toFixed(2)}×: ${mark(bytes(true) <= 0.3)} | ${bytes(false).toFixed(2)}×: ${mark(bytes(false) <= 0.3)} | JSON + deflate (a): ${jsonDeflate.toFixed(2)}×; v1 + deflate (d): ${(find(limit, 'd', true).socketBytesDown / plain).toFixed(2)}× |\n`;
     const bound = limit <= 1000 ? 30 : 250;
     const t = (on) => find(limit, 'j', on).lastVerifiedMs;
-    md += `| delivered to \`onevent\`, no verification, ≤ ${bound} ms | ${limit} | ${ms(t(true))} ms: ${mark(t(true) <= bound)} | ${ms(t(false))} ms: ${mark(t(false) <= bound)} | JSON (e): ${ms(find(limit, 'e', true).lastVerifiedMs)} / ${ms(find(limit, 'e', false).lastVerifiedMs)} ms; v1 (f): ${ms(find(limit, 'f', true).lastVerifiedMs)} / ${ms(find(limit, 'f', false).lastVerifiedMs)} ms; EOSE (j): ${ms(find(limit, 'j', true).eoseMs)} / ${ms(find(limit, 'j', false).eoseMs)} ms |\n`;
+    md += `| delivered to \`onevent\`, no verification, ≤ ${bound} ms | ${limit} | ${ms(t(true))} ms: ${mark(t(true) <= bound)} | ${ms(t(false))} ms: ${mark(t(false) <= bound)} | JSON (e): ${ms(find(limit, 'e', true).lastVerifiedMs)} / ${ms(find(limit, 'e', false).lastVerifiedMs)} ms; v1 (f): ${ms(find(limit, 'f', true).lastVerifiedMs)} / ${ms(find(limit, 'f', false).lastVerifiedMs)} ms; EOSE (j): ${ms(find(limit, 'j', true).eoseMs)} / ${ms(find(limit, 'j', false).eoseMs)} ms; first message after the REQ (j): ${ms(find(limit, 'j', true).firstMessageMs)} / ${ms(find(limit, 'j', false).firstMessageMs)} ms |\n`;
     const lt = (key, on) => find(limit, key, on).longTasks;
     md += `| no main-thread task over 50 ms | ${limit} | (i) ${lt('i', true)}, (j) ${lt('j', true)}, (k) ${lt('k', true)} | (i) ${lt('i', false)}, (j) ${lt('j', false)}, (k) ${lt('k', false)} | (d) ${lt('d', true)} / ${lt('d', false)} |\n`;
   }
@@ -449,8 +454,8 @@ function chart(summary, sizes) {
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${y}" font-family="sans-serif" font-size="12">\n<rect width="100%" height="100%" fill="white"/>\n${body}</svg>\n`;
 }
 
-// Self time per function over each row's profiles (the time between REQ
-// and the run's end: `window.run` alone), and the profiles themselves.
+// Self time per function over each row's profiles (from just before the
+// REQ to the run's end), and the profiles themselves.
 function writeProfiles(profiles) {
   let md = `# Main-thread profiles of the browser benchmark's rows\n\n`;
   md += `${date.slice(0, 10)}, Chromium ${chromiumVersion}, DevTools CPU profiler sampling every 100 µs, unminified bundle, ${rounds} round(s); `;

@@ -17,13 +17,14 @@ import { VerifierPool } from '../src/pool.ts';
 // Every WebSocket the page opens reports when EOSE arrives and how many
 // message bytes it delivered (after permessage-deflate; socket bytes are
 // counted by the proxy in front of the relay).
-const probe = { eoseAt: 0, messageBytes: 0, messages: 0 };
+const probe = { eoseAt: 0, firstAt: 0, armed: false, messageBytes: 0, messages: 0 };
 const Native = WebSocket;
 window.WebSocket = class extends Native {
   constructor(...args) {
     super(...args);
     this.addEventListener('message', (ev) => {
       probe.messages++;
+      if (probe.armed && !probe.firstAt) probe.firstAt = performance.now();
       const d = ev.data;
       if (typeof d === 'string') {
         probe.messageBytes += d.length;
@@ -66,11 +67,14 @@ window.run = async ({ client, url, transport, limit, filter }) => {
   const heapBefore = heap();
   const relay = await connect(client, url, transport);
   const negotiated = relay.transport ?? 'json';
+  // bench-browser --profile: the profile covers the REQ, not the connection.
+  if (window.profileStart) await window.profileStart();
   longTasks.length = 0;
   let peakHeap = heap();
   const result = await new Promise((resolve) => {
     let n = 0;
     let last = 0;
+    probe.armed = true;
     const start = performance.now();
     const sub = relay.subscribe([{ ...filter, limit }], {
       eoseTimeout: 600000,
@@ -88,6 +92,7 @@ window.run = async ({ client, url, transport, limit, filter }) => {
         resolve({
           events: n,
           eoseMs: (probe.eoseAt || done) - start,
+          firstMessageMs: probe.firstAt ? probe.firstAt - start : null,
           eoseCallbackMs: done - start,
           lastVerifiedMs: last - start,
         });
