@@ -56,10 +56,15 @@ async function connect(client, url, transport) {
     setNostrWasm(await initNostrWasm());
     return AbstractRelay.connect(url, { verifyEvent: toolsWasmVerify });
   }
-  if (client === 'ours-unverified') return Relay.connect(url, { transport, verifyEvent: false });
-  if (client.startsWith('ours-workers-')) return Relay.connect(url, { transport, workers: Number(client.slice(13)) });
+  // The probing WebSocket above: the package took the global one when it
+  // was imported, before this page replaced it.
+  const websocketImplementation = window.WebSocket;
+  if (client === 'ours-unverified') return Relay.connect(url, { transport, verifyEvent: false, websocketImplementation });
+  if (client.startsWith('ours-workers-')) {
+    return Relay.connect(url, { transport, workers: Number(client.slice(13)), websocketImplementation });
+  }
   await initVerifier();
-  return Relay.connect(url, { transport });
+  return Relay.connect(url, { transport, websocketImplementation });
 }
 
 window.run = async ({ client, url, transport, limit, filter }) => {
