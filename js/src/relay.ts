@@ -290,7 +290,15 @@ export class Relay {
       while (this.ws === ws) {
         const batch = this.batchInProgress;
         if (batch) {
-          this.decodeNext(batch);
+          try {
+            this.decodeNext(batch);
+          } catch (e) {
+            // A callback of the caller's (`alreadyHaveEvent`) threw: report
+            // it as an event handler's error is reported, and go on.
+            setTimeout(() => {
+              throw e;
+            });
+          }
           if (batch.next === batch.records.length) this.batchInProgress = null;
         } else {
           if (this.inboundHead === this.inbound.length) break;

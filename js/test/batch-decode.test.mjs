@@ -186,3 +186,33 @@ test('a batch is decoded in slices: other tasks run between them, and what follo
   assert.equal(eoseAfter, 300);
   assert.deepEqual(marks, ['another task', 'invalid: decompress']);
 });
+
+test('a throwing alreadyHaveEvent loses only its own event: the batch goes on, and the error is reported', { timeout: 10_000 }, async (t) => {
+  const events = [0, 1, 2].map((i) => signed([], `n${i}`));
+  const url = await batchRelay(t, events.map((e) => encodeEvent(e)));
+  const r = await Relay.connect(url, { transport: 'v2', verifyEvent: false });
+  t.after(() => r.close());
+  // The error surfaces as an uncaught one, as an event handler's would.
+  const runner = process.listeners('uncaughtException');
+  process.removeAllListeners('uncaughtException');
+  const reported = [];
+  process.on('uncaughtException', (e) => reported.push(e.message));
+  t.after(() => {
+    process.removeAllListeners('uncaughtException');
+    for (const l of runner) process.on('uncaughtException', l);
+  });
+  const got = await new Promise((resolve) => {
+    const seen = [];
+    r.subscribe([{}], {
+      alreadyHaveEvent: (id) => {
+        if (id === events[1].id) throw new Error('callback failed');
+        return false;
+      },
+      onevent: (e) => seen.push(e.id),
+      oneose: () => resolve(seen),
+    });
+  });
+  await new Promise((res) => setTimeout(res, 20));
+  assert.deepEqual(got, [events[0].id, events[2].id]);
+  assert.deepEqual(reported, ['callback failed']);
+});
