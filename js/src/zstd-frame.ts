@@ -324,20 +324,18 @@ const u32le = (b: Uint8Array, at: number): number => (b[at]! | (b[at + 1]! << 8)
  * Prepares a zstd dictionary once (RFC 8878 §5): its entropy tables, repeat
  * offsets and content. Bytes without the dictionary magic are a
  * raw-content dictionary, as zstd reads them. Throws `ZstdError` when the
- * entropy tables are malformed. With `checkOnly`, the tables are built into
- * scratch space and the result must not be used: a check that allocates
- * nothing per dictionary.
+ * entropy tables are malformed.
  */
-export function prepareDictionary(bytes: Uint8Array, checkOnly = false): ZstdDictionary {
+export function prepareDictionary(bytes: Uint8Array): ZstdDictionary {
   if (bytes.length < 8 || u32le(bytes, 0) !== DICT_MAGIC) {
     return { id: 0, content: bytes, huffman: null, ll: null, of: null, ml: null, rep: [1, 4, 8] };
   }
   const id = u32le(bytes, 4);
   const end = bytes.length;
-  const [huffman, a] = readHuffman(bytes, 8, end, checkOnly ? HUFFMAN : undefined);
-  const [of, b] = readFse(bytes, a, end, 31, 8, checkOnly ? OF_TABLE : undefined);
-  const [ml, c] = readFse(bytes, b, end, 52, 9, checkOnly ? ML_TABLE : undefined);
-  const [ll, d] = readFse(bytes, c, end, 35, 9, checkOnly ? LL_TABLE : undefined);
+  const [huffman, a] = readHuffman(bytes, 8, end);
+  const [of, b] = readFse(bytes, a, end, 31, 8);
+  const [ml, c] = readFse(bytes, b, end, 52, 9);
+  const [ll, d] = readFse(bytes, c, end, 35, 9);
   if (d + 12 > end) fail('truncated dictionary');
   const content = bytes.subarray(d + 12);
   const rep: [number, number, number] = [u32le(bytes, d), u32le(bytes, d + 4), u32le(bytes, d + 8)];
