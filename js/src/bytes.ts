@@ -121,28 +121,40 @@ export class Reader {
    * harmless: every caller compares them against limits far below that.
    */
   varint(end = this.bytes.length): number {
-    const bytes = this.bytes;
-    let i = this.pos;
+    const value = varintAt(this.bytes, this.pos, end);
+    this.pos = varintEnd;
+    return value;
+  }
+}
+
+/** Where the varint {@link varintAt} read last ends. */
+export let varintEnd = 0;
+
+/**
+ * The minimal LEB128 varint (spec/nwb.md §4) at `bytes[at]`, before `end`,
+ * without a {@link Reader}; {@link varintEnd} says where it ends.
+ */
+export function varintAt(bytes: Uint8Array, at: number, end: number): number {
+  let i = at;
+  if (i >= end) throw new NwbError('truncated');
+  let b = bytes[i++]!;
+  if (b < 0x80) {
+    varintEnd = i;
+    return b;
+  }
+  let value = b & 0x7f;
+  let scale = 128;
+  for (let n = 1; ; n++) {
     if (i >= end) throw new NwbError('truncated');
-    let b = bytes[i++]!;
+    b = bytes[i++]!;
+    if (n === 9 && b > 1) throw new NwbError('varint_overflow');
+    value += (b & 0x7f) * scale;
     if (b < 0x80) {
-      this.pos = i;
-      return b;
+      if (b === 0) throw new NwbError('overlong_varint');
+      varintEnd = i;
+      return value;
     }
-    let value = b & 0x7f;
-    let scale = 128;
-    for (let n = 1; ; n++) {
-      if (i >= end) throw new NwbError('truncated');
-      b = bytes[i++]!;
-      if (n === 9 && b > 1) throw new NwbError('varint_overflow');
-      value += (b & 0x7f) * scale;
-      if (b < 0x80) {
-        if (b === 0) throw new NwbError('overlong_varint');
-        this.pos = i;
-        return value;
-      }
-      scale *= 128;
-    }
+    scale *= 128;
   }
 }
 

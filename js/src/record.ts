@@ -1,7 +1,7 @@
 // nwb event records (spec/nwb.md §3, §5–§8), stream framing (§10) and
 // compressed records (§11).
 
-import { Reader, Writer, fixedHex, isHexCompactable, readUtf8, typeError, toHex, utf8 } from './bytes.js';
+import { Reader, Writer, fixedHex, isHexCompactable, readUtf8, typeError, toHex, utf8, varintAt, varintEnd } from './bytes.js';
 import { NwbError } from './errors.js';
 import { DEFAULT_LIMITS, type Limits } from './limits.js';
 import type { Event } from './types.js';
@@ -205,29 +205,11 @@ function defer(tag: number, element: number, start: number): void {
   slots[slotCount++] = filled;
 }
 
-// A minimal LEB128 varint (§4) at `at`, before `end`.
-function varintAt(bytes: Uint8Array, end: number): number {
-  let i = at;
-  if (i >= end) throw new NwbError('truncated');
-  let b = bytes[i++]!;
-  if (b < 0x80) {
-    at = i;
-    return b;
-  }
-  let value = b & 0x7f;
-  let scale = 128;
-  for (let n = 1; ; n++) {
-    if (i >= end) throw new NwbError('truncated');
-    b = bytes[i++]!;
-    if (n === 9 && b > 1) throw new NwbError('varint_overflow');
-    value += (b & 0x7f) * scale;
-    if (b < 0x80) {
-      if (b === 0) throw new NwbError('overlong_varint');
-      at = i;
-      return value;
-    }
-    scale *= 128;
-  }
+// The varint at `at`, before `end`; `at` moves past it.
+function varint(bytes: Uint8Array, end: number): number {
+  const value = varintAt(bytes, at, end);
+  at = varintEnd;
+  return value;
 }
 
 /** Decodes an uncompressed event record (form byte 0x01). */
@@ -262,11 +244,11 @@ function decodeRecordFast(bytes: Uint8Array, limits: Limits): Event | null {
   hexInto(bytes, OFF_PUBKEY, PREFIX_LEN);
 
   at = PREFIX_LEN;
-  const blockLen = varintAt(bytes, len);
+  const blockLen = varint(bytes, len);
   if (blockLen > len - at) throw new NwbError('truncated');
   const tags = readTags(bytes, at + blockLen, limits);
 
-  const contentLen = varintAt(bytes, len);
+  const contentLen = varint(bytes, len);
   if (contentLen > limits.maxStringBytes) throw new NwbError('string_too_large');
   if (contentLen !== len - at) throw new NwbError('trailing_bytes');
   const content = readUtf8(bytes, at, len);
@@ -287,12 +269,12 @@ function decodeRecordFast(bytes: Uint8Array, limits: Limits): Event | null {
 }
 
 function readTags(bytes: Uint8Array, end: number, limits: Limits): string[][] {
-  const count = varintAt(bytes, end);
+  const count = varint(bytes, end);
   if (count > limits.maxTags) throw new NwbError('too_many_tags');
   if (count > (end - at) / 2) throw new NwbError('tag_block_mismatch');
   const tags: string[][] = new Array(count);
   for (let t = 0; t < count; t++) {
-    const header = varintAt(bytes, end);
+    const header = varint(bytes, end);
     const elements = Math.floor(header / 2);
     if (elements === 0 || elements > limits.maxTagElements || elements > end - at) throw AGAIN;
     const tag: string[] = new Array(elements);
@@ -317,7 +299,7 @@ function readTags(bytes: Uint8Array, end: number, limits: Limits): string[][] {
 
 // Element `i` of tag `t`, hex or text, to the scratch.
 function readElement(bytes: Uint8Array, end: number, limits: Limits, t: number, i: number): void {
-  const header = varintAt(bytes, end);
+  const header = varint(bytes, end);
   const len = Math.floor(header / 2);
   const start = at;
   const from = filled;
@@ -488,8 +470,8 @@ export function decompressedSize(bytes: Uint8Array, limits: Limits = DEFAULT_LIM
   if (bytes.length === 0) throw new NwbError('truncated');
   if (bytes[0] !== COMPRESSED_V1) throw new NwbError('bad_version');
   at = 1;
-  varintAt(bytes, bytes.length);
-  const size = varintAt(bytes, bytes.length);
+  varint(bytes, bytes.length);
+  const size = varint(bytes, bytes.length);
   if (size > limits.maxRecordBytes) throw new NwbError('record_too_large');
   return size;
 }
@@ -508,8 +490,8 @@ export function decompressInto(
 ): Uint8Array {
   const size = decompressedSize(bytes, limits);
   at = 1;
-  const dict = varintAt(bytes, bytes.length);
-  varintAt(bytes, bytes.length);
+  const dict = varint(bytes, bytes.length);
+  varint(bytes, bytes.length);
   const payload = bytes.subarray(at);
   if (!decoder) {
     throw new NwbError(dict ? 'unknown_dictionary' : 'decompress', 'no zstd decoder: useZstd() with one from nostrwire/zstd');

@@ -397,19 +397,9 @@ fn store_with_dictionaries_agrees_with_naive_model() {
         let e = gen_event(&mut rng, &keys, &history);
         history.push(e);
     }
-    let records: Vec<(Kind, Vec<u8>)> = history
-        .iter()
-        .map(|e| (e.kind, nostrwire_wire::encode_event(e)))
-        .collect();
-    let samples: Vec<(Kind, &[u8])> = records.iter().map(|(k, r)| (*k, &r[..])).collect();
-    let set = nostrwire_wire::compress::DictSet::train(
-        &samples,
-        &nostrwire_wire::compress::TrainOptions::default(),
-    )
-    .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("dicts.nwbd");
-    std::fs::write(&path, set.to_bytes()).unwrap();
+    write_trained_set(&history, &path);
     let mut opts = options(3);
     opts.dictionaries = Some(path);
     agrees_with_model(&opts);
@@ -502,18 +492,8 @@ fn a_database_keeps_its_dictionary_set() {
             let e = gen_event(&mut rng, &keys, &history);
             history.push(e);
         }
-        let records: Vec<(Kind, Vec<u8>)> = history
-            .iter()
-            .map(|e| (e.kind, nostrwire_wire::encode_event(e)))
-            .collect();
-        let samples: Vec<(Kind, &[u8])> = records.iter().map(|(k, r)| (*k, &r[..])).collect();
-        let set = nostrwire_wire::compress::DictSet::train(
-            &samples,
-            &nostrwire_wire::compress::TrainOptions::default(),
-        )
-        .unwrap();
         let path = dir.path().join(name);
-        std::fs::write(&path, set.to_bytes()).unwrap();
+        write_trained_set(&history, &path);
         path
     };
     let first = write_set("a.nwbd", 1);
@@ -533,6 +513,22 @@ fn a_database_keeps_its_dictionary_set() {
     );
     opts.dictionaries = Some(first);
     drop(LmdbStore::open(&db, &opts).unwrap());
+}
+
+/// A dictionary set trained on `events` as `nostrwire dict train` would,
+/// written to `path`.
+fn write_trained_set(events: &[Event], path: &std::path::Path) {
+    let records: Vec<(Kind, Vec<u8>)> = events
+        .iter()
+        .map(|e| (e.kind, nostrwire_wire::encode_event(e)))
+        .collect();
+    let samples: Vec<(Kind, &[u8])> = records.iter().map(|(k, r)| (*k, &r[..])).collect();
+    let set = nostrwire_wire::compress::DictSet::train(
+        &samples,
+        &nostrwire_wire::compress::TrainOptions::default(),
+    )
+    .unwrap();
+    std::fs::write(path, set.to_bytes()).unwrap();
 }
 
 /// Reactions (kind 7, `+`, an `e` and a `p` tag) among eight authors:
@@ -577,18 +573,8 @@ fn stored_records(path: &std::path::Path) -> Vec<Vec<u8>> {
 #[test]
 fn small_records_are_compressed_when_a_dictionary_serves_their_kind() {
     let dir = tempfile::tempdir().unwrap();
-    let training: Vec<(Kind, Vec<u8>)> = reactions(31, 400)
-        .iter()
-        .map(|e| (e.kind, nostrwire_wire::encode_event(e)))
-        .collect();
-    let samples: Vec<(Kind, &[u8])> = training.iter().map(|(k, r)| (*k, &r[..])).collect();
-    let set = nostrwire_wire::compress::DictSet::train(
-        &samples,
-        &nostrwire_wire::compress::TrainOptions::default(),
-    )
-    .unwrap();
     let set_path = dir.path().join("set.nwbd");
-    std::fs::write(&set_path, set.to_bytes()).unwrap();
+    write_trained_set(&reactions(31, 400), &set_path);
     let events = reactions(32, 200);
     let records: Vec<Vec<u8>> = events.iter().map(nostrwire_wire::encode_event).collect();
     assert!(
