@@ -66,6 +66,56 @@ export async function loadVerifier(bytes?: Uint8Array<ArrayBuffer>): Promise<Was
   return new Verifier(instance.exports as unknown as Exports);
 }
 
+// BIP-340's test vectors 0-3 (valid signatures, four keys): key, message,
+// signature, 128 bytes each, for warmUp.
+const WARM_ITEMS =
+  'f9308a019258c31049344f85f89d5229b531c845836f99b08601f113bce036f900000000000000000000000000000000' +
+  '00000000000000000000000000000000e907831f80848d1069a5371b402410364bdf1c5f8307b0084c55f1ce2dca8215' +
+  '25f66a4a85ea8b71e482a74f382d2ce5ebeee8fdb2172f477df4900d310536c0dff1d77f2a671c5f36183726db2341be' +
+  '58feae1da2deced843240f7b502ba659243f6a8885a308d313198a2e03707344a4093822299f31d0082efa98ec4e6c89' +
+  '6896bd60eeae296db48a229ff71dfe071bde413e6d43f917dc8dcf8c78de33418906d11ac976abccb20b091292bff4ea' +
+  '897efcb639ea871cfa95f6de339e4b0add308afec5777e13121fa72b9cc1b7cc0139715309b086c960e18fd969774eb8' +
+  '7e2d58d8b3bcdf1abadec7829054f90dda9805aab56c77333024b9d0a508b75c5831aaeed7b44bb74e5eab94ba9d4294' +
+  'c49bcf2a60728d8b4c200f50dd313c1bab745879a5ad954a72c45a91c3a51d3c7adea98d82f8481e0e1e03674a6f3fb7' +
+  '25d1dff95105f5253c4022f628a996ad3a0d95fbf21d468a1b33f8c160d8f517ffffffffffffffffffffffffffffffff' +
+  'ffffffffffffffffffffffffffffffff7eb0509757e246f19449885651611cb965ecc1a187dd51b64fda1edc9637d5ec' +
+  '97582b9cb13db3933705b32ba982af5af25fd78881ebb32771fc5922efc66ea3';
+
+/**
+ * Runs the verifier's hot code for a few milliseconds, `pause()` between
+ * rounds: engines first run WebAssembly from a quick baseline compilation
+ * and optimize the functions that turn out hot in the background, and until
+ * then a check costs several times more (about 35 ms for the first 64 in
+ * Node). Started at load, this happens before the first events arrive.
+ */
+export async function warmUp(v: WasmVerifier, pause: () => Promise<void>): Promise<void> {
+  const one = new Uint8Array(WARM_ITEMS.length / 2);
+  for (let i = 0; i < one.length; i++) one[i] = parseInt(WARM_ITEMS.slice(2 * i, 2 * i + 2), 16);
+  const items = new Uint8Array(2 * one.length);
+  items.set(one);
+  items.set(one, one.length);
+  const messages = [5000, 4000, 3000, 2000, 9000].map((n) => new Uint8Array(n));
+  // Events whose id is not their hash (so no signature is checked): the
+  // packer, the serialization and the hash of the events path.
+  const hex = WARM_ITEMS.slice(0, 64);
+  const events: Event[] = Array.from({ length: 16 }, (_, i) => ({
+    id: hex,
+    pubkey: hex,
+    sig: hex + hex,
+    kind: 1,
+    created_at: 1700000000 + i,
+    tags: Array.from({ length: 12 }, (_, j) => (j % 3 ? ['p', hex] : ['t', `tag ${j}`, 'wss://relay.example/'])),
+    content: `"line"\n`.repeat(40 * i),
+  }));
+  const out = new Int8Array(events.length);
+  for (let round = 0; round < 10; round++) {
+    v.verifySignatures(items);
+    v.sha256Many(messages);
+    v.verifyEvents(events, 0, events.length, out);
+    await pause();
+  }
+}
+
 const encoder = new TextEncoder();
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 const wellFormed: (s: string) => boolean =

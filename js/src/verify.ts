@@ -46,6 +46,9 @@ export function initVerifier(): Promise<boolean> {
   wasmLoading ??= import('./verify-wasm.js')
     .then(async (m) => {
       wasm = await m.loadVerifier();
+      // In the background, in short turns: the first events then meet
+      // optimized code.
+      void m.warmUp(wasm, yieldToEventLoop).catch(() => undefined);
       return true;
     })
     .catch(() => false);
