@@ -3,7 +3,7 @@
 # headless Chromium for nostr-tools (noble, nostr-wasm) and the js/ package
 # (JSON, nostrwire.v1), with and without permessage-deflate, and in the same
 # rounds each verifier alone on the same events in memory (the floor).
-#   scripts/bench-browser.sh [--out DIR] [--rounds N]
+#   scripts/bench-browser.sh [--out DIR] [--rounds N] [--only i,j,k --no-floor] [--sizes 1000]
 # Builds the release binary and the js/ package, installs Chromium if it is
 # missing, and writes results.json, report.md and chart.svg to DIR
 # (default bench-runs/<date>-browser).

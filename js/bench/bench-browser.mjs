@@ -13,6 +13,9 @@
 // memory, no network, by each client's verifier (page.js `window.floor`).
 // Writes results.json, report.md and chart.svg to --out; `--from
 // results.json` writes them again from a run's raw rounds, running nothing.
+// `--only j,k`: those rows alone (`--no-floor`: no verification floors;
+// `--sizes 1000`: that REQ alone), reported with the time `Relay.connect()`
+// takes and without the comparisons the missing rows would give.
 // `--profile`: instead of timing, records the main thread of each row's
 // page with the DevTools CPU profiler (unminified bundle) and writes
 // profile.md (self time by function over the rounds) and the profiles.
@@ -262,6 +265,7 @@ for (const limit of sizes) {
       longTasks: median(rs.map((r) => r.longTasks)),
       longTaskMs: median(rs.map((r) => r.longTaskMs)),
       peakHeapBytes: median(rs.map((r) => r.peakHeapBytes)),
+      connectMs: median(rs.map((r) => r.connectMs ?? NaN)),
       packageGzip: packageSizes[v.key].gzip,
       packageMin: packageSizes[v.key].min,
     });
@@ -321,6 +325,26 @@ writeFileSync(join(out, 'results.json'), JSON.stringify(results, null, 1) + '\n'
 
 const kb = (n) => (n / 1000).toFixed(n < 10000 ? 1 : 0);
 const ms = (n) => n.toFixed(n < 100 ? 1 : 0);
+// --only: the rows named, with the time to connect (a subset lacks the
+// competitors the full report compares with).
+if (opt('--only')) {
+  let md = `# Browser benchmark: a REQ in headless Chromium, rows ${opt('--only')}\n\n`;
+  md += `${date.slice(0, 10)}, Chromium ${chromiumVersion}, ${machine.cpus} cores (${machine.cpu}), shared with other work; `;
+  md += `relay and browser on the same machine, loopback. Medians of ${rounds} interleaved rounds per row. `;
+  md += `Filter \`${JSON.stringify(FILTER)}\` with \`limit\` ${sizes.join(' and ')}, on the corpus plus ${generated} generated events (seed 7).\n\n`;
+  md += `- connect: \`Relay.connect()\` called → resolved (socket open, dictionary set taken up from the Cache API)\n`;
+  md += `- last event: REQ sent → last event handed to \`onevent\`; first message: REQ sent → first message from the relay\n\n`;
+  for (const limit of sizes) {
+    md += `## ${limit.toLocaleString('en-US')} events\n\n| | client | deflate | connect ms | first message ms | EOSE ms | last event ms | long tasks |\n|---|---|---|---|---|---|---|---|\n`;
+    for (const s of summary.filter((s) => s.limit === limit)) {
+      md += `| (${s.key}) | ${s.label} | ${s.deflate ? 'on' : 'off'} | ${ms(s.connectMs)} | ${ms(s.firstMessageMs)} | ${ms(s.eoseMs)} | ${ms(s.lastVerifiedMs)} | ${s.longTasks} / ${ms(s.longTaskMs)} |\n`;
+    }
+    md += '\n';
+  }
+  md += `Raw runs: \`results.json\`. Reproduce: \`scripts/bench-browser.sh --only ${opt('--only')} --no-floor --sizes ${sizes.join(',')} --rounds ${rounds} --out DIR\`.\n`;
+  writeFileSync(join(out, 'report.md'), md);
+  process.exit(0);
+}
 let md = `# Browser benchmark: a REQ in headless Chromium\n\n`;
 md += `${date.slice(0, 10)}, Chromium ${chromiumVersion}, ${machine.cpus} cores (${machine.cpu}), shared with other work; `;
 md += `relay and browser on the same machine, loopback. Medians of ${rounds} interleaved rounds per row. `;

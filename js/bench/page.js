@@ -70,7 +70,11 @@ async function connect(client, url, transport) {
 window.run = async ({ client, url, transport, limit, filter }) => {
   if (window.gc) window.gc();
   const heapBefore = heap();
+  // connect: from the call to the relay being ready (for v2, its
+  // dictionary set taken up).
+  const connectStart = performance.now();
   const relay = await connect(client, url, transport);
+  const connectMs = performance.now() - connectStart;
   const negotiated = relay.transport ?? 'json';
   // bench-browser --profile: the profile covers the REQ, not the connection.
   if (window.profileStart) await window.profileStart();
@@ -110,6 +114,7 @@ window.run = async ({ client, url, transport, limit, filter }) => {
   return {
     ...result,
     transport: negotiated,
+    connectMs,
     messageBytes: probe.messageBytes,
     longTasks: longTasks.length,
     longTaskMs: longTasks.reduce((a, b) => a + b, 0),
