@@ -8,6 +8,7 @@
 # missing, and writes results.json, report.md and chart.svg to DIR
 # (default bench-runs/<date>-browser).
 set -euo pipefail
+case " $* " in *" -h "*|*" --help "*) sed -n '2,9p' "$0"; exit 0 ;; esac
 cd "$(dirname "$0")/.."
 export NOSTRWIRE_BIN="${NOSTRWIRE_BIN:-target/release/nostrwire}"
 if [ "$NOSTRWIRE_BIN" = target/release/nostrwire ]; then

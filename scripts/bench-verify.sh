@@ -8,6 +8,7 @@
 # missing, writes results.json and report.md to DIR (default
 # bench-runs/<date>-verify).
 set -euo pipefail
+case " $* " in *" -h "*|*" --help "*) sed -n '2,9p' "$0"; exit 0 ;; esac
 cd "$(dirname "$0")/.."
 export NOSTRWIRE_BIN="${NOSTRWIRE_BIN:-target/release/nostrwire}"
 if [ "$NOSTRWIRE_BIN" = target/release/nostrwire ]; then

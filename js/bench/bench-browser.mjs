@@ -28,7 +28,13 @@ import { gzipSync } from 'node:zlib';
 import { build } from 'esbuild';
 import { bin, startRelay } from '../test/relay-process.mjs';
 import { bundlePage, serveDir, launch, openPage } from '../test/browser/harness.mjs';
+import { checkArgs } from './args.mjs';
 
+checkArgs(
+  'usage: scripts/bench-browser.sh [--out DIR] [--rounds N] [--sizes 1000,10000] [--only a,b,...] [--no-floor]\n' +
+    '       [--floors N] [--generate N] [--from results.json] [--profile]',
+  { strings: ['out', 'rounds', 'sizes', 'only', 'floors', 'generate', 'from'], booleans: ['no-floor', 'profile'] },
+);
 const args = process.argv.slice(2);
 const opt = (name, fallback) => {
   const i = args.indexOf(name);

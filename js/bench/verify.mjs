@@ -19,7 +19,12 @@ import { gzipSync } from 'node:zlib';
 import { bin } from '../test/relay-process.mjs';
 import { bundlePage, serveDir, launch, openPage } from '../test/browser/harness.mjs';
 import { measure } from './verify-core.js';
+import { checkArgs } from './args.mjs';
 
+checkArgs(
+  'usage: scripts/bench-verify.sh [--out DIR] [--rounds N] [--variants 10x26:10,10x26:8:opt,...] [--module NAME=FILE.wasm,...]',
+  { strings: ['out', 'rounds', 'variants', 'module', 'variant-dir'], booleans: ['build-only'] },
+);
 const args = process.argv.slice(2);
 const opt = (name, fallback) => {
   const i = args.indexOf(name);
