@@ -176,3 +176,64 @@ fn compare_relays_reads_peers_in_both_spellings() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("--peers needs a value"), "{err}");
 }
+
+#[test]
+fn rewrite_refuses_a_directory_that_is_not_a_comparison_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    let rewrite = |run: &Path| {
+        let out = run_in(
+            dir.path(),
+            &[
+                "bench",
+                "relays",
+                "--rewrite",
+                "--out",
+                run.to_str().unwrap(),
+            ],
+        );
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let listing = |run: &Path| {
+        let mut names: Vec<String> = std::fs::read_dir(run)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    let (code, err) = rewrite(&run);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("not a relay comparison run (no such directory)"),
+        "{err}"
+    );
+    assert!(!run.exists());
+
+    std::fs::create_dir(&run).unwrap();
+    std::fs::write(run.join("names.tsv"), "ws://127.0.0.1:7790\tours\n").unwrap();
+    let (code, err) = rewrite(&run);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("no relays.json or nostr-bench.jsonl"), "{err}");
+    assert_eq!(listing(&run), ["names.tsv"]);
+
+    std::fs::remove_file(run.join("names.tsv")).unwrap();
+    std::fs::write(run.join("relays.json"), "{}").unwrap();
+    let (code, err) = rewrite(&run);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("relays.json without names.tsv"), "{err}");
+    assert_eq!(listing(&run), ["relays.json"]);
+
+    // A run of nostr-bench alone (no names.tsv) is written again.
+    std::fs::remove_file(run.join("relays.json")).unwrap();
+    std::fs::write(run.join("nostr-bench.jsonl"), "").unwrap();
+    let (code, err) = rewrite(&run);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(
+        listing(&run),
+        ["headline.md", "nostr-bench.jsonl", "nostr-bench.md"]
+    );
+}

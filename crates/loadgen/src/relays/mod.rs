@@ -335,7 +335,12 @@ fn write_headline(opts: &Options) -> Result<String, Error> {
 /// Writes a run's `nostr-bench.md` (when it has `nostr-bench.jsonl`) and
 /// `headline.md` again from its raw files, running nothing: the settings
 /// the headline states come from `opts`, as the run was made.
+///
+/// A directory that is not a comparison run is refused before anything is
+/// written: it needs `relays.json` or `nostr-bench.jsonl` to have figures,
+/// and `names.tsv` beside `relays.json` to name the load tester's relays.
 pub fn rewrite(opts: &Options) -> Result<(), Error> {
+    check_run_dir(&opts.out)?;
     let jsonl = opts.out.join("nostr-bench.jsonl");
     if jsonl.exists() {
         let text = fs::read_to_string(&jsonl)?;
@@ -348,6 +353,30 @@ pub fn rewrite(opts: &Options) -> Result<(), Error> {
     }
     write_headline(opts)?;
     Ok(())
+}
+
+/// Refuses `dir` unless it holds what a comparison run writes (see
+/// [`rewrite`]), naming what is missing.
+fn check_run_dir(dir: &Path) -> Result<(), Error> {
+    let not_run = |what: &str| {
+        Err(Error::Usage(format!(
+            "{}: not a relay comparison run ({what}); nothing written",
+            dir.display()
+        )))
+    };
+    if !dir.is_dir() {
+        return not_run("no such directory");
+    }
+    let has = |name: &str| dir.join(name).is_file();
+    match (
+        has("relays.json"),
+        has("nostr-bench.jsonl"),
+        has("names.tsv"),
+    ) {
+        (false, false, _) => not_run("no relays.json or nostr-bench.jsonl"),
+        (true, _, false) => not_run("relays.json without names.tsv, which names its relays"),
+        _ => Ok(()),
+    }
 }
 
 /// `peers.md`: each relay's version, configuration and durability.
