@@ -1,5 +1,5 @@
-//! `nostrwire bench relays`, `load` and `generate` from outside the
-//! repository: the `testdata/` defaults are relative to the current
+//! `nostrwire bench relays`, `load`, `generate` and the benchmarks from
+//! outside the repository: the `testdata/` defaults are relative to the current
 //! directory, so a missing one is named with the flag that sets it. And
 //! a comparison stopped by SIGINT leaves no relay and no scratch directory;
 //! `scripts/compare-relays.sh` installs the peers `--peers` names, in
@@ -62,6 +62,26 @@ fn missing_testdata_names_the_flag_that_sets_it() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("give --corpus FILE"), "{err}");
     // Nothing was started or written there.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn benchmarks_name_the_flag_of_a_missing_corpus() {
+    let dir = tempfile::tempdir().unwrap();
+    #[allow(unused_mut)]
+    let mut commands = vec![vec!["bench", "codec"], vec!["bench", "wire"]];
+    #[cfg(feature = "bench-formats")]
+    commands.push(vec!["bench", "formats", "--no-allocs"]);
+    for args in commands {
+        let out = run_in(dir.path(), &args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("testdata/real-events.jsonl: no such file in the current directory")
+                && err.contains("give --corpus FILE"),
+            "{args:?}: {err}"
+        );
+    }
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
 

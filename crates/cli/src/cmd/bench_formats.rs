@@ -51,17 +51,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     use anyhow::Context;
     use nostrwire_bench_formats::{allocs, corpus, run, write_outputs};
 
-    let corpus_bytes = crate::input::read_all(&args.corpus)?;
+    let corpus_path = crate::input::input_file(&args.corpus, "--corpus")?;
+    let corpus_bytes = crate::input::read_all(&corpus_path)?;
+    // The child is given only --corpus, so --kind-mix is checked after it.
     if args.alloc_child {
         let events = corpus::parse(&corpus_bytes)?;
         println!("{}", serde_json::to_string(&allocs::count(&events)?)?);
         return Ok(ExitCode::SUCCESS);
     }
+    let mix_path = crate::input::input_file(&args.kind_mix, "--kind-mix")?;
     if cfg!(debug_assertions) {
         eprintln!("warning: unoptimized build; use `cargo run --release` for meaningful figures");
     }
-    let mix_text = std::fs::read_to_string(&args.kind_mix)
-        .with_context(|| format!("reading {}", args.kind_mix.display()))?;
+    let mix_text = std::fs::read_to_string(&mix_path)
+        .with_context(|| format!("reading {}", mix_path.display()))?;
     let kind_mix = corpus::parse_kind_mix(&mix_text)?;
     let mut options = if args.quick {
         run::Options::quick()
@@ -101,7 +104,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let exe = std::env::current_exe()?;
         let output = std::process::Command::new(exe)
             .args(["bench", "formats", "--alloc-child", "--corpus"])
-            .arg(&args.corpus)
+            .arg(&corpus_path)
             .stderr(std::process::Stdio::inherit())
             .output()
             .context("starting the allocation-counting process")?;

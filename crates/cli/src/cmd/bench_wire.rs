@@ -24,7 +24,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let corpus = crate::input::read_all(&args.corpus)?;
+    let corpus = crate::input::read_all(&crate::input::input_file(&args.corpus, "--corpus")?)?;
     if cfg!(debug_assertions) {
         eprintln!("warning: unoptimized build; use `cargo run --release` for meaningful figures");
     }
