@@ -250,6 +250,20 @@ const KEYS: [&str; 7] = [
     "ids", "authors", "kinds", "since", "until", "limit", "search",
 ];
 
+/// Every `#x` key, so an error can name its key as a `&'static str`.
+const TAG_KEYS: &str = "#a#b#c#d#e#f#g#h#i#j#k#l#m#n#o#p#q#r#s#t#u#v#w#x#y#z\
+                        #A#B#C#D#E#F#G#H#I#J#K#L#M#N#O#P#Q#R#S#T#U#V#W#X#Y#Z";
+
+/// The key `#letter`, for an ASCII letter.
+fn tag_key(letter: u8) -> &'static str {
+    let i = if letter.is_ascii_lowercase() {
+        letter - b'a'
+    } else {
+        26 + letter - b'A'
+    } as usize;
+    &TAG_KEYS[2 * i..2 * i + 2]
+}
+
 /// Reads one filter object.
 pub(crate) fn read_filter(r: &mut Reader<'_>) -> Result<Filter, Error> {
     let mut filter = Filter::default();
@@ -303,17 +317,20 @@ pub(crate) fn read_filter(r: &mut Reader<'_>) -> Result<Filter, Error> {
         let bytes = key.as_bytes();
         if bytes.len() == 2 && bytes[0] == b'#' && bytes[1].is_ascii_alphabetic() {
             let letter = bytes[1];
+            let name = tag_key(letter);
             if seen_letters[letter as usize] {
-                return Err(Error::at(ErrorKind::DuplicateKey, r.pos()));
+                return Err(Error::at(ErrorKind::DuplicateKey, r.pos()).with_field(name));
             }
             seen_letters[letter as usize] = true;
             let values = if matches!(letter, b'e' | b'p') {
-                list(r, hex_item::<32>)?
+                list(r, hex_item::<32>)
+                    .map_err(|e| e.with_field(name))?
                     .iter()
                     .map(|b| crate::hex::encode(b))
                     .collect()
             } else {
-                list(r, |r| r.string().map(|s| s.value().into_owned()))?
+                list(r, |r| r.string().map(|s| s.value().into_owned()))
+                    .map_err(|e| e.with_field(name))?
             };
             filter.tags.push(TagCondition {
                 letter,

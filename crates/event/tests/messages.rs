@@ -139,6 +139,47 @@ fn client_message_errors() {
 }
 
 #[test]
+fn filter_errors_name_their_key() {
+    let hex = "a".repeat(64);
+    for (filter, kind, key) in [
+        (r#"{"ids":["ab"]}"#.to_string(), ErrorKind::HexLength, "ids"),
+        (r##"{"#e":["ab"]}"##.into(), ErrorKind::HexLength, "#e"),
+        (r##"{"#p":["zz"]}"##.into(), ErrorKind::HexLength, "#p"),
+        (
+            format!(r##"{{"#p":["{}"]}}"##, hex.to_uppercase()),
+            ErrorKind::InvalidHex,
+            "#p",
+        ),
+        (r##"{"#t":[1]}"##.into(), ErrorKind::WrongType, "#t"),
+        (r##"{"#Z":"x"}"##.into(), ErrorKind::WrongType, "#Z"),
+        (
+            format!(r##"{{"#e":["{hex}"],"#e":[]}}"##),
+            ErrorKind::DuplicateKey,
+            "#e",
+        ),
+    ] {
+        for message in [
+            format!(r#"["REQ","s",{filter}]"#),
+            format!(r#"["COUNT","s",{filter}]"#),
+        ] {
+            let err = ClientMessage::parse(message.as_bytes()).unwrap_err();
+            assert_eq!((err.kind(), err.field()), (kind, Some(key)), "{message}");
+            assert!(err.to_string().contains(&format!(" in `{key}` ")), "{err}");
+        }
+        let err = Filter::from_json(filter.as_bytes()).unwrap_err();
+        assert_eq!((err.kind(), err.field()), (kind, Some(key)), "{filter}");
+    }
+    for letter in ('a'..='z').chain('A'..='Z') {
+        let key = format!("#{letter}");
+        let err = Filter::from_json(format!(r#"{{"{key}":[1]}}"#).as_bytes()).unwrap_err();
+        assert_eq!(err.field(), Some(key.as_str()));
+    }
+    // The whole filter still names `filter` when no key is at fault.
+    let err = ClientMessage::parse(br#"["REQ","s",{"x":1}]"#).unwrap_err();
+    assert_eq!(err.field(), Some("filter"));
+}
+
+#[test]
 fn relay_messages_round_trip() {
     let ev = EventRef::parse(first_event().as_bytes()).unwrap();
     let filter = Filter::new().with_tag(b'p', vec![ev.pubkey_hex()]);
