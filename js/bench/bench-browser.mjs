@@ -8,12 +8,15 @@
 //   (i)–(k) this package over nostrwire.v2: verified, not verified, with
 //       two verifier workers (records as the relay stores them, compressed
 //       with a dictionary set the page holds in its Cache API)
+//   (raw) the floor of (i)–(k) on this host: a plain WebSocket speaking
+//       nostrwire.v2 as the package does on the wire, REQ sent → EOSE frame
+//       received, each message counted and nothing decoded (page.js rawV2)
 // each against a relay with permessage-deflate on and one with it off, and
 // in the same rounds the verification floor: the same events verified in
 // memory, no network, by each client's verifier (page.js `window.floor`).
 // Writes results.json, report.md and chart.svg to --out; `--from
 // results.json` writes them again from a run's raw rounds, running nothing.
-// `--only j,k`: those rows alone (`--no-floor`: no verification floors;
+// `--only j,raw`: those rows alone (`--no-floor`: no verification floors;
 // `--sizes 1000`: that REQ alone), reported with the time `Relay.connect()`
 // takes and without the comparisons the missing rows would give.
 // `--profile`: instead of timing, records the main thread of each row's
@@ -63,6 +66,9 @@ const CLIENTS = [
   { key: 'i', client: 'ours', transport: 'v2', label: 'nostrwire, nostrwire.v2' },
   { key: 'j', client: 'ours-unverified', transport: 'v2', label: 'nostrwire, nostrwire.v2, no verification' },
   { key: 'k', client: 'ours-workers-2', transport: 'v2', label: 'nostrwire, nostrwire.v2, 2 verifier workers' },
+  // The host's floor for (i)–(k): the same REQ's v2 messages into the page,
+  // nothing decoded; its "last event" is the EOSE frame.
+  { key: 'raw', client: 'raw-v2', transport: 'v2', label: 'floor: plain WebSocket, nostrwire.v2 frames counted, not decoded' },
 ].filter((c) => !opt('--only') || opt('--only').split(',').includes(c.key));
 // The verification floor: each verifier over the REQ's events in memory.
 const FLOORS = [
@@ -169,6 +175,8 @@ packageSizes = {
 };
 packageSizes.d = packageSizes.e = packageSizes.f = packageSizes.g = packageSizes.h = packageSizes.c;
 packageSizes.i = packageSizes.j = packageSizes.k = packageSizes.c;
+// The floor runs no client code but the two frame encoders.
+packageSizes.raw = { min: 0, gzip: 0 };
 
 // ---------------------------------------------------------------- runs
 const pageDir = join(work, 'page');
@@ -222,7 +230,8 @@ for (let round = 1; round <= rounds; round++) {
         delete r.profile;
       }
       runs.push({ round, limit, key: v.key, deflate: v.deflate, ...r });
-      log(`round ${round} ${v.key}${v.deflate ? '+deflate' : ''} ${limit}: ${r.events} events, EOSE ${r.eoseMs.toFixed(0)} ms, last verified ${r.lastVerifiedMs.toFixed(0)} ms, ${r.socketBytesDown} B, long tasks ${r.longTasks}`);
+      const got = r.events === null ? `${r.messages} messages (${r.batches} batches), nothing decoded` : `${r.events} events`;
+      log(`round ${round} ${v.key}${v.deflate ? '+deflate' : ''} ${limit}: ${got}, EOSE ${r.eoseMs.toFixed(0)} ms, last verified ${r.lastVerifiedMs.toFixed(0)} ms, ${r.socketBytesDown} B, long tasks ${r.longTasks}`);
     }
   }
 }
@@ -272,6 +281,10 @@ for (const limit of sizes) {
       longTaskMs: median(rs.map((r) => r.longTaskMs)),
       peakHeapBytes: median(rs.map((r) => r.peakHeapBytes)),
       connectMs: median(rs.map((r) => r.connectMs ?? NaN)),
+      // (raw): WebSocket messages after the REQ and their bytes.
+      messages: median(rs.map((r) => r.messages ?? NaN)),
+      batches: median(rs.map((r) => r.batches ?? NaN)),
+      frameBytes: median(rs.map((r) => r.frameBytes ?? NaN)),
       packageGzip: packageSizes[v.key].gzip,
       packageMin: packageSizes[v.key].min,
     });
@@ -330,6 +343,16 @@ const results = {
 writeFileSync(join(out, 'results.json'), JSON.stringify(results, null, 1) + '\n');
 
 const kb = (n) => (n / 1000).toFixed(n < 10000 ? 1 : 0);
+const RAW_NOTE =
+  'the floor of (i)–(k): in the same page, a plain `WebSocket` offering `nostrwire.v2` that does on the wire what the package does before its REQ ' +
+  '(waits for the relay\'s dictionary set, holds it with the package\'s `holdFrame`), sends the same REQ (`jsonFrame`), and counts each message ' +
+  'and its bytes, reading only its type byte; its EOSE and "last event" are the EOSE frame received';
+// (raw)'s messages per REQ, under a table of the rows.
+function rawLine(limit) {
+  const r = summary.filter((s) => s.limit === limit && s.key === 'raw');
+  if (!r.length) return '';
+  return `\n(raw) messages after the REQ (median): ${r.map((s) => `deflate ${s.deflate ? 'on' : 'off'}: ${s.messages} (${s.batches} batches), ${kb(s.frameBytes)} KB of message bytes`).join('; ')}.\n`;
+}
 const ms = (n) => n.toFixed(n < 100 ? 1 : 0);
 // --only: the rows named, with the time to connect (a subset lacks the
 // competitors the full report compares with).
@@ -339,13 +362,14 @@ if (opt('--only')) {
   md += `relay and browser on the same machine, loopback. Medians of ${rounds} interleaved rounds per row. `;
   md += `Filter \`${JSON.stringify(FILTER)}\` with \`limit\` ${sizes.join(' and ')}, on the corpus plus ${generated} generated events (seed 7).\n\n`;
   md += `- connect: \`Relay.connect()\` called → resolved (socket open, dictionary set taken up from the Cache API)\n`;
-  md += `- last event: REQ sent → last event handed to \`onevent\`; first message: REQ sent → first message from the relay\n\n`;
+  md += `- last event: REQ sent → last event handed to \`onevent\`; first message: REQ sent → first message from the relay\n`;
+  md += `- (raw): ${RAW_NOTE}\n\n`;
   for (const limit of sizes) {
     md += `## ${limit.toLocaleString('en-US')} events\n\n| | client | deflate | connect ms | first message ms | EOSE ms | last event ms | long tasks |\n|---|---|---|---|---|---|---|---|\n`;
     for (const s of summary.filter((s) => s.limit === limit)) {
       md += `| (${s.key}) | ${s.label} | ${s.deflate ? 'on' : 'off'} | ${ms(s.connectMs)} | ${ms(s.firstMessageMs)} | ${ms(s.eoseMs)} | ${ms(s.lastVerifiedMs)} | ${s.longTasks} / ${ms(s.longTaskMs)} |\n`;
     }
-    md += '\n';
+    md += rawLine(limit) + '\n';
   }
   md += `Raw runs: \`results.json\`. Reproduce: \`scripts/bench-browser.sh --only ${opt('--only')} --no-floor --sizes ${sizes.join(',')} --rounds ${rounds} --out DIR\`.\n`;
   writeFileSync(join(out, 'report.md'), md);
@@ -358,9 +382,12 @@ md += `Filter \`${JSON.stringify(FILTER)}\` with \`limit\` ${sizes.join(' and ')
 md += `- socket KB: bytes from the relay on the TCP socket (counted by a proxy, with Nagle's algorithm off on both its sockets as browsers and the relay have it on theirs), WebSocket framing and permessage-deflate included\n`;
 md += `- EOSE: REQ sent → EOSE message dispatched in the page; last verified: REQ sent → last event handed to \`onevent\` after its signature check\n`;
 md += `- (e), (f), (j): the same client with \`verifyEvent: false\`, \"last verified\" is then the last event handed to \`onevent\`\n`;
+md += `- (raw): ${RAW_NOTE}\n`;
 md += `- (i)–(k): \`nostrwire.v2\`; the relay's dictionary set (${kb(results.dictionaryBytes ?? 0)} KB, fetched once per browser in the warm-up and kept in the Cache API) was trained on 10,000 other generated events (seed 8)\n`;
 md += `- long tasks: main-thread tasks over 50 ms (count / total ms); heap: peak \`usedJSHeapSize\` (read at connect, every 1,024 events and at EOSE)\n`;
 md += `- package: the client's code, minified + gzip, WebAssembly included\n\n`;
+// (raw) delivers no events: no speed-up to give.
+const speedUp = (other, s) => (s.key === 'raw' ? '—' : `${(other.lastVerifiedMs / s.lastVerifiedMs).toFixed(2)}×`);
 for (const limit of sizes) {
   md += `## ${limit.toLocaleString('en-US')} events\n\n`;
   md += `| | client | deflate | socket KB | vs (a) without deflate | EOSE ms | last verified ms | speed-up vs (a) | speed-up vs (b) | long tasks | heap MB | package KB gz |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n`;
@@ -368,9 +395,9 @@ for (const limit of sizes) {
     const a = find(limit, 'a', s.deflate);
     const b = find(limit, 'b', s.deflate);
     const plainJson = find(limit, 'a', false);
-    md += `| (${s.key}) | ${s.label} | ${s.deflate ? 'on' : 'off'} | ${kb(s.socketBytesDown)} | ${(s.socketBytesDown / plainJson.socketBytesDown).toFixed(2)}× | ${ms(s.eoseMs)} | ${ms(s.lastVerifiedMs)} | ${(a.lastVerifiedMs / s.lastVerifiedMs).toFixed(2)}× | ${(b.lastVerifiedMs / s.lastVerifiedMs).toFixed(2)}× | ${s.longTasks} / ${ms(s.longTaskMs)} | ${(s.peakHeapBytes / 1e6).toFixed(1)} | ${kb(s.packageGzip)} |\n`;
+    md += `| (${s.key}) | ${s.label} | ${s.deflate ? 'on' : 'off'} | ${kb(s.socketBytesDown)} | ${(s.socketBytesDown / plainJson.socketBytesDown).toFixed(2)}× | ${ms(s.eoseMs)} | ${ms(s.lastVerifiedMs)} | ${speedUp(a, s)} | ${speedUp(b, s)} | ${s.longTasks} / ${ms(s.longTaskMs)} | ${(s.peakHeapBytes / 1e6).toFixed(1)} | ${s.key === 'raw' ? '—' : kb(s.packageGzip)} |\n`;
   }
-  md += '\n';
+  md += rawLine(limit) + '\n';
 }
 // The issue's targets, on the largest REQ, for (d) against (a) and (b) over
 // the same deflate setting, bytes against plain JSON without deflate.
@@ -393,6 +420,12 @@ for (const limit of sizes) {
 // verification ((e)).
 if (summary.some((s) => s.key === 'j')) {
   const mark = (ok) => (ok ? 'met' : 'not met');
+  // The host's floor: (raw), the same REQ's messages in with nothing decoded.
+  const floorRaw = (limit) => {
+    const on = find(limit, 'raw', true);
+    const off = find(limit, 'raw', false);
+    return on && off ? `; **floor** (raw), REQ → EOSE frame, nothing decoded: ${ms(on.eoseMs)} / ${ms(off.eoseMs)} ms` : '';
+  };
   md += `## nostrwire.v2 targets\n\n| target | REQ | deflate on | deflate off | floor / competitor, same run |\n|---|---|---|---|---|\n`;
   for (const limit of sizes) {
     const plain = find(limit, 'a', false).socketBytesDown;
@@ -401,7 +434,7 @@ if (summary.some((s) => s.key === 'j')) {
     md += `| socket bytes ≤ 0.30× plain JSON | ${limit} | ${bytes(true).toFixed(2)}×: ${mark(bytes(true) <= 0.3)} | ${bytes(false).toFixed(2)}×: ${mark(bytes(false) <= 0.3)} | JSON + deflate (a): ${jsonDeflate.toFixed(2)}×; v1 + deflate (d): ${(find(limit, 'd', true).socketBytesDown / plain).toFixed(2)}× |\n`;
     const bound = limit <= 1000 ? 30 : 250;
     const t = (on) => find(limit, 'j', on).lastVerifiedMs;
-    md += `| delivered to \`onevent\`, no verification, ≤ ${bound} ms | ${limit} | ${ms(t(true))} ms: ${mark(t(true) <= bound)} | ${ms(t(false))} ms: ${mark(t(false) <= bound)} | JSON (e): ${ms(find(limit, 'e', true).lastVerifiedMs)} / ${ms(find(limit, 'e', false).lastVerifiedMs)} ms; v1 (f): ${ms(find(limit, 'f', true).lastVerifiedMs)} / ${ms(find(limit, 'f', false).lastVerifiedMs)} ms; EOSE (j): ${ms(find(limit, 'j', true).eoseMs)} / ${ms(find(limit, 'j', false).eoseMs)} ms; first message after the REQ (j): ${ms(find(limit, 'j', true).firstMessageMs)} / ${ms(find(limit, 'j', false).firstMessageMs)} ms |\n`;
+    md += `| delivered to \`onevent\`, no verification, ≤ ${bound} ms | ${limit} | ${ms(t(true))} ms: ${mark(t(true) <= bound)} | ${ms(t(false))} ms: ${mark(t(false) <= bound)} | JSON (e): ${ms(find(limit, 'e', true).lastVerifiedMs)} / ${ms(find(limit, 'e', false).lastVerifiedMs)} ms; v1 (f): ${ms(find(limit, 'f', true).lastVerifiedMs)} / ${ms(find(limit, 'f', false).lastVerifiedMs)} ms; EOSE (j): ${ms(find(limit, 'j', true).eoseMs)} / ${ms(find(limit, 'j', false).eoseMs)} ms; first message after the REQ (j): ${ms(find(limit, 'j', true).firstMessageMs)} / ${ms(find(limit, 'j', false).firstMessageMs)} ms${floorRaw(limit)} |\n`;
     const lt = (key, on) => find(limit, key, on).longTasks;
     md += `| no main-thread task over 50 ms | ${limit} | (i) ${lt('i', true)}, (j) ${lt('j', true)}, (k) ${lt('k', true)} | (i) ${lt('i', false)}, (j) ${lt('j', false)}, (k) ${lt('k', false)} | (d) ${lt('d', true)} / ${lt('d', false)} |\n`;
   }
@@ -456,7 +489,7 @@ if (FLOORS.length > 0) {
   }
   md += `\n`;
 }
-md += `Events received per run: ${[...new Set(summary.map((s) => `${s.limit}→${s.events}`))].join(', ')}.\n\n`;
+md += `Events received per run: ${[...new Set(summary.filter((s) => s.key !== 'raw').map((s) => `${s.limit}→${s.events}`))].join(', ')}.\n\n`;
 md += `![time until the last event is verified](chart.svg)\n\nRaw runs: \`results.json\`. Reproduce: \`scripts/bench-browser.sh --out DIR\`.\n`;
 writeFileSync(join(out, 'report.md'), md);
 writeFileSync(join(out, 'chart.svg'), chart(summary, sizes));
@@ -464,7 +497,7 @@ log(`wrote ${out}/results.json, report.md, chart.svg`);
 
 function chart(summary, sizes) {
   const rowH = 18, gap = 26, left = 360, width = 960, barW = width - left - 90;
-  const colors = { a: '#8c8c8c', b: '#4f81bd', c: '#9bbb59', d: '#6b3fd4', e: '#c8d9a6', f: '#b9a4ea', g: '#d4893f', h: '#a0522d', i: '#c0392b', j: '#e6a19a', k: '#7b241c' };
+  const colors = { a: '#8c8c8c', b: '#4f81bd', c: '#9bbb59', d: '#6b3fd4', e: '#c8d9a6', f: '#b9a4ea', g: '#d4893f', h: '#a0522d', i: '#c0392b', j: '#e6a19a', k: '#7b241c', raw: '#333333' };
   let y = 40;
   let body = '';
   for (const limit of sizes) {

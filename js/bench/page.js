@@ -4,6 +4,9 @@
 //   ours        this package's Relay over `transport` (json | binary)
 //   ours-unverified  the same without signature checks
 //   ours-workers-N   the same, verifying in N Web Workers
+//   raw-v2      the host's floor for nostrwire.v2: a plain WebSocket doing
+//               on the wire what the package does (`window.rawV2`), frames
+//               counted, nothing decoded
 // and `window.floor`: the time to verify events already in memory, no
 // network (the verification floor of each client, in the same page).
 import { Relay as ToolsRelay } from 'nostr-tools/relay';
@@ -11,8 +14,10 @@ import { AbstractRelay } from 'nostr-tools/abstract-relay';
 import { setNostrWasm, verifyEvent as toolsWasmVerify } from 'nostr-tools/wasm';
 import { verifyEvent as toolsNobleVerify } from 'nostr-tools/pure';
 import { initNostrWasm } from 'nostr-wasm';
-import { Relay, initVerifier, verifyEvents } from '../src/index.ts';
+import { Relay, SUBPROTOCOL_V2, holdFrame, initVerifier, jsonFrame, verifyEvents } from '../src/index.ts';
 import { VerifierPool } from '../src/pool.ts';
+import { FRAME_BATCH, FRAME_DICTIONARY_SET, FRAME_EOSE, FRAME_JSON } from '../src/transport.ts';
+import { dictionarySet } from '../src/dictionaries.ts';
 
 // Every WebSocket the page opens reports when EOSE arrives and how many
 // message bytes it delivered (after permessage-deflate; socket bytes are
@@ -67,7 +72,77 @@ async function connect(client, url, transport) {
   return Relay.connect(url, { transport, websocketImplementation });
 }
 
+// The floor of nostrwire.v2 delivery on this host: a plain WebSocket (the
+// probing one, as the package's rows get) offering `nostrwire.v2` and
+// doing on the wire what `Relay.connect` does before its first REQ: wait
+// for the relay's dictionary set (0x07), take it up (from memory, the
+// Cache API or the relay, before the clock) and say so (0x08, the package's
+// own frame encoder), then send the same REQ as the package (a 0x00 frame).
+// Timed from the REQ sent to its EOSE frame received; in between each
+// message is counted and its bytes summed, and only its type byte is read.
+window.rawV2 = async ({ url, limit, filter }) => {
+  if (window.gc) window.gc();
+  const connectStart = performance.now();
+  const ws = new window.WebSocket(url, [SUBPROTOCOL_V2]);
+  ws.binaryType = 'arraybuffer';
+  const first = await new Promise((resolve, reject) => {
+    ws.onerror = ws.onclose = () => reject(new Error(`connection to ${url} failed`));
+    ws.onmessage = (ev) => resolve(ev.data);
+  });
+  if (ws.protocol !== SUBPROTOCOL_V2) throw new Error(`relay chose ${ws.protocol || 'JSON'}, not ${SUBPROTOCOL_V2}`);
+  const set = new Uint8Array(first);
+  if (set[0] !== FRAME_DICTIONARY_SET) throw new Error(`first frame has type ${set[0]}, not the dictionary set`);
+  if (set.length === 33) {
+    const hash = Array.from(set.subarray(1), (b) => b.toString(16).padStart(2, '0')).join('');
+    await dictionarySet(url, hash);
+    ws.send(holdFrame([hash]));
+  }
+  const connectMs = performance.now() - connectStart;
+  longTasks.length = 0;
+  const result = await new Promise((resolve) => {
+    let messages = 0;
+    let batches = 0;
+    let bytes = 0;
+    let firstAt = 0;
+    let start = 0;
+    ws.onmessage = (ev) => {
+      const now = performance.now();
+      const frame = new Uint8Array(ev.data);
+      messages++;
+      bytes += frame.length;
+      if (!firstAt) firstAt = now;
+      const type = frame[0];
+      if (type === FRAME_BATCH) batches++;
+      // EOSE is 0x05; a JSON frame (0x00) carries CLOSED or NOTICE, which
+      // would end the REQ too.
+      else if (type === FRAME_EOSE || type === FRAME_JSON) {
+        resolve({ eoseMs: now - start, firstMessageMs: firstAt - start, messages, batches, frameBytes: bytes, endFrame: type });
+      }
+    };
+    // The package's first subscription id, so each batch is the same size.
+    start = performance.now();
+    ws.send(jsonFrame(['REQ', 'sub:1', { ...filter, limit }]));
+  });
+  await new Promise((r) => setTimeout(r, 100));
+  ws.close();
+  return {
+    ...result,
+    events: null,
+    // No onevent here: the floor's "last event" is the EOSE frame.
+    lastVerifiedMs: result.eoseMs,
+    eoseCallbackMs: result.eoseMs,
+    transport: 'v2',
+    connectMs,
+    messageBytes: probe.messageBytes,
+    longTasks: longTasks.length,
+    longTaskMs: longTasks.reduce((a, b) => a + b, 0),
+    peakHeapBytes: heap(),
+    heapBeforeBytes: 0,
+  };
+};
+
 window.run = async ({ client, url, transport, limit, filter }) => {
+  if (client === 'raw-v2') return window.rawV2({ url, limit, filter });
   if (window.gc) window.gc();
   const heapBefore = heap();
   // connect: from the call to the relay being ready (for v2, its
