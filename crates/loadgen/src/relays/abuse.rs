@@ -5,7 +5,6 @@
 
 use std::fs::{self, File};
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -203,23 +202,17 @@ fn attack_once(
     base: &Path,
 ) -> Result<(), Error> {
     let txt = File::create(base.with_extension("txt"))?;
-    let mut child = env
-        .load()
-        .args(["--relay", url, "--scenario", attack, "--rounds", "1"])
-        .args(["--timeout", &opts.timeout, "--duration", &opts.duration])
-        .args(["--connections", &opts.connections.to_string()])
-        .args(["--attack-seconds", &opts.attack_seconds.to_string()])
-        .args(&opts.extra)
-        .args(["--quiet", "--report"])
-        .arg(base.with_extension("json"))
-        .stdin(Stdio::null())
-        .stdout(txt.try_clone()?)
-        .stderr(txt)
-        .spawn();
-    let ok = match &mut child {
-        Ok(child) => interrupt::wait(child)?.success(),
-        Err(_) => false,
-    };
+    let ok = interrupt::run_logged(
+        env.load()
+            .args(["--relay", url, "--scenario", attack, "--rounds", "1"])
+            .args(["--timeout", &opts.timeout, "--duration", &opts.duration])
+            .args(["--connections", &opts.connections.to_string()])
+            .args(["--attack-seconds", &opts.attack_seconds.to_string()])
+            .args(&opts.extra)
+            .args(["--quiet", "--report"])
+            .arg(base.with_extension("json")),
+        txt,
+    )?;
     if !ok {
         eprintln!(
             "bench relays: abuse: {attack} against {url}: nostrwire load failed (see {}.txt)",

@@ -215,30 +215,24 @@ impl Ctx<'_> {
     fn seed_relay(&self, url: &str, base: &Path) -> Result<Option<u64>, Error> {
         let report = base.with_extension("seed.json");
         let txt = File::create(base.with_extension("seed.txt"))?;
-        let mut child = self
-            .env
-            .load()
-            .args(["--relay", url, "--scenario", "publish", "--replay"])
-            .arg(&self.seed)
-            .args(["--count", &self.seed_count.to_string()])
-            .args([
-                "--connections",
-                "100",
-                "--duration",
-                "300",
-                "--timeout",
-                "10",
-            ])
-            .args(["--rounds", "1", "--quiet", "--report"])
-            .arg(&report)
-            .stdin(Stdio::null())
-            .stdout(txt.try_clone()?)
-            .stderr(txt)
-            .spawn();
-        let ok = match &mut child {
-            Ok(child) => interrupt::wait(child)?.success(),
-            Err(_) => false,
-        };
+        let ok = interrupt::run_logged(
+            self.env
+                .load()
+                .args(["--relay", url, "--scenario", "publish", "--replay"])
+                .arg(&self.seed)
+                .args(["--count", &self.seed_count.to_string()])
+                .args([
+                    "--connections",
+                    "100",
+                    "--duration",
+                    "300",
+                    "--timeout",
+                    "10",
+                ])
+                .args(["--rounds", "1", "--quiet", "--report"])
+                .arg(&report),
+            txt,
+        )?;
         if !ok {
             eprintln!(
                 "bench relays: nostr-bench: seeding {url} failed (see {}.seed.txt)",

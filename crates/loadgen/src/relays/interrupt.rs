@@ -5,7 +5,8 @@
 //! The first signal also restores the default action, so a second one ends
 //! the process at once.
 
-use std::process::{Child, ExitStatus};
+use std::fs::File;
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -61,4 +62,19 @@ pub fn wait(child: &mut Child) -> Result<ExitStatus, Error> {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// Runs `cmd` to its end with its output (stdout and stderr) in `log`;
+/// whether it ran and succeeded. A command that cannot start counts as
+/// failed, so the caller reports it like any other failure.
+pub fn run_logged(cmd: &mut Command, log: File) -> Result<bool, Error> {
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .spawn();
+    Ok(match child {
+        Ok(mut child) => wait(&mut child)?.success(),
+        Err(_) => false,
+    })
 }
