@@ -195,15 +195,20 @@ async function once(config, deflate, limit) {
       return await page.evaluate((o) => window.floor(o), { method: config.floor, url: p.url, limit, filter: FILTER });
     }
     const cdp = profiling ? await page.createCDPSession() : null;
+    // Rows whose page code never calls profileStart (the raw floor) get no profile.
+    let started = false;
     if (cdp) {
       await cdp.send('Profiler.enable');
       await cdp.send('Profiler.setSamplingInterval', { interval: 100 });
-      await page.exposeFunction('profileStart', () => cdp.send('Profiler.start'));
+      await page.exposeFunction('profileStart', () => {
+        started = true;
+        return cdp.send('Profiler.start');
+      });
     }
     const r = await page.evaluate((o) => window.run(o), {
       client: config.client, transport: config.transport, url: p.url, limit, filter: FILTER,
     });
-    const profile = cdp ? (await cdp.send('Profiler.stop')).profile : undefined;
+    const profile = started ? (await cdp.send('Profiler.stop')).profile : undefined;
     await new Promise((res) => setTimeout(res, 50));
     return { ...r, socketBytesDown: p.counter.down, socketBytesUp: p.counter.up, profile };
   } finally {

@@ -30,6 +30,7 @@ use hash::{unhex, Buf, Hasher, Sink};
 extern "C" {
     fn nw_xonly_parse(out64: *mut u8, in32: *const u8) -> i32;
     fn nw_schnorr_verify(sig64: *const u8, msg32: *const u8, xonly64: *const u8) -> i32;
+    fn nw_schnorr_verify_batch(items: *const u8, n: usize) -> i32;
 }
 
 /// The packed buffer does not hold the number of entries it was said to, or
@@ -266,14 +267,84 @@ fn settle(waiting: &[Waiting], scratch: &[u8], verdicts: &mut [u8], cache: &mut 
     let mut digests = [[0u8; 32]; GROUP];
     let digests = &mut digests[..waiting.len()];
     sha256::digest_many(scratch, &spans[..waiting.len()], digests);
-    let mut valid = 0;
+    let mut batch = Batch::new();
     for (w, d) in waiting.iter().zip(digests.iter()) {
-        let s = &w.signed;
-        let ok = *d == s.id && signature_ok(cache, &s.pubkey, &s.id, &s.sig);
-        verdicts[w.verdict] = u8::from(ok);
-        valid += usize::from(ok);
+        verdicts[w.verdict] = 0;
+        if *d == w.signed.id {
+            batch.push(cache, w.verdict, &w.signed);
+        }
     }
-    valid
+    batch.settle(verdicts, cache)
+}
+
+/// Signatures checked together (`nw_schnorr_verify_batch` in `c/shim.c`).
+const BATCH_MAX: usize = GROUP;
+/// Bytes of one batch item: parsed key, x-only key, message, signature.
+const BATCH_ITEM: usize = 192;
+
+/// Signatures waiting to be checked in one BIP-340 batch, with the verdict
+/// each one decides.
+struct Batch {
+    items: [u8; BATCH_MAX * BATCH_ITEM],
+    verdicts: [usize; BATCH_MAX],
+    len: usize,
+}
+
+impl Batch {
+    fn new() -> Self {
+        Batch {
+            items: [0; BATCH_MAX * BATCH_ITEM],
+            verdicts: [0; BATCH_MAX],
+            len: 0,
+        }
+    }
+
+    /// Adds a signature whose id matched; one with an invalid key is left
+    /// out (its verdict stays 0).
+    fn push(&mut self, cache: &mut KeyCache, verdict: usize, s: &Signed) {
+        let Some(parsed) = cache.parsed(&s.pubkey) else {
+            return;
+        };
+        let item = &mut self.items[self.len * BATCH_ITEM..][..BATCH_ITEM];
+        item[..64].copy_from_slice(parsed);
+        item[64..96].copy_from_slice(&s.pubkey);
+        item[96..128].copy_from_slice(&s.id);
+        item[128..].copy_from_slice(&s.sig);
+        self.verdicts[self.len] = verdict;
+        self.len += 1;
+    }
+
+    /// Whether every signature of the batch is valid (BIP-340 batch
+    /// verification: wrong with probability at most 2^-126).
+    fn accepts(&self) -> bool {
+        // SAFETY: `len` items of BATCH_ITEM bytes, len ≤ BATCH_MAX.
+        unsafe { nw_schnorr_verify_batch(self.items.as_ptr(), self.len) == 1 }
+    }
+
+    /// Checks the batch, writing its verdicts; the number valid. A batch
+    /// that fails is checked one signature at a time, to find which.
+    fn settle(&self, verdicts: &mut [u8], cache: &mut KeyCache) -> usize {
+        if self.accepts() {
+            for &v in &self.verdicts[..self.len] {
+                verdicts[v] = 1;
+            }
+            return self.len;
+        }
+        let mut valid = 0;
+        for (item, &v) in self
+            .items
+            .chunks_exact(BATCH_ITEM)
+            .zip(&self.verdicts[..self.len])
+        {
+            let pubkey: &[u8; 32] = item[64..96].try_into().expect("32 bytes");
+            let id: &[u8; 32] = item[96..128].try_into().expect("32 bytes");
+            let sig: &[u8; 64] = item[128..].try_into().expect("64 bytes");
+            let ok = signature_ok(cache, pubkey, id, sig);
+            verdicts[v] = u8::from(ok);
+            valid += usize::from(ok);
+        }
+        valid
+    }
 }
 
 /// Checks each of the `verdicts.len()` length-prefixed entries of `input`
@@ -419,6 +490,7 @@ pub fn sha256_many(input: &[u8], digests: &mut [u8]) -> Result<usize, Malformed>
 /// Bare BIP-340 checks: per item a 32-byte x-only key, a 32-byte message
 /// and a 64-byte signature, `verdicts.len()` items; the number valid. For
 /// callers that checked the ids themselves, and for the BIP-340 vectors.
+/// Checked in batches as events are.
 pub fn verify_signatures(
     input: &[u8],
     verdicts: &mut [u8],
@@ -428,15 +500,32 @@ pub fn verify_signatures(
         return Err(Malformed);
     }
     let mut valid = 0;
-    for (item, v) in input.chunks_exact(128).zip(verdicts.iter_mut()) {
-        let pubkey: &[u8; 32] = item[..32].try_into().map_err(|_| Malformed)?;
-        let msg: &[u8; 32] = item[32..64].try_into().map_err(|_| Malformed)?;
-        let sig: &[u8; 64] = item[64..].try_into().map_err(|_| Malformed)?;
-        let ok = signature_ok(cache, pubkey, msg, sig);
-        *v = u8::from(ok);
-        valid += usize::from(ok);
+    let mut batch = Batch::new();
+    for (i, item) in input.chunks_exact(128).enumerate() {
+        verdicts[i] = 0;
+        let signed = Signed {
+            pubkey: item[..32].try_into().map_err(|_| Malformed)?,
+            id: item[32..64].try_into().map_err(|_| Malformed)?,
+            sig: item[64..].try_into().map_err(|_| Malformed)?,
+        };
+        batch.push(cache, i, &signed);
+        if batch.len == BATCH_MAX {
+            valid += batch.settle(verdicts, cache);
+            batch.len = 0;
+        }
     }
+    valid += batch.settle(verdicts, cache);
     Ok(valid)
+}
+
+/// One signature checked alone, as a batch that fails is (for the tests,
+/// which compare the two).
+#[cfg(test)]
+fn verify_signature_alone(cache: &mut KeyCache, item: &[u8]) -> bool {
+    let pubkey: &[u8; 32] = item[..32].try_into().unwrap();
+    let msg: &[u8; 32] = item[32..64].try_into().unwrap();
+    let sig: &[u8; 64] = item[64..128].try_into().unwrap();
+    signature_ok(cache, pubkey, msg, sig)
 }
 
 /// The WebAssembly interface, used by `js/src/verify-wasm.ts`. Memory past

@@ -28,6 +28,19 @@ fn bip340_vectors() {
         n += 1;
     }
     assert_eq!(n, 15);
+    // All fifteen in one batch: the same verdicts.
+    let mut all = Vec::new();
+    let mut expect = Vec::new();
+    for line in csv.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        all.extend(unhex(f[2]));
+        all.extend(unhex(f[4]));
+        all.extend(unhex(f[5]));
+        expect.push(u8::from(f[6] == "TRUE"));
+    }
+    let mut verdicts = [9u8; 15];
+    verify_signatures(&all, &mut verdicts, &mut KeyCache::new()).unwrap();
+    assert_eq!(verdicts[..], expect[..]);
     assert_eq!(
         verify_signatures(&[0; 127], &mut [0], &mut cache),
         Err(Malformed)
@@ -350,4 +363,167 @@ fn hex_of_every_length_to_100() {
         let want: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
         assert_eq!(std::str::from_utf8(&out).unwrap(), want, "{n} bytes");
     }
+}
+
+/// The group order n.
+const N_HEX: &str = "fffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141";
+
+/// `x += d` on 32-byte big-endian numbers, modulo 2^256; the carry out.
+fn add_be(x: &mut [u8], d: &[u8]) -> bool {
+    let mut carry = 0u16;
+    for i in (0..32).rev() {
+        let v = u16::from(x[i]) + u16::from(d[i]) + carry;
+        x[i] = v as u8;
+        carry = v >> 8;
+    }
+    carry == 1
+}
+
+/// `x = (x + d) mod n` for `x, d < n`.
+fn add_mod_n(x: &mut [u8], d: &[u8; 32]) {
+    let n = unhex(N_HEX);
+    let carry = add_be(x, d);
+    if carry || x[..] >= n[..] {
+        // − n ≡ + (2^256 − n) modulo 2^256.
+        let mut minus_n = [0u8; 32];
+        for (m, b) in minus_n.iter_mut().zip(&n) {
+            *m = !b;
+        }
+        add_be(&mut minus_n, &{
+            let mut one = [0u8; 32];
+            one[31] = 1;
+            one
+        });
+        add_be(x, &minus_n);
+    }
+}
+
+/// Signature items (key, id, signature) of the corpus's events.
+fn signature_items() -> Vec<Vec<u8>> {
+    corpus()
+        .iter()
+        .map(|e| {
+            let mut item = unhex(e["pubkey"].as_str().unwrap());
+            item.extend(unhex(e["id"].as_str().unwrap()));
+            item.extend(unhex(e["sig"].as_str().unwrap()));
+            item
+        })
+        .collect()
+}
+
+#[test]
+fn batches_give_the_verdicts_of_single_checks() {
+    // The model: each signature checked alone. Spoiled signatures of many
+    // kinds sit at every position of batches of every size, among keys
+    // that repeat.
+    const P: &str = "fffffffffffffffffffffffffffffffffffffffffffffffffffffffefffffc2f";
+    let items = signature_items();
+    type Spoiler = fn(&mut [u8]);
+    let spoilers: [Spoiler; 7] = [
+        |i| i[127] ^= 1,                               // s off by a bit
+        |i| i[95] ^= 1,                                // r off by a bit (often not on the curve)
+        |i| i[64..96].copy_from_slice(&unhex(P)),      // r = p
+        |i| i[96..128].copy_from_slice(&unhex(N_HEX)), // s = n
+        |i| i[32] ^= 0x80,                             // another message
+        |i| i[64..96].fill(0),                         // r = 0
+        |i| i[..32].copy_from_slice(&[0xff; 32]),      // a key off the curve
+    ];
+    let mut input = Vec::new();
+    let mut expect = Vec::new();
+    let mut model_cache = KeyCache::new();
+    for (n, item) in items.iter().cycle().take(3_000).enumerate() {
+        let mut item = item.clone();
+        // Runs of valid items between spoiled ones of varying spacing.
+        if n % 37 == 0 || n % 61 == 5 || n % 97 == 11 {
+            spoilers[n % spoilers.len()](&mut item);
+        }
+        expect.push(u8::from(verify_signature_alone(&mut model_cache, &item)));
+        input.extend(item);
+    }
+    assert!(expect.iter().filter(|&&v| v == 0).count() > 100);
+    for count in [1, 2, 3, 31, 63, 64, 65, 127, 128, 1_000, 3_000] {
+        let mut verdicts = vec![9u8; count];
+        let valid = verify_signatures(&input[..128 * count], &mut verdicts, &mut KeyCache::new());
+        assert_eq!(verdicts, expect[..count], "{count} items");
+        assert_eq!(
+            valid,
+            Ok(expect[..count].iter().filter(|&&v| v == 1).count())
+        );
+    }
+}
+
+#[test]
+fn a_batch_of_one_key_and_of_one_signature_repeated() {
+    let items = signature_items();
+    let mut model = KeyCache::new();
+    let key = &items[0][..32];
+    let same_key: Vec<&Vec<u8>> = items.iter().filter(|i| &i[..32] == key).collect();
+    for group in [
+        vec![items[0].clone(); 64],
+        same_key.iter().map(|i| (*i).clone()).collect(),
+    ] {
+        let input: Vec<u8> = group.concat();
+        let mut verdicts = vec![0u8; group.len()];
+        assert_eq!(
+            verify_signatures(&input, &mut verdicts, &mut KeyCache::new()),
+            Ok(group.len())
+        );
+        assert!(group.iter().all(|i| verify_signature_alone(&mut model, i)));
+    }
+}
+
+#[test]
+fn invalid_signatures_that_cancel_out_are_caught() {
+    // s_1 + d and s_2 − d: the sum of the two equations still holds, so a
+    // batch without randomizers would pass both. With them, both fail.
+    let items = signature_items();
+    let (mut a, mut b) = (items[0].clone(), items[1].clone());
+    let mut d = [0u8; 32];
+    d[31] = 7;
+    let mut minus_d = [0u8; 32];
+    minus_d.copy_from_slice(&unhex(N_HEX));
+    minus_d[31] -= 7;
+    add_mod_n(&mut a[96..128], &d);
+    add_mod_n(&mut b[96..128], &minus_d);
+    let (a_copy, b_copy) = (a.clone(), b.clone());
+    let mut input = a;
+    input.extend(&b);
+    input.extend(&items[2]);
+    let mut verdicts = [9u8; 3];
+    assert_eq!(
+        verify_signatures(&input, &mut verdicts, &mut KeyCache::new()),
+        Ok(1)
+    );
+    assert_eq!(verdicts, [0, 0, 1]);
+    assert!(!batch_accepts(&[a_copy, b_copy]));
+}
+
+/// `nw_schnorr_verify_batch` itself, without the one-by-one fallback.
+fn batch_accepts(items: &[Vec<u8>]) -> bool {
+    let mut cache = KeyCache::new();
+    let mut batch = Batch::new();
+    for (i, item) in items.iter().enumerate() {
+        let signed = Signed {
+            pubkey: item[..32].try_into().unwrap(),
+            id: item[32..64].try_into().unwrap(),
+            sig: item[64..128].try_into().unwrap(),
+        };
+        batch.push(&mut cache, i, &signed);
+    }
+    batch.accepts()
+}
+
+#[test]
+fn valid_batches_pass_the_batch_check_itself() {
+    // Without this, a batch check that always failed would pass every
+    // other test through the one-by-one fallback.
+    let items = signature_items();
+    for n in [1, 2, 3, 17, 63, 64] {
+        assert!(batch_accepts(&items[..n]), "{n} items");
+        assert!(batch_accepts(&items[items.len() - n..]), "last {n} items");
+    }
+    assert!(batch_accepts(&vec![items[5].clone(); 64]));
+    let mut spoiled = items[..64].to_vec();
+    spoiled[40][127] ^= 1;
+    assert!(!batch_accepts(&spoiled));
 }
