@@ -35,8 +35,11 @@ export type RelayFrame =
   | { type: 'event'; subId: string; event: Event }
   | { type: 'ok'; id: string; accepted: boolean; message: string }
   | { type: 'eose'; subId: string }
-  /** v2: the stored records (views of the frame), raw (0x01) or compressed (0x81). */
-  | { type: 'batch'; subId: string; records: Uint8Array[] }
+  /**
+   * v2: the stored records (views of the frame), raw (0x01) or compressed
+   * (0x81); `list` is the frame's bytes from the first record's length on.
+   */
+  | { type: 'batch'; subId: string; records: Uint8Array[]; list: Uint8Array }
   /** v2: the relay's dictionary set (SHA-256, lowercase hex), or none. */
   | { type: 'dictionary_set'; set: string | null };
 
@@ -78,9 +81,13 @@ function varint(bytes: Uint8Array): number {
  * anything is allocated or looped over; a compressed record's header too
  * (its payload when it is decompressed).
  */
+// Where the last batch's records start (after its count).
+let listStart = 0;
+
 function batchRecords(frame: Uint8Array, start: number, limits: Limits): Uint8Array[] {
   at = start;
   const n = varint(frame);
+  listStart = at;
   if (n === 0) throw new NwbError('truncated', 'empty batch');
   // An entry takes at least 5 bytes: a length, then 0x81, D, R, one byte.
   if (n > MAX_BATCH_RECORDS || n > (frame.length - at) / 5) throw new NwbError('too_many_records');
@@ -120,7 +127,8 @@ export function decodeRelayFrameV2(frame: Uint8Array, limits: Limits = DEFAULT_L
       if (len === 0 || len > 64) throw new NwbError('bad_subscription_id');
       if (frame.length < 2 + len) throw new NwbError('truncated');
       const subId = subscriptionId(frame, 2, 2 + len);
-      return { type: 'batch', subId, records: batchRecords(frame, 2 + len, limits) };
+      const records = batchRecords(frame, 2 + len, limits);
+      return { type: 'batch', subId, records, list: frame.subarray(listStart) };
     }
     case FRAME_DICTIONARY_SET:
       if (frame.length === 1) return { type: 'dictionary_set', set: null };

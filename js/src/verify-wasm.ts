@@ -21,6 +21,7 @@ interface Exports {
   nw_verify_events(count: number, len: number): number;
   nw_verify_records(count: number, len: number): number;
   nw_sha256_many(count: number, len: number): number;
+  nw_render_records(len: number, at: number, count: number, cap: number): number;
 }
 
 // Verdicts: 1 valid, 0 invalid, -1 for the JavaScript verifier to decide
@@ -39,6 +40,14 @@ export interface WasmVerifier {
    * x-only key, a 32-byte message and a 64-byte signature; 1 or 0 each.
    */
   verifySignatures(items: Uint8Array): Uint8Array;
+  /**
+   * The records of a nostrwire.v2 batch as events, decoded by the module
+   * (crates/verify-wasm/src/render.rs) and built by `JSON.parse`: `list` is
+   * the batch's bytes from its first record's length on, `count` its
+   * records. `null` where the JavaScript decoder must take the record (one
+   * that breaks a rule, or that the module cannot decompress).
+   */
+  renderRecords(list: Uint8Array, count: number): (Event | null)[];
   /** Forgets the parsed keys it caches (for benchmarks of cold caches). */
   clearKeyCache(): void;
   /**
@@ -117,6 +126,9 @@ export async function warmUp(v: WasmVerifier, pause: () => Promise<void>): Promi
 }
 
 const encoder = new TextEncoder();
+const utf8Decoder = new TextDecoder();
+// The most JSON one call of renderRecords writes.
+const RENDER_CAP_MAX = 8 << 20;
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 const wellFormed: (s: string) => boolean =
   typeof (String.prototype as { isWellFormed?: unknown }).isWellFormed === 'function'
@@ -278,6 +290,29 @@ class Verifier implements WasmVerifier {
 
   clearKeyCache(): void {
     this.x.nw_clear_keys();
+  }
+
+  renderRecords(list: Uint8Array, count: number): (Event | null)[] {
+    const len = list.length;
+    // Records decompress to about three times their size and their JSON
+    // adds ~150 bytes each; a list that renders larger takes more calls.
+    const cap = Math.min(4 * len + (64 << 10), RENDER_CAP_MAX);
+    const listAt = (len + 7) & ~7;
+    const ptr = this.x.nw_reserve(0, listAt + 8 + cap);
+    if (ptr === 0) throw new RangeError('WebAssembly verifier: out of memory');
+    new Uint8Array(this.x.memory.buffer, ptr, len).set(list);
+    let events: (Event | null)[] = [];
+    let at = 0;
+    while (events.length < count) {
+      const n = this.x.nw_render_records(len, at, count - events.length, cap);
+      if (n <= 0) throw new Error('WebAssembly verifier: malformed batch list');
+      const head = new DataView(this.x.memory.buffer, ptr + listAt, 8);
+      const text = utf8Decoder.decode(new Uint8Array(this.x.memory.buffer, ptr + listAt + 8, head.getUint32(0, true)));
+      at = head.getUint32(4, true);
+      const parsed = JSON.parse(text) as (Event | null)[];
+      events = events.length === 0 ? parsed : events.concat(parsed);
+    }
+    return events;
   }
 
   sha256Many(messages: readonly Uint8Array[]): Uint8Array {

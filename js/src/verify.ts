@@ -43,16 +43,42 @@ let wasmLoading: Promise<boolean> | null = null;
  * JavaScript one) when WebAssembly is unavailable. Safe to call repeatedly.
  */
 export function initVerifier(): Promise<boolean> {
+  if (!warming) {
+    warming = true;
+    void loadWasm().then((ok) => {
+      // In the background, in short turns: the first events then meet
+      // optimized code.
+      if (ok && wasm) return import('./verify-wasm.js').then((m) => m.warmUp(wasm!, yieldToEventLoop));
+    }).catch(() => undefined);
+  }
+  return loadWasm();
+}
+
+let warming = false;
+
+/**
+ * Loads the WebAssembly module without warming its verifier up: for a
+ * client that only decodes with it (nostrwire.v2 batches, verification
+ * off). Resolves to false where WebAssembly cannot run.
+ * @internal
+ */
+export function loadWasm(): Promise<boolean> {
   wasmLoading ??= import('./verify-wasm.js')
     .then(async (m) => {
       wasm = await m.loadVerifier();
-      // In the background, in short turns: the first events then meet
-      // optimized code.
-      void m.warmUp(wasm, yieldToEventLoop).catch(() => undefined);
       return true;
     })
     .catch(() => false);
   return wasmLoading;
+}
+
+/**
+ * The loaded WebAssembly module, for decoding nostrwire.v2 batches; null
+ * until it is loaded or where it cannot be.
+ * @internal
+ */
+export function wasmModule(): WasmVerifier | null {
+  return wasm;
 }
 
 /**

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import WebSocket, { WebSocketServer } from 'ws';
 import { finalizeEvent, generateSecretKey } from 'nostr-tools/pure';
-import { Relay, useWebSocketImplementation, decodeRecord, encodeEvent, verifiedSymbol, NwbError } from '../dist/index.js';
+import { Relay, useWebSocketImplementation, decodeRecord, encodeEvent, initVerifier, verifiedSymbol, NwbError, DEFAULT_LIMITS } from '../dist/index.js';
 
 useWebSocketImplementation(WebSocket);
 const repo = resolve(new URL('../..', import.meta.url).pathname);
@@ -127,17 +127,40 @@ const zstdRecord = unhex(compressed.find((c) => c.record).hex);
 const checksummed = unhex(compressed.find((c) => c.error === 'decompress').hex);
 const zstdEvent = decodeRecord(unhex(compressed.find((c) => c.record).record));
 
-for (const verify of [true, false]) {
-  test(`v2 batch, ${verify ? 'verified (one buffer per batch)' : 'not verified (scratch buffer)'}: every record decoded in order, a bad one reported`, async (t) => {
+// Unverified, a batch is decoded by the WebAssembly module once it is
+// loaded and the limits are the defaults; other limits keep the
+// JavaScript decoder.
+const MODES = {
+  'verified (one buffer per batch)': {},
+  'not verified, WebAssembly decoder': { verifyEvent: false },
+  'not verified, JavaScript decoder (other limits)': { verifyEvent: false, limits: { ...DEFAULT_LIMITS, maxTags: 19_999 } },
+};
+for (const [mode, opts] of Object.entries(MODES)) {
+  test(`v2 batch, ${mode}: every record decoded in order, a bad one reported`, async (t) => {
+    await initVerifier();
     const raw = signed([['t', 'raw']], 'sent uncompressed');
     const url = await batchRelay(t, [zstdRecord, encodeEvent(raw), checksummed, zstdRecord]);
-    const { events, notices } = await receive(url, verify ? {} : { verifyEvent: false });
+    // The module's output reaches the client through JSON.parse.
+    const parse = JSON.parse;
+    let rendered = 0;
+    JSON.parse = (text, ...rest) => {
+      if (typeof text === 'string' && /^\[(null|\{"id":")/.test(text)) rendered++;
+      return parse(text, ...rest);
+    };
+    let got;
+    try {
+      got = await receive(url, opts);
+    } finally {
+      JSON.parse = parse;
+    }
+    const { events, notices } = got;
+    assert.equal(rendered > 0, mode.includes('WebAssembly'), `batches rendered by the module: ${rendered}`);
     assert.deepEqual(events.map((e) => e.id), [zstdEvent.id, raw.id, zstdEvent.id]);
     assert.deepEqual(events[0], events[2]);
     assert.equal(events[0].content, zstdEvent.content);
     assert.deepEqual(notices, ['invalid: decompress']);
     // Verified from the records as decompressed: the buffer's slices are intact.
-    if (verify) assert.ok(events.every((e) => e[verifiedSymbol] === true));
+    if (opts.verifyEvent !== false) assert.ok(events.every((e) => e[verifiedSymbol] === true));
   });
 }
 

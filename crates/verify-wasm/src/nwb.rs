@@ -6,24 +6,24 @@ use crate::hash::Sink;
 use crate::Signed;
 
 /// Default policy limits of spec §9 (`DEFAULT_LIMITS` in the JS package).
-const MAX_RECORD_BYTES: usize = 1 << 20;
+pub(crate) const MAX_RECORD_BYTES: usize = 1 << 20;
 const MAX_TAGS: u64 = 20_000;
 const MAX_TAG_ELEMENTS: u64 = 1_000;
 const MAX_STRING_BYTES: u64 = 1 << 20;
 const PREFIX_LEN: usize = 139;
 const MAX_TIMESTAMP: u64 = (1 << 53) - 1;
 
-struct Reader<'a> {
-    bytes: &'a [u8],
-    at: usize,
+pub(crate) struct Reader<'a> {
+    pub(crate) bytes: &'a [u8],
+    pub(crate) at: usize,
 }
 
 impl<'a> Reader<'a> {
-    fn left(&self) -> usize {
+    pub(crate) fn left(&self) -> usize {
         self.bytes.len() - self.at
     }
 
-    fn take(&mut self, n: u64) -> Option<&'a [u8]> {
+    pub(crate) fn take(&mut self, n: u64) -> Option<&'a [u8]> {
         if n > self.left() as u64 {
             return None;
         }
@@ -33,7 +33,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A minimal LEB128 varint of at most 10 bytes (§4).
-    fn varint(&mut self) -> Option<u64> {
+    pub(crate) fn varint(&mut self) -> Option<u64> {
         let mut v = 0u64;
         for i in 0..10 {
             let b = *self.bytes.get(self.at)?;
@@ -91,10 +91,28 @@ fn element<S: Sink>(r: &mut Reader<'_>, h: &mut S, is_name: bool) -> Option<()> 
     Some(())
 }
 
+/// The JSON written for a record.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Layout {
+    /// The canonical serialization `[0,pubkey,created_at,kind,tags,content]`,
+    /// the preimage of the id.
+    Canonical,
+    /// The event object, its keys in the order the JS package's decoder
+    /// gives them: `{"id","pubkey","created_at","kind","tags","content","sig"}`.
+    Event,
+}
+
 /// Checks `record` as an nwb event record (form byte 0x01) and feeds the
 /// sink its canonical serialization `[0,pubkey,created_at,kind,tags,content]`.
 /// `None` when the bytes are not a valid record.
 pub(crate) fn hash_record<S: Sink>(record: &[u8], h: &mut S) -> Option<Signed> {
+    write_record(record, h, Layout::Canonical)
+}
+
+/// Checks `record` as an nwb event record (form byte 0x01) and feeds the
+/// sink its JSON in `layout`; `None` when the bytes are not a valid record
+/// (what was written is then no JSON).
+pub(crate) fn write_record<S: Sink>(record: &[u8], h: &mut S, layout: Layout) -> Option<Signed> {
     if record.len() < PREFIX_LEN || record.len() > MAX_RECORD_BYTES || record[0] != 0x01 {
         return None;
     }
@@ -108,13 +126,24 @@ pub(crate) fn hash_record<S: Sink>(record: &[u8], h: &mut S) -> Option<Signed> {
         id: record[43..75].try_into().ok()?,
         sig: record[75..139].try_into().ok()?,
     };
-    h.put(b"[0,");
+    let event = layout == Layout::Event;
+    if event {
+        h.put(b"{\"id\":");
+        h.json_hex(&signed.id);
+        h.put(b",\"pubkey\":");
+    } else {
+        h.put(b"[0,");
+    }
     h.json_hex(&signed.pubkey);
-    h.byte(b',');
+    h.put(if event {
+        &b",\"created_at\":"[..]
+    } else {
+        b","
+    });
     h.json_int(created_at as i64);
-    h.byte(b',');
+    h.put(if event { &b",\"kind\":"[..] } else { b"," });
     h.json_int(i64::from(kind));
-    h.put(b",[");
+    h.put(if event { &b",\"tags\":["[..] } else { b",[" });
 
     let mut r = Reader {
         bytes: record,
@@ -158,7 +187,7 @@ pub(crate) fn hash_record<S: Sink>(record: &[u8], h: &mut S) -> Option<Signed> {
     if t.left() != 0 {
         return None;
     }
-    h.put(b"],");
+    h.put(if event { &b"],\"content\":"[..] } else { b"]," });
 
     let content_len = r.varint()?;
     if content_len != r.left() as u64 || content_len > MAX_STRING_BYTES {
@@ -167,6 +196,12 @@ pub(crate) fn hash_record<S: Sink>(record: &[u8], h: &mut S) -> Option<Signed> {
     let content = r.take(content_len)?;
     core::str::from_utf8(content).ok()?;
     h.json_str(content);
-    h.byte(b']');
+    if event {
+        h.put(b",\"sig\":");
+        h.json_hex(&signed.sig);
+        h.byte(b'}');
+    } else {
+        h.byte(b']');
+    }
     Some(signed)
 }

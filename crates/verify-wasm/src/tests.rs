@@ -527,3 +527,93 @@ fn valid_batches_pass_the_batch_check_itself() {
     spoiled[40][127] ^= 1;
     assert!(!batch_accepts(&spoiled));
 }
+
+/// A batch list's records: a varint length and the record each.
+fn batch_list(records: &[Vec<u8>]) -> Vec<u8> {
+    let mut list = Vec::new();
+    for r in records {
+        let mut n = r.len();
+        loop {
+            let b = (n & 0x7f) as u8;
+            n >>= 7;
+            list.push(if n > 0 { b | 0x80 } else { b });
+            if n == 0 {
+                break;
+            }
+        }
+        list.extend(r);
+    }
+    list
+}
+
+/// Every record of `list` rendered with calls of `cap` bytes of output.
+fn render_all(list: &[u8], count: usize, cap: usize) -> Vec<Value> {
+    let mut out = vec![0u8; cap];
+    let mut scratch = scratch();
+    let mut at = 0;
+    let mut all = Vec::new();
+    while all.len() < count {
+        let r = render_records(list, at, count - all.len(), &mut out, &mut scratch).unwrap();
+        assert!(r.records > 0, "no progress with {cap} bytes");
+        let v: Value = serde_json::from_slice(&out[..r.len]).unwrap();
+        assert_eq!(v.as_array().unwrap().len(), r.records);
+        all.extend(v.as_array().unwrap().iter().cloned());
+        at = r.next;
+    }
+    assert_eq!(at, list.len());
+    all
+}
+
+#[test]
+fn records_render_as_their_events_and_invalid_ones_as_null() {
+    let mut records = Vec::new();
+    let mut expect = Vec::new();
+    for file in ["valid", "invalid"] {
+        let v: Value =
+            serde_json::from_str(&read(&format!("../../vectors/wire/{file}.json"))).unwrap();
+        for c in v["cases"].as_array().unwrap() {
+            records.push(unhex(c["hex"].as_str().unwrap()));
+            expect.push(match c["json"].as_str() {
+                Some(json) => serde_json::from_str(json).unwrap(),
+                None => Value::Null,
+            });
+        }
+    }
+    assert!(expect.iter().filter(|v| v.is_null()).count() >= 20);
+    let list = batch_list(&records);
+    // Any output size from one record per call to all of them at once; a
+    // record too large for an empty output is left to the JS decoder.
+    let largest = expect.iter().map(|v| v.to_string().len()).max().unwrap();
+    for cap in [6, 300, largest + 2, largest + 100, 5000, 1 << 20] {
+        let got = render_all(&list, records.len(), cap);
+        for (i, (g, e)) in got.iter().zip(&expect).enumerate() {
+            let fits = e.to_string().len() + 2 <= cap;
+            assert_eq!(
+                g,
+                if fits { e } else { &Value::Null },
+                "record {i}, output of {cap} bytes"
+            );
+        }
+        // Key order as the JS decoder gives it.
+        let mut out = vec![0u8; 1 << 20];
+        let r = render_records(&list, 0, 1, &mut out, &mut scratch()).unwrap();
+        assert!(out[..r.len].starts_with(b"[{\"id\":\""));
+    }
+}
+
+#[test]
+fn a_batch_list_that_runs_past_its_end_is_malformed() {
+    let list = batch_list(&[vec![1u8; 10]]);
+    let mut out = vec![0u8; 100];
+    assert_eq!(
+        render_records(&list[..5], 0, 1, &mut out, &mut scratch()),
+        Err(Malformed)
+    );
+    assert_eq!(
+        render_records(&list, 0, 1, &mut out[..5], &mut scratch()),
+        Err(Malformed)
+    );
+    // A record that breaks a rule is null, not an error.
+    let r = render_records(&list, 0, 1, &mut out, &mut scratch()).unwrap();
+    assert_eq!(&out[..r.len], b"[null]");
+}

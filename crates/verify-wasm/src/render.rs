@@ -1,0 +1,96 @@
+//! The records of a `nostrwire.v2` batch (spec/transport.md §7) as JSON
+//! text for the engine's `JSON.parse`: one call checks and writes hundreds
+//! of events, where decoding them in JavaScript costs a call, strings and
+//! garbage per field on a page whose decoder is not compiled yet.
+//!
+//! A record is written as its event object (`nwb::Layout::Event`) after
+//! every check a decoder makes (`nwb::write_record`); a compressed one is
+//! decompressed first. A record left to the JavaScript decoder is written
+//! as `null`: one that breaks a rule (that decoder then reports the error it
+//! always has), one compressed with a dictionary this module does not hold,
+//! or one whose JSON does not fit an empty output.
+
+use crate::hash::{Buf, Sink};
+use crate::nwb::{self, Layout, Reader};
+use crate::Malformed;
+
+/// What a call rendered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rendered {
+    /// Records written (each an event or `null`).
+    pub records: usize,
+    /// Where the next record's length starts in the list.
+    pub next: usize,
+    /// Bytes of JSON written: `[`, the records separated by commas, `]`.
+    pub len: usize,
+}
+
+/// Writes the records of `list` from byte `at` on (each a varint length and
+/// the record, as a batch frame lists them after its count) as one JSON
+/// array into `out`: at most `count` records, fewer when the next would not
+/// fit. At least one record is written when `out` holds 6 bytes (`[null]`).
+/// `scratch` receives decompressed records. `Malformed` when a length runs past the list.
+pub fn render_records(
+    list: &[u8],
+    at: usize,
+    count: usize,
+    out: &mut [u8],
+    scratch: &mut [u8],
+) -> Result<Rendered, Malformed> {
+    let cap = out.len();
+    if cap < b"[null]".len() {
+        return Err(Malformed);
+    }
+    let mut r = Reader {
+        bytes: list,
+        at: at.min(list.len()),
+    };
+    let mut w = Buf::new(out);
+    w.byte(b'[');
+    let mut records = 0;
+    while records < count && r.left() > 0 {
+        let start = r.at;
+        let len = r.varint().ok_or(Malformed)?;
+        let record = r.take(len).ok_or(Malformed)?;
+        let before = w.len;
+        let comma = records > 0;
+        if comma {
+            w.byte(b',');
+        }
+        let valid = event(record, &mut w, scratch).is_some();
+        // A record fits when the closing `]` still does.
+        if valid && !w.full && w.len < cap {
+            records += 1;
+            continue;
+        }
+        w.len = before;
+        w.full = false;
+        let null_fits = before + usize::from(comma) + b"null]".len() <= cap;
+        if (valid && comma) || !null_fits {
+            // The next call starts with this record.
+            r.at = start;
+            break;
+        }
+        // Invalid, or too large for an empty output: the JavaScript
+        // decoder takes it.
+        if comma {
+            w.byte(b',');
+        }
+        w.put(b"null");
+        records += 1;
+    }
+    w.byte(b']');
+    Ok(Rendered {
+        records,
+        next: r.at,
+        len: w.len,
+    })
+}
+
+/// One record as its event object; `None` for the JavaScript decoder.
+fn event(record: &[u8], w: &mut Buf<'_>, _scratch: &mut [u8]) -> Option<()> {
+    match record.first()? {
+        0x01 => nwb::write_record(record, w, Layout::Event).map(|_| ()),
+        _ => None,
+    }
+}
