@@ -320,6 +320,13 @@ export class Relay {
         } else {
           if (this.inboundHead === this.inbound.length) break;
           const data = this.inbound[this.inboundHead]!;
+          // Unverified batches wait for the WebAssembly module while it
+          // loads (it decodes them far faster than the JavaScript decoder
+          // on a fresh page); where it cannot load, this resolves at once.
+          if (this.transport === 'v2' && this.verify !== defaultVerify && typeof data !== 'string' && !wasmModule() && defaultLimits(this.limits)) {
+            await loadWasm();
+            if (this.ws !== ws) break;
+          }
           this.inbound[this.inboundHead++] = undefined;
           try {
             if (typeof data === 'string') this.onJson(data);
