@@ -12,6 +12,13 @@
 //! - `NOSTRWIRE_VERIFY_CSIMD=0`: the C compiled without `-msimd128`, which
 //!   it otherwise gets whenever the Rust side is built with SIMD128 (clang
 //!   then vectorizes some of it; the module needs SIMD128 anyway).
+//!
+//! Then zstd's decompressor (`zstd/`, v1.5.7, decompression only) with
+//! `c/zstd_shim.c`, every symbol renamed `nw_…` (`zstd/nw_prefix.h`), for
+//! `src/zstd.rs`. Two settings for its measurement (crates/verify-wasm/README.md):
+//! - `NOSTRWIRE_ZSTD_OPT`: the C optimization level, `3` (default) or `s`;
+//! - `NOSTRWIRE_ZSTD_HUF`: `both` (default) Huffman decoders, or `x1` / `x2`
+//!   only (`HUF_FORCE_DECOMPRESS_X1/X2`: smaller, slower on some blocks).
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -26,6 +33,11 @@ fn main() {
     println!("cargo:rerun-if-env-changed=NOSTRWIRE_VERIFY_FIELD");
     println!("cargo:rerun-if-env-changed=NOSTRWIRE_VERIFY_WINDOW");
     println!("cargo:rerun-if-env-changed=NOSTRWIRE_VERIFY_CSIMD");
+    println!("cargo:rerun-if-changed=c/zstd_shim.c");
+    println!("cargo:rerun-if-changed=c/zstd_entropy_common.c");
+    println!("cargo:rerun-if-changed=zstd");
+    println!("cargo:rerun-if-env-changed=NOSTRWIRE_ZSTD_OPT");
+    println!("cargo:rerun-if-env-changed=NOSTRWIRE_ZSTD_HUF");
 
     let field = env::var("NOSTRWIRE_VERIFY_FIELD").unwrap_or_else(|_| "10x26".into());
     let window: u32 = match env::var("NOSTRWIRE_VERIFY_WINDOW") {
@@ -35,6 +47,7 @@ fn main() {
     let wasm = env::var("CARGO_CFG_TARGET_ARCH").as_deref() == Ok("wasm32");
 
     let mut build = cc::Build::new();
+    wasm_setup(&mut build, wasm);
     build
         .include("libsecp256k1")
         .include("libsecp256k1/include")
@@ -59,25 +72,83 @@ fn main() {
         "5x52" => {}
         other => panic!("NOSTRWIRE_VERIFY_FIELD must be 10x26 or 5x52, not {other}"),
     }
-    if wasm {
-        // No C library on wasm32-unknown-unknown: the three headers it asks
-        // for, and LLVM's archiver (GNU ar cannot index wasm objects).
-        build
-            .include("wasm-sysroot")
-            .flag("-mbulk-memory")
-            .flag("-fno-builtin-printf");
-        let simd = env::var("CARGO_CFG_TARGET_FEATURE")
-            .is_ok_and(|f| f.split(',').any(|f| f == "simd128"));
-        if simd && env::var("NOSTRWIRE_VERIFY_CSIMD").as_deref() != Ok("0") {
-            build.flag("-msimd128");
-        }
-        if env::var_os("AR_wasm32_unknown_unknown").is_none() && env::var_os("AR").is_none() {
-            if let Some(ar) = llvm_ar() {
-                build.archiver(ar);
-            }
+    build.compile("secp256k1_nostrwire");
+    zstd(wasm);
+}
+
+/// No C library on wasm32-unknown-unknown: the few headers the C asks for
+/// (`wasm-sysroot/`), and LLVM's archiver (GNU ar cannot index wasm objects).
+fn wasm_setup(build: &mut cc::Build, wasm: bool) {
+    if !wasm {
+        return;
+    }
+    build
+        .include("wasm-sysroot")
+        .flag("-mbulk-memory")
+        .flag("-fno-builtin-printf");
+    let simd =
+        env::var("CARGO_CFG_TARGET_FEATURE").is_ok_and(|f| f.split(',').any(|f| f == "simd128"));
+    if simd && env::var("NOSTRWIRE_VERIFY_CSIMD").as_deref() != Ok("0") {
+        build.flag("-msimd128");
+    }
+    if env::var_os("AR_wasm32_unknown_unknown").is_none() && env::var_os("AR").is_none() {
+        if let Some(ar) = llvm_ar() {
+            build.archiver(ar);
         }
     }
-    build.compile("secp256k1_nostrwire");
+}
+
+/// zstd's decompressor without its legacy formats, error strings, tracing,
+/// assembly or allocator (`c/zstd_shim.c` replaces it with one that never
+/// allocates).
+fn zstd(wasm: bool) {
+    let mut build = cc::Build::new();
+    wasm_setup(&mut build, wasm);
+    build
+        .include("zstd")
+        .include("zstd/common")
+        .flag("-include")
+        .flag(Path::new(&env::var("CARGO_MANIFEST_DIR").unwrap()).join("zstd/nw_prefix.h"))
+        .define("ZSTD_LEGACY_SUPPORT", Some("0"))
+        .define("ZSTD_STRIP_ERROR_STRINGS", None)
+        .define("DEBUGLEVEL", Some("0"))
+        .define("ZSTD_DISABLE_ASM", None)
+        .define("ZSTD_TRACE", Some("0"))
+        .define("XXH_NAMESPACE", Some("NW_ZSTD_"))
+        .define("XXH_NO_STDLIB", None)
+        .file("c/zstd_shim.c")
+        .file("c/zstd_entropy_common.c");
+    for f in [
+        "common/error_private.c",
+        "common/fse_decompress.c",
+        "common/xxhash.c",
+        "decompress/huf_decompress.c",
+        "decompress/zstd_ddict.c",
+        "decompress/zstd_decompress.c",
+        "decompress/zstd_decompress_block.c",
+    ] {
+        build.file(Path::new("zstd").join(f));
+    }
+    match env::var("NOSTRWIRE_ZSTD_OPT").as_deref() {
+        Err(_) | Ok("3") => {
+            build.opt_level(3);
+        }
+        Ok("s") => {
+            build.opt_level_str("s");
+        }
+        Ok(other) => panic!("NOSTRWIRE_ZSTD_OPT must be 3 or s, not {other}"),
+    }
+    match env::var("NOSTRWIRE_ZSTD_HUF").as_deref() {
+        Err(_) | Ok("both") => {}
+        Ok("x1") => {
+            build.define("HUF_FORCE_DECOMPRESS_X1", None);
+        }
+        Ok("x2") => {
+            build.define("HUF_FORCE_DECOMPRESS_X2", None);
+        }
+        Ok(other) => panic!("NOSTRWIRE_ZSTD_HUF must be both, x1 or x2, not {other}"),
+    }
+    build.compile("zstd_nostrwire");
 }
 
 /// LLVM's archiver: on PATH, or where Debian's clang package puts it.

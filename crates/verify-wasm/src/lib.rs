@@ -25,6 +25,7 @@ mod hash;
 mod nwb;
 mod render;
 mod sha256;
+pub mod zstd;
 
 pub use render::{render_records, Rendered};
 
@@ -532,17 +533,14 @@ fn verify_signature_alone(cache: &mut KeyCache, item: &[u8]) -> bool {
 }
 
 /// The WebAssembly interface, used by `js/src/verify-wasm.ts`. Memory past
-/// the linker's `__heap_base` is one region this module owns: `count`
-/// verdict bytes (rounded up to 8), then the packed input.
+/// the linker's `__heap_base` and the zstd decoder (`zstd::wasm`) is one
+/// region this module owns: `count` verdict bytes (rounded up to 8), then
+/// the packed input.
 #[cfg(target_arch = "wasm32")]
 mod wasm {
     use super::KeyCache;
     use core::arch::wasm32::{memory_grow, memory_size};
     use core::cell::UnsafeCell;
-
-    extern "C" {
-        static __heap_base: u8;
-    }
 
     /// State of a single-threaded instance (each Web Worker has its own).
     struct Global<T>(UnsafeCell<T>);
@@ -552,10 +550,10 @@ mod wasm {
     static SCRATCH: Global<[u8; super::SCRATCH_BYTES]> =
         Global(UnsafeCell::new([0; super::SCRATCH_BYTES]));
 
+    /// After the zstd decoder's memory (`zstd::wasm`), which starts at the
+    /// linker's `__heap_base`.
     fn region() -> usize {
-        // Only the address of the linker's symbol is taken.
-        let base = core::ptr::addr_of!(__heap_base) as usize;
-        (base + 7) & !7
+        super::zstd::wasm::region_start()
     }
 
     fn input_offset(count: usize) -> usize {

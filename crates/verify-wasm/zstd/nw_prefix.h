@@ -1,0 +1,119 @@
+/* Forced into every file of zstd/ and c/zstd_shim.c by ../build.rs: renames
+ * each global symbol of this decompressor with the prefix `nw_`, so that it
+ * links beside another copy of zstd (the `zstd` crate in the host's tests).
+ * xxhash is renamed by XXH_NAMESPACE (and built with XXH_NO_STDLIB). zstd's
+ * allocator is replaced (ZSTD_DEPS_MALLOC) by definitions in c/zstd_shim.c
+ * that never allocate: only the static contexts are used. Regenerate the
+ * list with `nm -g --defined-only` over the compiled objects when updating
+ * zstd. */
+#ifndef NW_ZSTD_PREFIX_H
+#define NW_ZSTD_PREFIX_H
+#include <stddef.h>
+#define ZSTD_DEPS_MALLOC
+void *nw_zstd_malloc(size_t size);
+void *nw_zstd_calloc(size_t count, size_t size);
+void nw_zstd_free(void *ptr);
+#define ZSTD_malloc(s) nw_zstd_malloc(s)
+#define ZSTD_calloc(n, s) nw_zstd_calloc((n), (s))
+#define ZSTD_free(p) nw_zstd_free(p)
+#define ERR_getErrorString nw_ERR_getErrorString
+#define FSE_buildDTable_wksp nw_FSE_buildDTable_wksp
+#define FSE_decompress_wksp_bmi2 nw_FSE_decompress_wksp_bmi2
+#define FSE_getErrorName nw_FSE_getErrorName
+#define FSE_readNCount nw_FSE_readNCount
+#define FSE_readNCount_bmi2 nw_FSE_readNCount_bmi2
+#define FSE_versionNumber nw_FSE_versionNumber
+#define HUF_decompress1X1_DCtx_wksp nw_HUF_decompress1X1_DCtx_wksp
+#define HUF_decompress1X2_DCtx_wksp nw_HUF_decompress1X2_DCtx_wksp
+#define HUF_decompress1X_DCtx_wksp nw_HUF_decompress1X_DCtx_wksp
+#define HUF_decompress1X_usingDTable nw_HUF_decompress1X_usingDTable
+#define HUF_decompress4X_hufOnly_wksp nw_HUF_decompress4X_hufOnly_wksp
+#define HUF_decompress4X_usingDTable nw_HUF_decompress4X_usingDTable
+#define HUF_getErrorName nw_HUF_getErrorName
+#define HUF_readDTableX1_wksp nw_HUF_readDTableX1_wksp
+#define HUF_readDTableX2_wksp nw_HUF_readDTableX2_wksp
+#define HUF_readStats nw_HUF_readStats
+#define HUF_readStats_wksp nw_HUF_readStats_wksp
+#define HUF_selectDecoder nw_HUF_selectDecoder
+#define ZSTD_DCtx_getParameter nw_ZSTD_DCtx_getParameter
+#define ZSTD_DCtx_loadDictionary nw_ZSTD_DCtx_loadDictionary
+#define ZSTD_DCtx_loadDictionary_advanced nw_ZSTD_DCtx_loadDictionary_advanced
+#define ZSTD_DCtx_loadDictionary_byReference nw_ZSTD_DCtx_loadDictionary_byReference
+#define ZSTD_DCtx_refDDict nw_ZSTD_DCtx_refDDict
+#define ZSTD_DCtx_refPrefix nw_ZSTD_DCtx_refPrefix
+#define ZSTD_DCtx_refPrefix_advanced nw_ZSTD_DCtx_refPrefix_advanced
+#define ZSTD_DCtx_reset nw_ZSTD_DCtx_reset
+#define ZSTD_DCtx_setFormat nw_ZSTD_DCtx_setFormat
+#define ZSTD_DCtx_setMaxWindowSize nw_ZSTD_DCtx_setMaxWindowSize
+#define ZSTD_DCtx_setParameter nw_ZSTD_DCtx_setParameter
+#define ZSTD_DDict_dictContent nw_ZSTD_DDict_dictContent
+#define ZSTD_DDict_dictSize nw_ZSTD_DDict_dictSize
+#define ZSTD_DStreamInSize nw_ZSTD_DStreamInSize
+#define ZSTD_DStreamOutSize nw_ZSTD_DStreamOutSize
+#define ZSTD_buildFSETable nw_ZSTD_buildFSETable
+#define ZSTD_checkContinuity nw_ZSTD_checkContinuity
+#define ZSTD_copyDCtx nw_ZSTD_copyDCtx
+#define ZSTD_copyDDictParameters nw_ZSTD_copyDDictParameters
+#define ZSTD_createDCtx nw_ZSTD_createDCtx
+#define ZSTD_createDCtx_advanced nw_ZSTD_createDCtx_advanced
+#define ZSTD_createDDict nw_ZSTD_createDDict
+#define ZSTD_createDDict_advanced nw_ZSTD_createDDict_advanced
+#define ZSTD_createDDict_byReference nw_ZSTD_createDDict_byReference
+#define ZSTD_createDStream nw_ZSTD_createDStream
+#define ZSTD_createDStream_advanced nw_ZSTD_createDStream_advanced
+#define ZSTD_dParam_getBounds nw_ZSTD_dParam_getBounds
+#define ZSTD_decodeLiteralsBlock_wrapper nw_ZSTD_decodeLiteralsBlock_wrapper
+#define ZSTD_decodeSeqHeaders nw_ZSTD_decodeSeqHeaders
+#define ZSTD_decodingBufferSize_min nw_ZSTD_decodingBufferSize_min
+#define ZSTD_decompress nw_ZSTD_decompress
+#define ZSTD_decompressBegin nw_ZSTD_decompressBegin
+#define ZSTD_decompressBegin_usingDDict nw_ZSTD_decompressBegin_usingDDict
+#define ZSTD_decompressBegin_usingDict nw_ZSTD_decompressBegin_usingDict
+#define ZSTD_decompressBlock nw_ZSTD_decompressBlock
+#define ZSTD_decompressBlock_deprecated nw_ZSTD_decompressBlock_deprecated
+#define ZSTD_decompressBlock_internal nw_ZSTD_decompressBlock_internal
+#define ZSTD_decompressBound nw_ZSTD_decompressBound
+#define ZSTD_decompressContinue nw_ZSTD_decompressContinue
+#define ZSTD_decompressDCtx nw_ZSTD_decompressDCtx
+#define ZSTD_decompressStream nw_ZSTD_decompressStream
+#define ZSTD_decompressStream_simpleArgs nw_ZSTD_decompressStream_simpleArgs
+#define ZSTD_decompress_usingDDict nw_ZSTD_decompress_usingDDict
+#define ZSTD_decompress_usingDict nw_ZSTD_decompress_usingDict
+#define ZSTD_decompressionMargin nw_ZSTD_decompressionMargin
+#define ZSTD_estimateDCtxSize nw_ZSTD_estimateDCtxSize
+#define ZSTD_estimateDDictSize nw_ZSTD_estimateDDictSize
+#define ZSTD_estimateDStreamSize nw_ZSTD_estimateDStreamSize
+#define ZSTD_estimateDStreamSize_fromFrame nw_ZSTD_estimateDStreamSize_fromFrame
+#define ZSTD_findDecompressedSize nw_ZSTD_findDecompressedSize
+#define ZSTD_findFrameCompressedSize nw_ZSTD_findFrameCompressedSize
+#define ZSTD_frameHeaderSize nw_ZSTD_frameHeaderSize
+#define ZSTD_freeDCtx nw_ZSTD_freeDCtx
+#define ZSTD_freeDDict nw_ZSTD_freeDDict
+#define ZSTD_freeDStream nw_ZSTD_freeDStream
+#define ZSTD_getDecompressedSize nw_ZSTD_getDecompressedSize
+#define ZSTD_getDictID_fromDDict nw_ZSTD_getDictID_fromDDict
+#define ZSTD_getDictID_fromDict nw_ZSTD_getDictID_fromDict
+#define ZSTD_getDictID_fromFrame nw_ZSTD_getDictID_fromFrame
+#define ZSTD_getErrorCode nw_ZSTD_getErrorCode
+#define ZSTD_getFrameContentSize nw_ZSTD_getFrameContentSize
+#define ZSTD_getFrameHeader nw_ZSTD_getFrameHeader
+#define ZSTD_getFrameHeader_advanced nw_ZSTD_getFrameHeader_advanced
+#define ZSTD_getcBlockSize nw_ZSTD_getcBlockSize
+#define ZSTD_initDStream nw_ZSTD_initDStream
+#define ZSTD_initDStream_usingDDict nw_ZSTD_initDStream_usingDDict
+#define ZSTD_initDStream_usingDict nw_ZSTD_initDStream_usingDict
+#define ZSTD_initStaticDCtx nw_ZSTD_initStaticDCtx
+#define ZSTD_initStaticDDict nw_ZSTD_initStaticDDict
+#define ZSTD_initStaticDStream nw_ZSTD_initStaticDStream
+#define ZSTD_insertBlock nw_ZSTD_insertBlock
+#define ZSTD_isFrame nw_ZSTD_isFrame
+#define ZSTD_isSkippableFrame nw_ZSTD_isSkippableFrame
+#define ZSTD_loadDEntropy nw_ZSTD_loadDEntropy
+#define ZSTD_nextInputType nw_ZSTD_nextInputType
+#define ZSTD_nextSrcSizeToDecompress nw_ZSTD_nextSrcSizeToDecompress
+#define ZSTD_readSkippableFrame nw_ZSTD_readSkippableFrame
+#define ZSTD_resetDStream nw_ZSTD_resetDStream
+#define ZSTD_sizeof_DCtx nw_ZSTD_sizeof_DCtx
+#define ZSTD_sizeof_DDict nw_ZSTD_sizeof_DDict
+#define ZSTD_sizeof_DStream nw_ZSTD_sizeof_DStream
+#endif
