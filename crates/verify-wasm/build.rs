@@ -15,10 +15,12 @@
 //!
 //! Then zstd's decompressor (`zstd/`, v1.5.7, decompression only) with
 //! `c/zstd_shim.c`, every symbol renamed `nw_…` (`zstd/nw_prefix.h`), for
-//! `src/zstd.rs`. Two settings for its measurement (crates/verify-wasm/README.md):
-//! - `NOSTRWIRE_ZSTD_OPT`: the C optimization level, `3` (default) or `s`;
-//! - `NOSTRWIRE_ZSTD_HUF`: `both` (default) Huffman decoders, or `x1` / `x2`
-//!   only (`HUF_FORCE_DECOMPRESS_X1/X2`: smaller, slower on some blocks).
+//! `src/zstd.rs`. Two settings, chosen by measurement (README.md, "zstd"),
+//! can be overridden for that measurement:
+//! - `NOSTRWIRE_ZSTD_OPT`: the C optimization level, `s` (default) or `3`;
+//! - `NOSTRWIRE_ZSTD_HUF`: `x1` (default: only the single-symbol Huffman
+//!   decoder, `HUF_FORCE_DECOMPRESS_X1`), `x2` (only the double-symbol one)
+//!   or `both` (zstd picks per block).
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -130,17 +132,17 @@ fn zstd(wasm: bool) {
         build.file(Path::new("zstd").join(f));
     }
     match env::var("NOSTRWIRE_ZSTD_OPT").as_deref() {
-        Err(_) | Ok("3") => {
-            build.opt_level(3);
-        }
-        Ok("s") => {
+        Err(_) | Ok("s") => {
             build.opt_level_str("s");
+        }
+        Ok("3") => {
+            build.opt_level(3);
         }
         Ok(other) => panic!("NOSTRWIRE_ZSTD_OPT must be 3 or s, not {other}"),
     }
     match env::var("NOSTRWIRE_ZSTD_HUF").as_deref() {
-        Err(_) | Ok("both") => {}
-        Ok("x1") => {
+        Ok("both") => {}
+        Err(_) | Ok("x1") => {
             build.define("HUF_FORCE_DECOMPRESS_X1", None);
         }
         Ok("x2") => {

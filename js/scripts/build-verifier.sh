@@ -10,12 +10,14 @@
 #   .wasm there instead of embedding it; WASM_OPT=0 skips wasm-opt;
 #   NOSTRWIRE_VERIFY_SIMD=0 builds without WebAssembly SIMD128 (which the
 #   shipped module uses to hash four ids at once, and clang for the C);
-#   NOSTRWIRE_VERIFY_CSIMD=0 compiles only the C without it.
+#   NOSTRWIRE_VERIFY_CSIMD=0 compiles only the C without it;
+#   NOSTRWIRE_ZSTD_OPT=s|3, NOSTRWIRE_ZSTD_HUF=x1|x2|both: other builds of
+#   the zstd decoder (crates/verify-wasm/build.rs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 crate=../crates/verify-wasm
 out=src/verifier-wasm-bytes.ts
-if [ -z "${VERIFIER_OUT:-}" ] && [ -z "${NOSTRWIRE_VERIFY_FIELD:-}${NOSTRWIRE_VERIFY_WINDOW:-}${NOSTRWIRE_VERIFY_SIMD:-}${NOSTRWIRE_VERIFY_CSIMD:-}" ] && [ -f "$out" ] \
+if [ -z "${VERIFIER_OUT:-}" ] && [ -z "${NOSTRWIRE_VERIFY_FIELD:-}${NOSTRWIRE_VERIFY_WINDOW:-}${NOSTRWIRE_VERIFY_SIMD:-}${NOSTRWIRE_VERIFY_CSIMD:-}${NOSTRWIRE_ZSTD_OPT:-}${NOSTRWIRE_ZSTD_HUF:-}" ] && [ -f "$out" ] \
     && [ -z "$(find "$crate" ../Cargo.lock scripts/build-verifier.sh -newer "$out" -type f -print -quit)" ]; then
     exit 0
 fi
