@@ -8,7 +8,7 @@
 //! caller owns, [`Zstd::memory_needed`] bytes of it, at most
 //! [`MAX_MEMORY_BYTES`]. The wasm build keeps that memory between the
 //! linker's `__heap_base` and the region `nw_reserve` hands out (see
-//! [`wasm`]).
+//! `wasm`).
 
 use core::ffi::c_void;
 use core::marker::PhantomData;
