@@ -216,6 +216,65 @@ fn hostile_frames_are_errors_never_panics() {
 }
 
 #[test]
+fn random_blocks_are_errors_or_what_libzstd_reads() {
+    // Well-formed frame and block headers around random compressed-block
+    // bodies, so that zstd's own parsing (literals, Huffman and FSE tables,
+    // sequences, offsets into the dictionary) meets the garbage.
+    let corpus = corpus();
+    let mut memory = memory_for(Some(&corpus.file));
+    let mut zstd = Zstd::new(&mut memory, Some(&corpus.file)).unwrap();
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let (mut ok, mut refused) = (0, 0);
+    let mut codes = std::collections::BTreeSet::new();
+    for _ in 0..20_000 {
+        let body_len = (next() % 300) as usize;
+        let size = 1 + (next() % 255) as usize;
+        let id = (next() % (corpus.dictionaries.len() as u64 + 1)) as u32;
+        // Single segment, a one-byte content size, then one last block.
+        let header = (body_len as u32) << 3 | 2 << 1 | 1;
+        let mut frame = vec![0x20, size as u8];
+        frame.extend_from_slice(&header.to_le_bytes()[..3]);
+        if next() % 2 == 0 {
+            // Raw literals first (a one-byte header), so that half the
+            // blocks reach the sequences section.
+            let literals = (next() % 32) as usize;
+            frame.push((literals as u8) << 3);
+            frame.extend((0..literals).map(|_| next() as u8));
+            let header = ((body_len + 1 + literals) as u32) << 3 | 2 << 1 | 1;
+            frame[2..5].copy_from_slice(&header.to_le_bytes()[..3]);
+        }
+        frame.extend((0..body_len).map(|_| next() as u8));
+        let mut out = vec![0; size];
+        match zstd.decompress(id, &frame, &mut out) {
+            Ok(()) => {
+                let dict = if id == 0 {
+                    &[][..]
+                } else {
+                    corpus.dictionary(id)
+                };
+                assert_eq!(reference(dict, &frame, size).as_ref(), Some(&out));
+                ok += 1;
+            }
+            Err(e) => {
+                codes.insert(format!("{e:?}"));
+                refused += 1;
+            }
+        }
+    }
+    // zstd itself refused them for several reasons, not only the frame walk.
+    assert!(
+        codes.len() > 3,
+        "{ok} decoded, {refused} refused: {codes:?}"
+    );
+}
+
+#[test]
 fn unknown_dictionary_ids_are_their_own_error() {
     let corpus = corpus();
     let (id, frame, event) = &corpus.frames[0];
