@@ -17,7 +17,7 @@ import {
   holdFrame,
   jsonFrame,
 } from './transport.js';
-import { zstdDecoder } from './zstd.js';
+import { dictionarySetFile, zstdDecoder } from './zstd.js';
 import type { Event, EventTemplate, Filter } from './types.js';
 import { matchFilters } from './filter.js';
 import { VerifierPool } from './pool.js';
@@ -391,7 +391,8 @@ export class Relay {
     // record by record on a page that has not compiled the decoder yet.
     const wasm = keep ? null : wasmModule();
     if (wasm && defaultLimits(this.limits)) {
-      this.batchInProgress = { sub, records, events: wasm.renderRecords(list, records.length), next: 0, keep, buffer: null, used: 0 };
+      const events = wasm.renderRecords(list, records.length, this.decoder ? dictionarySetFile(this.decoder) : null);
+      this.batchInProgress = { sub, records, events, next: 0, keep, buffer: null, used: 0 };
       return;
     }
     let buffer: Uint8Array | null = null;

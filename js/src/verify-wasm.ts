@@ -22,6 +22,7 @@ interface Exports {
   nw_verify_records(count: number, len: number): number;
   nw_sha256_many(count: number, len: number): number;
   nw_render_records(len: number, at: number, count: number, cap: number): number;
+  nw_zstd_load_set(len: number): number;
 }
 
 // Verdicts: 1 valid, 0 invalid, -1 for the JavaScript verifier to decide
@@ -45,9 +46,12 @@ export interface WasmVerifier {
    * (crates/verify-wasm/src/render.rs) and built by `JSON.parse`: `list` is
    * the batch's bytes from its first record's length on, `count` its
    * records. `null` where the JavaScript decoder must take the record (one
-   * that breaks a rule, or that the module cannot decompress).
+   * that breaks a rule, or that the module cannot decompress). `set`: the
+   * dictionary set file the records may name (loaded into the module once,
+   * until another set is given); records naming a dictionary the module
+   * does not hold are null.
    */
-  renderRecords(list: Uint8Array, count: number): (Event | null)[];
+  renderRecords(list: Uint8Array, count: number, set?: Uint8Array | null): (Event | null)[];
   /** Forgets the parsed keys it caches (for benchmarks of cold caches). */
   clearKeyCache(): void;
   /**
@@ -144,6 +148,9 @@ class Verifier implements WasmVerifier {
   private view = new DataView(this.buf.buffer);
   private at = 0;
   private readonly index: number[] = [];
+  // The dictionary set file loaded into the module, or null.
+  private heldSet: Uint8Array | null = null;
+  private refusedSet: Uint8Array | null = null;
 
   constructor(private readonly x: Exports) {}
 
@@ -288,11 +295,26 @@ class Verifier implements WasmVerifier {
     return this.call(items.length / 128, (c, l) => this.x.nw_verify_signatures(c, l)).slice();
   }
 
+  // A set the module refuses (it checks what the JavaScript decoder does,
+  // and that zstd takes each dictionary) leaves the one it held; records
+  // that name its dictionaries are then left to the JavaScript decoder.
+  private loadSet(set: Uint8Array): void {
+    const ptr = this.x.nw_reserve(0, set.length);
+    if (ptr === 0) {
+      this.refusedSet = set;
+      return;
+    }
+    new Uint8Array(this.x.memory.buffer, ptr, set.length).set(set);
+    if (this.x.nw_zstd_load_set(set.length) >= 0) this.heldSet = set;
+    else this.refusedSet = set;
+  }
+
   clearKeyCache(): void {
     this.x.nw_clear_keys();
   }
 
-  renderRecords(list: Uint8Array, count: number): (Event | null)[] {
+  renderRecords(list: Uint8Array, count: number, set?: Uint8Array | null): (Event | null)[] {
+    if (set && set !== this.heldSet && set !== this.refusedSet) this.loadSet(set);
     const len = list.length;
     // Records decompress to about three times their size and their JSON
     // adds ~150 bytes each; a list that renders larger takes more calls.

@@ -110,7 +110,8 @@ export const zstdDecoder: ZstdDecoder = (payload, out, dictionary) => {
  * ```
  */
 export function zstdDecoderWithDictionaries(set: Uint8Array | ArrayBuffer | DictionarySet): ZstdDecoder {
-  const parsed = set instanceof ArrayBuffer ? parseDictionarySet(new Uint8Array(set)) : set instanceof Uint8Array ? parseDictionarySet(set) : set;
+  const file = set instanceof ArrayBuffer ? new Uint8Array(set) : set instanceof Uint8Array ? set : null;
+  const parsed = file ? parseDictionarySet(file) : (set as DictionarySet);
   if (!Array.isArray(parsed?.dictionaries)) throw new NwbError('wrong_type', 'not a dictionary set');
   const prepared = new Map<number, ZstdDictionary>();
   for (const entry of parsed.dictionaries) {
@@ -123,10 +124,21 @@ export function zstdDecoderWithDictionaries(set: Uint8Array | ArrayBuffer | Dict
     }
     prepared.set(entry.id, dict);
   }
-  return (payload, out, dictionary) => {
+  const decoder: ZstdDecoder = (payload, out, dictionary) => {
     if (dictionary === 0) return decompressFrame(payload, out, null);
     const dict = prepared.get(dictionary);
     if (!dict) throw new NwbError('unknown_dictionary', `dictionary ${dictionary}`);
     return decompressFrame(payload, out, dict);
   };
+  if (file) setFiles.set(decoder, file);
+  return decoder;
+}
+
+// The set file each decoder was made from, for the WebAssembly module
+// (which decodes nostrwire.v2 batches with the same dictionaries).
+const setFiles = new WeakMap<ZstdDecoder, Uint8Array>();
+
+/** The set file `decoder` was made from, if it was made from one. @internal */
+export function dictionarySetFile(decoder: ZstdDecoder): Uint8Array | undefined {
+  return setFiles.get(decoder);
 }

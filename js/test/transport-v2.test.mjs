@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import WebSocket from 'ws';
 import { Relay as ToolsRelay, useWebSocketImplementation as useToolsWebSocket } from 'nostr-tools/relay';
-import { Relay, useWebSocketImplementation, verifiedSymbol, NwbError } from '../dist/index.js';
+import { Relay, useWebSocketImplementation, verifiedSymbol, NwbError, initVerifier } from '../dist/index.js';
 import { decodeRelayFrameV2, holdFrame } from '../dist/transport.js';
 import { decompressRecord } from '../dist/record.js';
 import { zstdDecoder } from '../dist/zstd.js';
@@ -128,6 +128,37 @@ test('auto speaks nostrwire.v2, fetches the relay set, holds it, and gets the sa
   assert.equal(again.dictionarySet.held, true);
   assert.deepEqual((await collect(again, filter)).map((e) => e.id), want);
   for (const c of [r, json, again]) c.close();
+});
+
+test('unverified nostrwire.v2: the WebAssembly module decodes every record, compressed with the relay set, into the JSON client\'s events', { skip }, async () => {
+  await initVerifier();
+  const r = await Relay.connect(withSet.url, { verifyEvent: false });
+  for (let i = 0; i < 200 && !r.dictionarySet.held; i++) await new Promise((res) => setTimeout(res, 20));
+  assert.equal(r.dictionarySet.held, true);
+  const json = await Relay.connect(withSet.url, { transport: 'json', verifyEvent: false });
+  const filter = [{ kinds: [1, 6, 7] }];
+  const want = await collect(json, filter);
+  assert.equal(want.length, corpus.length);
+  // The module's output reaches the client through JSON.parse: count what
+  // it decoded and what it left to the JavaScript decoder (null).
+  const parse = JSON.parse;
+  let decoded = 0;
+  let left = 0;
+  JSON.parse = (text, ...rest) => {
+    const v = parse(text, ...rest);
+    if (typeof text === 'string' && /^\[(null|\{"id":")/.test(text)) for (const e of v) e === null ? left++ : decoded++;
+    return v;
+  };
+  let got;
+  try {
+    got = await collect(r, filter);
+  } finally {
+    JSON.parse = parse;
+  }
+  assert.deepEqual(got, want);
+  assert.equal(decoded, corpus.length);
+  assert.equal(left, 0);
+  for (const c of [r, json]) c.close();
 });
 
 test('nostrwire.v2 with workers: records go to the verifier pool as bytes', { skip }, async () => {

@@ -646,7 +646,8 @@ mod wasm {
                 &mut *SCRATCH.0.get(),
             )
         };
-        match super::render_records(list, at as usize, count as usize, json, scratch) {
+        let zstd = crate::zstd::wasm::decoder().ok();
+        match super::render_records(list, at as usize, count as usize, json, scratch, zstd) {
             Ok(r) => {
                 head[..4].copy_from_slice(&(r.len as u32).to_le_bytes());
                 head[4..].copy_from_slice(&(r.next as u32).to_le_bytes());

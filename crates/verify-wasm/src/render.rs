@@ -11,7 +11,8 @@
 //! or one whose JSON does not fit an empty output.
 
 use crate::hash::{Buf, Sink};
-use crate::nwb::{self, Layout, Reader};
+use crate::nwb::{self, Layout, Reader, MAX_RECORD_BYTES};
+use crate::zstd::{parse_record, Zstd};
 use crate::Malformed;
 
 /// What a call rendered.
@@ -29,13 +30,17 @@ pub struct Rendered {
 /// the record, as a batch frame lists them after its count) as one JSON
 /// array into `out`: at most `count` records, fewer when the next would not
 /// fit. At least one record is written when `out` holds 6 bytes (`[null]`).
-/// `scratch` receives decompressed records. `Malformed` when a length runs past the list.
+/// Compressed records are decompressed into `scratch` by `zstd` (without
+/// one, or with a record larger than `scratch` or [`MAX_RECORD_BYTES`],
+/// they are left to the JavaScript decoder). `Malformed` when a length
+/// runs past the list, or `out` is under 6 bytes.
 pub fn render_records(
     list: &[u8],
     at: usize,
     count: usize,
     out: &mut [u8],
     scratch: &mut [u8],
+    mut zstd: Option<&mut Zstd<'_>>,
 ) -> Result<Rendered, Malformed> {
     let cap = out.len();
     if cap < b"[null]".len() {
@@ -57,7 +62,7 @@ pub fn render_records(
         if comma {
             w.byte(b',');
         }
-        let valid = event(record, &mut w, scratch).is_some();
+        let valid = event(record, &mut w, scratch, zstd.as_deref_mut()).is_some();
         // A record fits when the closing `]` still does.
         if valid && !w.full && w.len < cap {
             records += 1;
@@ -87,10 +92,26 @@ pub fn render_records(
     })
 }
 
-/// One record as its event object; `None` for the JavaScript decoder.
-fn event(record: &[u8], w: &mut Buf<'_>, _scratch: &mut [u8]) -> Option<()> {
+/// One record, raw (`0x01`) or compressed (`0x81`), as its event object;
+/// `None` for the JavaScript decoder.
+fn event(
+    record: &[u8],
+    w: &mut Buf<'_>,
+    scratch: &mut [u8],
+    zstd: Option<&mut Zstd<'_>>,
+) -> Option<()> {
     match record.first()? {
         0x01 => nwb::write_record(record, w, Layout::Event).map(|_| ()),
+        0x81 => {
+            let c = parse_record(record).ok()?;
+            if c.size > MAX_RECORD_BYTES || c.size > scratch.len() {
+                return None;
+            }
+            let inner = &mut scratch[..c.size];
+            zstd?.decompress(c.dictionary, c.frame, inner).ok()?;
+            // Envelopes do not nest (spec/nwb.md §11): write_record wants 0x01.
+            nwb::write_record(inner, w, Layout::Event).map(|_| ())
+        }
         _ => None,
     }
 }

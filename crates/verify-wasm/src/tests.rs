@@ -553,7 +553,7 @@ fn render_all(list: &[u8], count: usize, cap: usize) -> Vec<Value> {
     let mut at = 0;
     let mut all = Vec::new();
     while all.len() < count {
-        let r = render_records(list, at, count - all.len(), &mut out, &mut scratch).unwrap();
+        let r = render_records(list, at, count - all.len(), &mut out, &mut scratch, None).unwrap();
         assert!(r.records > 0, "no progress with {cap} bytes");
         let v: Value = serde_json::from_slice(&out[..r.len]).unwrap();
         assert_eq!(v.as_array().unwrap().len(), r.records);
@@ -596,7 +596,7 @@ fn records_render_as_their_events_and_invalid_ones_as_null() {
         }
         // Key order as the JS decoder gives it.
         let mut out = vec![0u8; 1 << 20];
-        let r = render_records(&list, 0, 1, &mut out, &mut scratch()).unwrap();
+        let r = render_records(&list, 0, 1, &mut out, &mut scratch(), None).unwrap();
         assert!(out[..r.len].starts_with(b"[{\"id\":\""));
     }
 }
@@ -606,14 +606,109 @@ fn a_batch_list_that_runs_past_its_end_is_malformed() {
     let list = batch_list(&[vec![1u8; 10]]);
     let mut out = vec![0u8; 100];
     assert_eq!(
-        render_records(&list[..5], 0, 1, &mut out, &mut scratch()),
+        render_records(&list[..5], 0, 1, &mut out, &mut scratch(), None),
         Err(Malformed)
     );
     assert_eq!(
-        render_records(&list, 0, 1, &mut out[..5], &mut scratch()),
+        render_records(&list, 0, 1, &mut out[..5], &mut scratch(), None),
         Err(Malformed)
     );
     // A record that breaks a rule is null, not an error.
-    let r = render_records(&list, 0, 1, &mut out, &mut scratch()).unwrap();
+    let r = render_records(&list, 0, 1, &mut out, &mut scratch(), None).unwrap();
     assert_eq!(&out[..r.len], b"[null]");
+}
+
+/// A §11 payload: a magicless frame, no checksum, dictionary id or size.
+fn compress_record(dict: &[u8], record: &[u8], id: u32) -> Vec<u8> {
+    use ::zstd::zstd_safe::{CParameter, FrameFormat};
+    let mut c = ::zstd::bulk::Compressor::with_dictionary(3, dict).unwrap();
+    for p in [
+        CParameter::Format(FrameFormat::Magicless),
+        CParameter::ChecksumFlag(false),
+        CParameter::DictIdFlag(false),
+        CParameter::ContentSizeFlag(false),
+    ] {
+        c.set_parameter(p).unwrap();
+    }
+    let mut out = vec![0x81];
+    for mut v in [u64::from(id), record.len() as u64] {
+        while v >= 0x80 {
+            out.push(v as u8 | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
+    out.extend(c.compress(record).unwrap());
+    out
+}
+
+#[test]
+fn compressed_records_render_as_the_records_inside() {
+    let valid: Value = serde_json::from_str(&read("../../vectors/wire/valid.json")).unwrap();
+    let raw: Vec<Vec<u8>> = valid["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| unhex(c["hex"].as_str().unwrap()))
+        .collect();
+    // A raw-content dictionary (any bytes serve) in a set of one, id 7.
+    let dict: Vec<u8> = raw.concat();
+    let mut set = b"NWBD\x01\x03\x01\x07\x00".to_vec();
+    let mut n = dict.len();
+    while n >= 0x80 {
+        set.push(n as u8 | 0x80);
+        n >>= 7;
+    }
+    set.push(n as u8);
+    set.extend(&dict);
+    let mut memory = vec![
+        0u64;
+        crate::zstd::Zstd::memory_needed(Some(&set))
+            .unwrap()
+            .div_ceil(8)
+    ];
+    let mut zstd = crate::zstd::Zstd::new(&mut memory, Some(&set)).unwrap();
+
+    let vectors: Value = serde_json::from_str(&read("../../vectors/wire/compressed.json")).unwrap();
+    let mut records = Vec::new();
+    let mut inside: Vec<Option<Vec<u8>>> = Vec::new();
+    for c in vectors["cases"].as_array().unwrap() {
+        records.push(unhex(c["hex"].as_str().unwrap()));
+        inside.push(c["record"].as_str().map(unhex));
+    }
+    for r in &raw {
+        records.push(compress_record(&dict, r, 7));
+        inside.push(Some(r.clone()));
+        records.push(compress_record(&[], r, 0));
+        inside.push(Some(r.clone()));
+        // A dictionary the set lacks: the JavaScript decoder's to report.
+        records.push(compress_record(&dict, r, 8));
+        inside.push(None);
+    }
+    let expect: Vec<Value> = inside
+        .iter()
+        .map(|r| match r {
+            Some(r) => render_all(&batch_list(&[r.clone()]), 1, 1 << 20).remove(0),
+            None => Value::Null,
+        })
+        .collect();
+    assert!(expect.iter().filter(|v| !v.is_null()).count() >= 17);
+    let list = batch_list(&records);
+    let mut out = vec![0u8; 1 << 20];
+    let r = render_records(
+        &list,
+        0,
+        records.len(),
+        &mut out,
+        &mut scratch(),
+        Some(&mut zstd),
+    )
+    .unwrap();
+    assert_eq!(r.records, records.len());
+    let got: Value = serde_json::from_slice(&out[..r.len]).unwrap();
+    assert_eq!(got.as_array().unwrap(), &expect);
+    // Without a decoder every compressed record is left to the JavaScript one.
+    let r = render_records(&list, 0, records.len(), &mut out, &mut scratch(), None).unwrap();
+    let got: Value = serde_json::from_slice(&out[..r.len]).unwrap();
+    assert!(got.as_array().unwrap().iter().all(Value::is_null));
 }

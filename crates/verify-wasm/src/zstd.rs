@@ -582,7 +582,7 @@ pub(crate) mod wasm {
     }
 
     /// The decoder, made without dictionaries if none was loaded.
-    fn decoder() -> Result<&'static mut Zstd<'static>, ZstdError> {
+    pub(crate) fn decoder() -> Result<&'static mut Zstd<'static>, ZstdError> {
         // SAFETY: single-threaded instance; the only reference handed out
         // lives for one export call.
         let slot = unsafe { &mut *DECODER.0.get() };
