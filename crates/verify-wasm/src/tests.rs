@@ -688,7 +688,7 @@ fn compressed_records_render_as_the_records_inside() {
     let expect: Vec<Value> = inside
         .iter()
         .map(|r| match r {
-            Some(r) => render_all(&batch_list(&[r.clone()]), 1, 1 << 20).remove(0),
+            Some(r) => render_all(&batch_list(std::slice::from_ref(r)), 1, 1 << 20).remove(0),
             None => Value::Null,
         })
         .collect();
