@@ -12,6 +12,7 @@ import {
   SUBPROTOCOL,
   SUBPROTOCOL_V2,
   decodeRelayFrame,
+  type BatchFrame,
   decodeRelayFrameV2,
   eventFrame,
   holdFrame,
@@ -108,7 +109,7 @@ export interface SubscriptionParams {
 
 type BatchInProgress = {
   sub: Subscription;
-  records: Uint8Array[];
+  frame: BatchFrame;
   /** The records decoded by the WebAssembly module; null where the JavaScript decoder takes one. */
   events: (Event | null)[] | null;
   next: number;
@@ -316,7 +317,7 @@ export class Relay {
               throw e;
             });
           }
-          if (batch.next === batch.records.length) this.batchInProgress = null;
+          if (batch.next === batch.frame.count) this.batchInProgress = null;
         } else {
           if (this.inboundHead === this.inbound.length) break;
           const data = this.inbound[this.inboundHead]!;
@@ -357,7 +358,7 @@ export class Relay {
     switch (frame.type) {
       case 'batch': {
         const sub = this.openSubs.get(frame.subId);
-        if (sub) this.onBatch(sub, frame.records, frame.list);
+        if (sub) this.onBatch(sub, frame);
         return;
       }
       case 'dictionary_set':
@@ -384,21 +385,21 @@ export class Relay {
   // one buffer per batch (one allocation, not one per record); without
   // verification the bytes are not kept, and a scratch buffer serves every
   // record.
-  private onBatch(sub: Subscription, records: Uint8Array[], list: Uint8Array): void {
+  private onBatch(sub: Subscription, frame: BatchFrame): void {
     const keep = this.verify === defaultVerify;
     // Unverified, the WebAssembly module decodes the whole batch in one
     // call and JSON.parse builds its events: far cheaper than decoding
     // record by record on a page that has not compiled the decoder yet.
     const wasm = keep ? null : wasmModule();
     if (wasm && defaultLimits(this.limits)) {
-      const events = wasm.renderRecords(list, records.length, this.decoder ? dictionarySetFile(this.decoder) : null);
-      this.batchInProgress = { sub, records, events, next: 0, keep, buffer: null, used: 0 };
+      const events = wasm.renderRecords(frame.list, frame.count, this.decoder ? dictionarySetFile(this.decoder) : null);
+      this.batchInProgress = { sub, frame, events, next: 0, keep, buffer: null, used: 0 };
       return;
     }
     let buffer: Uint8Array | null = null;
     if (keep) {
       let total = 0;
-      for (const stored of records) {
+      for (const stored of frame.records) {
         if (stored[0] !== 0x81) continue;
         try {
           total += decompressedSize(stored, this.limits);
@@ -410,7 +411,7 @@ export class Relay {
       // add up) gets an array per record, each checked as it comes.
       if (total > 0 && total <= BATCH_BUFFER_MAX) buffer = new Uint8Array(total);
     }
-    this.batchInProgress = { sub, records, events: null, next: 0, keep, buffer, used: 0 };
+    this.batchInProgress = { sub, frame, events: null, next: 0, keep, buffer, used: 0 };
   }
 
   // The next record of `batch`: decompressed when compressed, decoded
@@ -421,7 +422,7 @@ export class Relay {
       batch.next++;
       return this.enqueueEvent(batch.sub, decoded);
     }
-    const stored = batch.records[batch.next++]!;
+    const stored = batch.frame.records[batch.next++]!;
     let record: Uint8Array;
     let event: Event;
     try {
@@ -462,6 +463,12 @@ export class Relay {
       this.decoder = decoder;
       this.dictionarySet = { hash, held: true };
       ws!.send(holdFrame([hash]));
+      // The WebAssembly module prepares the set's dictionaries now, as the
+      // JavaScript decoder did when it read the set, not on the first batch.
+      const file = dictionarySetFile(decoder);
+      if (file && this.verify !== defaultVerify && defaultLimits(this.limits)) {
+        void loadWasm().then(() => wasmModule()?.holdDictionarySet(file));
+      }
     };
     const failed = (e: unknown) =>
       this.onnotice(`dictionary set ${hash} unavailable (${e instanceof Error ? e.message : e}); records arrive uncompressed`);

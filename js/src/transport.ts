@@ -36,12 +36,16 @@ export type RelayFrame =
   | { type: 'ok'; id: string; accepted: boolean; message: string }
   | { type: 'eose'; subId: string }
   /**
-   * v2: the stored records (views of the frame), raw (0x01) or compressed
-   * (0x81); `list` is the frame's bytes from the first record's length on.
+   * v2: the stored records (views of the frame, made when first read), raw
+   * (0x01) or compressed (0x81); `list` is the frame's bytes from the first
+   * record's length on, `count` the number of records.
    */
-  | { type: 'batch'; subId: string; records: Uint8Array[]; list: Uint8Array }
+  | { type: 'batch'; subId: string; readonly records: Uint8Array[]; list: Uint8Array; count: number }
   /** v2: the relay's dictionary set (SHA-256, lowercase hex), or none. */
   | { type: 'dictionary_set'; set: string | null };
+
+/** A v2 batch frame, decoded. */
+export type BatchFrame = Extract<RelayFrame, { type: 'batch' }>;
 
 /** `0x08`: the dictionary sets (SHA-256 as lowercase hex) the client holds. */
 export function holdFrame(sets: string[]): Uint8Array {
@@ -58,12 +62,13 @@ export function holdFrame(sets: string[]): Uint8Array {
 // Where `varint` reads, and leaves off.
 let at = 0;
 
-// A minimal LEB128 varint (spec/nwb.md §4) at `at`, which moves past it.
-function varint(bytes: Uint8Array): number {
+// A minimal LEB128 varint (spec/nwb.md §4) at `at`, which moves past it,
+// ending before `end`.
+function varint(bytes: Uint8Array, end = bytes.length): number {
   let value = 0;
   for (let shift = 0; ; shift += 7) {
     const pos = at;
-    if (pos >= bytes.length) throw new NwbError('truncated');
+    if (pos >= end) throw new NwbError('truncated');
     const b = bytes[pos]!;
     at = pos + 1;
     if (shift === 49 && b > 0x0f) throw new NwbError('varint_overflow');
@@ -79,38 +84,50 @@ function varint(bytes: Uint8Array): number {
  * The records of a batch's body after the subscription id: the count and
  * every length are checked against the limits and the bytes left before
  * anything is allocated or looped over; a compressed record's header too
- * (its payload when it is decompressed).
+ * (its payload when it is decompressed). No view is made per record (a
+ * client that decodes the batch in WebAssembly needs none): `records()`
+ * makes them when asked.
  */
-// Where the last batch's records start (after its count).
-let listStart = 0;
-
-function batchRecords(frame: Uint8Array, start: number, limits: Limits): Uint8Array[] {
+function batchRecords(frame: Uint8Array, start: number, limits: Limits): { list: Uint8Array; count: number; records: () => Uint8Array[] } {
   at = start;
   const n = varint(frame);
-  listStart = at;
+  const listStart = at;
   if (n === 0) throw new NwbError('truncated', 'empty batch');
   // An entry takes at least 5 bytes: a length, then 0x81, D, R, one byte.
   if (n > MAX_BATCH_RECORDS || n > (frame.length - at) / 5) throw new NwbError('too_many_records');
-  const records: Uint8Array[] = new Array(n);
   for (let i = 0; i < n; i++) {
     const len = varint(frame);
     if (len > limits.maxRecordBytes) throw new NwbError('record_too_large');
     const pos = at;
     if (len > frame.length - pos) throw new NwbError('truncated');
-    const record = frame.subarray(pos, pos + len);
-    if (record[0] === 0x81) {
-      at = 1;
-      varint(record);
-      if (varint(record) > limits.maxRecordBytes) throw new NwbError('record_too_large');
-      if (at >= record.length) throw new NwbError('truncated');
-    } else if (record[0] !== 0x01) {
-      throw new NwbError(record.length ? 'bad_version' : 'truncated');
+    if (len === 0) throw new NwbError('truncated');
+    const first = frame[pos];
+    if (first === 0x81) {
+      at = pos + 1;
+      const end = pos + len;
+      varint(frame, end);
+      if (varint(frame, end) > limits.maxRecordBytes) throw new NwbError('record_too_large');
+      if (at >= end) throw new NwbError('truncated');
+    } else if (first !== 0x01) {
+      throw new NwbError('bad_version');
     }
     at = pos + len;
-    records[i] = record;
   }
   if (at !== frame.length) throw new NwbError('trailing_bytes');
-  return records;
+  let made: Uint8Array[] | null = null;
+  const records = (): Uint8Array[] => {
+    if (made) return made;
+    made = new Array(n);
+    let p = listStart;
+    for (let i = 0; i < n; i++) {
+      at = p;
+      const len = varint(frame);
+      made[i] = frame.subarray(at, at + len);
+      p = at + len;
+    }
+    return made;
+  };
+  return { list: frame.subarray(listStart), count: n, records };
 }
 
 /**
@@ -127,8 +144,16 @@ export function decodeRelayFrameV2(frame: Uint8Array, limits: Limits = DEFAULT_L
       if (len === 0 || len > 64) throw new NwbError('bad_subscription_id');
       if (frame.length < 2 + len) throw new NwbError('truncated');
       const subId = subscriptionId(frame, 2, 2 + len);
-      const records = batchRecords(frame, 2 + len, limits);
-      return { type: 'batch', subId, records, list: frame.subarray(listStart) };
+      const batch = batchRecords(frame, 2 + len, limits);
+      return {
+        type: 'batch',
+        subId,
+        list: batch.list,
+        count: batch.count,
+        get records() {
+          return batch.records();
+        },
+      };
     }
     case FRAME_DICTIONARY_SET:
       if (frame.length === 1) return { type: 'dictionary_set', set: null };

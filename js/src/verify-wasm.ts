@@ -52,6 +52,11 @@ export interface WasmVerifier {
    * does not hold are null.
    */
   renderRecords(list: Uint8Array, count: number, set?: Uint8Array | null): (Event | null)[];
+  /**
+   * Prepares the dictionaries of set file `set` for `renderRecords`, unless
+   * they are the ones held; false when the module refuses the set.
+   */
+  holdDictionarySet(set: Uint8Array): boolean;
   /** Forgets the parsed keys it caches (for benchmarks of cold caches). */
   clearKeyCache(): void;
   /**
@@ -298,15 +303,19 @@ class Verifier implements WasmVerifier {
   // A set the module refuses (it checks what the JavaScript decoder does,
   // and that zstd takes each dictionary) leaves the one it held; records
   // that name its dictionaries are then left to the JavaScript decoder.
-  private loadSet(set: Uint8Array): void {
+  holdDictionarySet(set: Uint8Array): boolean {
+    if (set === this.heldSet) return true;
+    if (set === this.refusedSet) return false;
     const ptr = this.x.nw_reserve(0, set.length);
-    if (ptr === 0) {
-      this.refusedSet = set;
-      return;
+    if (ptr !== 0) {
+      new Uint8Array(this.x.memory.buffer, ptr, set.length).set(set);
+      if (this.x.nw_zstd_load_set(set.length) >= 0) {
+        this.heldSet = set;
+        return true;
+      }
     }
-    new Uint8Array(this.x.memory.buffer, ptr, set.length).set(set);
-    if (this.x.nw_zstd_load_set(set.length) >= 0) this.heldSet = set;
-    else this.refusedSet = set;
+    this.refusedSet = set;
+    return false;
   }
 
   clearKeyCache(): void {
@@ -314,7 +323,7 @@ class Verifier implements WasmVerifier {
   }
 
   renderRecords(list: Uint8Array, count: number, set?: Uint8Array | null): (Event | null)[] {
-    if (set && set !== this.heldSet && set !== this.refusedSet) this.loadSet(set);
+    if (set) this.holdDictionarySet(set);
     const len = list.length;
     // Records decompress to about three times their size and their JSON
     // adds ~150 bytes each; a list that renders larger takes more calls.
