@@ -20,6 +20,7 @@ import {
 } from './transport.js';
 import { dictionarySetFile, zstdDecoder } from './zstd.js';
 import type { Event, EventTemplate, Filter } from './types.js';
+import type { WasmVerifier } from './verify-wasm.js';
 import { matchFilters } from './filter.js';
 import { VerifierPool } from './pool.js';
 import {
@@ -354,7 +355,8 @@ export class Relay {
   }
 
   private onBinary(bytes: Uint8Array): void {
-    const frame = this.transport === 'v2' ? decodeRelayFrameV2(bytes, this.limits) : decodeRelayFrame(bytes, this.limits);
+    const frame =
+      this.transport === 'v2' ? decodeRelayFrameV2(bytes, this.limits, this.rendersBatches() !== null) : decodeRelayFrame(bytes, this.limits);
     switch (frame.type) {
       case 'batch': {
         const sub = this.openSubs.get(frame.subId);
@@ -385,13 +387,17 @@ export class Relay {
   // one buffer per batch (one allocation, not one per record); without
   // verification the bytes are not kept, and a scratch buffer serves every
   // record.
+  // Unverified, the WebAssembly module checks and decodes a whole batch in
+  // one call and JSON.parse builds its events: far cheaper than decoding
+  // record by record on a page that has not compiled the decoder yet.
+  private rendersBatches(): WasmVerifier | null {
+    return this.verify === defaultVerify || !defaultLimits(this.limits) ? null : wasmModule();
+  }
+
   private onBatch(sub: Subscription, frame: BatchFrame): void {
     const keep = this.verify === defaultVerify;
-    // Unverified, the WebAssembly module decodes the whole batch in one
-    // call and JSON.parse builds its events: far cheaper than decoding
-    // record by record on a page that has not compiled the decoder yet.
-    const wasm = keep ? null : wasmModule();
-    if (wasm && defaultLimits(this.limits)) {
+    const wasm = this.rendersBatches();
+    if (wasm) {
       const events = wasm.renderRecords(frame.list, frame.count, this.decoder ? dictionarySetFile(this.decoder) : null);
       this.batchInProgress = { sub, frame, events, next: 0, keep, buffer: null, used: 0 };
       return;

@@ -86,16 +86,23 @@ function varint(bytes: Uint8Array, end = bytes.length): number {
  * anything is allocated or looped over; a compressed record's header too
  * (its payload when it is decompressed). No view is made per record (a
  * client that decodes the batch in WebAssembly needs none): `records()`
- * makes them when asked.
+ * makes them when asked. `checkedLater`: the records are left to the
+ * WebAssembly module, which checks them the same way before anything of
+ * the batch is used (`renderRecords`).
  */
-function batchRecords(frame: Uint8Array, start: number, limits: Limits): { list: Uint8Array; count: number; records: () => Uint8Array[] } {
+function batchRecords(
+  frame: Uint8Array,
+  start: number,
+  limits: Limits,
+  checkedLater: boolean,
+): { list: Uint8Array; count: number; records: () => Uint8Array[] } {
   at = start;
   const n = varint(frame);
   const listStart = at;
   if (n === 0) throw new NwbError('truncated', 'empty batch');
   // An entry takes at least 5 bytes: a length, then 0x81, D, R, one byte.
   if (n > MAX_BATCH_RECORDS || n > (frame.length - at) / 5) throw new NwbError('too_many_records');
-  for (let i = 0; i < n; i++) {
+  for (let i = 0; i < (checkedLater ? 0 : n); i++) {
     const len = varint(frame);
     if (len > limits.maxRecordBytes) throw new NwbError('record_too_large');
     const pos = at;
@@ -113,7 +120,7 @@ function batchRecords(frame: Uint8Array, start: number, limits: Limits): { list:
     }
     at = pos + len;
   }
-  if (at !== frame.length) throw new NwbError('trailing_bytes');
+  if (!checkedLater && at !== frame.length) throw new NwbError('trailing_bytes');
   let made: Uint8Array[] | null = null;
   const records = (): Uint8Array[] => {
     if (made) return made;
@@ -135,7 +142,7 @@ function batchRecords(frame: Uint8Array, start: number, limits: Limits): { list:
  * relay's dictionary set, and the version 1 frames but the single EVENT.
  * Throws {@link NwbError} on bad bytes.
  */
-export function decodeRelayFrameV2(frame: Uint8Array, limits: Limits = DEFAULT_LIMITS): RelayFrame {
+export function decodeRelayFrameV2(frame: Uint8Array, limits: Limits = DEFAULT_LIMITS, recordsCheckedLater = false): RelayFrame {
   switch (frame[0]) {
     case FRAME_BATCH: {
       if (frame.length > MAX_BATCH_FRAME_BYTES) throw new NwbError('batch_too_large');
@@ -144,7 +151,7 @@ export function decodeRelayFrameV2(frame: Uint8Array, limits: Limits = DEFAULT_L
       if (len === 0 || len > 64) throw new NwbError('bad_subscription_id');
       if (frame.length < 2 + len) throw new NwbError('truncated');
       const subId = subscriptionId(frame, 2, 2 + len);
-      const batch = batchRecords(frame, 2 + len, limits);
+      const batch = batchRecords(frame, 2 + len, limits, recordsCheckedLater);
       return {
         type: 'batch',
         subId,

@@ -9,6 +9,7 @@
 // of strings, strings with lone surrogates, whose JSON.stringify form the
 // WebAssembly side does not write) are marked for the JavaScript verifier.
 
+import { NwbError, type NwbErrorKind } from './errors.js';
 import { VERIFIER_WASM } from './verifier-wasm-bytes.js';
 import type { Event } from './types.js';
 
@@ -23,7 +24,18 @@ interface Exports {
   nw_sha256_many(count: number, len: number): number;
   nw_render_records(len: number, at: number, count: number, cap: number): number;
   nw_zstd_load_set(len: number): number;
+  nw_check_list(len: number, count: number): number;
 }
+
+// nw_check_list's codes (crates/verify-wasm/src/render.rs, ListError).
+const LIST_ERRORS: Record<number, NwbErrorKind> = {
+  [-2]: 'truncated',
+  [-3]: 'record_too_large',
+  [-4]: 'bad_version',
+  [-5]: 'trailing_bytes',
+  [-6]: 'varint_overflow',
+  [-7]: 'overlong_varint',
+};
 
 // Verdicts: 1 valid, 0 invalid, -1 for the JavaScript verifier to decide
 // (verify.ts reads the numbers: importing them would pull this module, and
@@ -45,7 +57,8 @@ export interface WasmVerifier {
    * The records of a nostrwire.v2 batch as events, decoded by the module
    * (crates/verify-wasm/src/render.rs) and built by `JSON.parse`: `list` is
    * the batch's bytes from its first record's length on, `count` its
-   * records. `null` where the JavaScript decoder must take the record (one
+   * records. The list is checked first as `decodeRelayFrameV2` checks it
+   * (with the default limits): {@link NwbError} with the same kind. `null` where the JavaScript decoder must take the record (one
    * that breaks a rule, or that the module cannot decompress). `set`: the
    * dictionary set file the records may name (loaded into the module once,
    * until another set is given); records naming a dictionary the module
@@ -332,6 +345,8 @@ class Verifier implements WasmVerifier {
     const ptr = this.x.nw_reserve(0, listAt + 8 + cap);
     if (ptr === 0) throw new RangeError('WebAssembly verifier: out of memory');
     new Uint8Array(this.x.memory.buffer, ptr, len).set(list);
+    const checked = this.x.nw_check_list(len, count);
+    if (checked !== 0) throw new NwbError(LIST_ERRORS[checked] ?? 'truncated');
     let events: (Event | null)[] = [];
     let at = 0;
     while (events.length < count) {

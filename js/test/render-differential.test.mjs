@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { finalizeEvent } from 'nostr-tools/pure';
 import { decodeRecord, encodeEvent, NwbError } from '../dist/index.js';
+import { decodeRelayFrameV2 } from '../dist/transport.js';
 import { loadVerifier } from '../dist/verify-wasm.js';
 
 const repo = resolve(new URL('../..', import.meta.url).pathname);
@@ -70,7 +71,22 @@ function reference(records) {
   });
 }
 
-function check(records, what) {
+// Records a batch frame can carry at all (a list the frame checks let
+// through): the others are refused with the whole frame (the last test).
+function carried(record) {
+  const sub = Buffer.from('s');
+  const frame = Buffer.concat([Buffer.from([0x06, 1]), sub, Uint8Array.from(varint(1)), list([record])]);
+  try {
+    decodeRelayFrameV2(frame);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function check(all, what) {
+  const records = all.filter(carried);
+  assert.ok(records.length >= all.length / 2, `${what}: ${records.length} of ${all.length} carried`);
   const got = wasm.renderRecords(list(records), records.length);
   const want = reference(records);
   assert.equal(got.length, records.length, what);
@@ -117,4 +133,48 @@ test('a list that renders larger than one call writes takes several calls', () =
   const got = wasm.renderRecords(list(records), records.length);
   assert.equal(got.length, 1000);
   assert.ok(got.every((e) => e.id === big.id && e.content === big.content));
+});
+
+// What a client makes of a relay frame: the JavaScript path (every record
+// checked by decodeRelayFrameV2), or the WebAssembly path (the list checked
+// by renderRecords): the events' ids, or the error kind.
+function outcome(frame, wasmPath) {
+  try {
+    const f = decodeRelayFrameV2(frame, undefined, wasmPath);
+    if (f.type !== 'batch') return f.type;
+    if (!wasmPath) return f.records.map((r) => r.length);
+    const events = wasm.renderRecords(f.list, f.count);
+    assert.equal(events.length, f.count);
+    return f.records.map((r) => r.length);
+  } catch (e) {
+    assert.ok(e instanceof NwbError, `${e}`);
+    return e.kind;
+  }
+}
+
+test('batch frames: the module refuses a record list with the error the JavaScript checks give', () => {
+  const v = JSON.parse(readFileSync(resolve(repo, 'vectors/wire/transport.json'), 'utf8'));
+  const frames = [...v.valid, ...v.invalid].filter((c) => c.hex).map((c) => unhex(c.hex));
+  // A batch of raw, compressed and odd records, then every truncation and
+  // many random byte changes of it.
+  const records = Array.from({ length: 12 }, () => encodeEvent(signed()));
+  const compressed = JSON.parse(readFileSync(resolve(repo, 'vectors/wire/compressed.json'), 'utf8')).cases.map((c) => unhex(c.hex));
+  const body = list([...records.slice(0, 6), ...compressed, ...records.slice(6)]);
+  const count = 12 + compressed.length;
+  const sub = Buffer.from('sub');
+  const batch = Buffer.concat([Buffer.from([0x06, sub.length]), sub, Uint8Array.from(varint(count)), body]);
+  frames.push(batch);
+  for (let cut = 1; cut < batch.length; cut += 7) frames.push(batch.subarray(0, cut));
+  for (let round = 0; round < 3000; round++) {
+    const f = Uint8Array.from(batch);
+    for (let k = 1 + Math.floor(rand() * 2); k > 0; k--) f[6 + Math.floor(rand() * (f.length - 6))] = pick([0x00, 0x01, 0x7f, 0x80, 0x81, 0xff, Math.floor(rand() * 256)]);
+    frames.push(f);
+  }
+  let refused = 0;
+  for (const [i, f] of frames.entries()) {
+    const js = outcome(f, false);
+    assert.deepEqual(outcome(f, true), js, `frame ${i}`);
+    if (typeof js === 'string') refused++;
+  }
+  assert.ok(refused > 500, `${refused} frames refused`);
 });

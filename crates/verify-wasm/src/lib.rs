@@ -27,7 +27,7 @@ mod render;
 mod sha256;
 pub mod zstd;
 
-pub use render::{render_records, Rendered};
+pub use render::{check_list, render_records, ListError, Rendered};
 
 use hash::{unhex, Buf, Hasher, Sink};
 
@@ -654,6 +654,23 @@ mod wasm {
                 r.records as i32
             }
             Err(_) => -1,
+        }
+    }
+
+    /// Checks the `count` records of the batch list of `len` bytes at the
+    /// input address ([`super::check_list`]): 0, or a negative
+    /// [`super::ListError::code`] (-1: outside the reserved memory).
+    #[no_mangle]
+    pub extern "C" fn nw_check_list(len: u32, count: u32) -> i32 {
+        let input = input_offset(0);
+        if input + len as usize > memory_size(0) * 65536 {
+            return -1;
+        }
+        // SAFETY: in bounds (above); only read.
+        let list = unsafe { core::slice::from_raw_parts(input as *const u8, len as usize) };
+        match super::check_list(list, count as usize) {
+            Ok(()) => 0,
+            Err(e) => e.code(),
         }
     }
 

@@ -15,6 +15,106 @@ use crate::nwb::{self, Layout, Reader, MAX_RECORD_BYTES};
 use crate::zstd::{parse_record, Zstd};
 use crate::Malformed;
 
+/// Why a batch's record list is refused (spec/transport.md §12), in the
+/// order the JS package's `batchRecords` finds them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ListError {
+    /// A length runs past the list, a record is empty, or a compressed
+    /// record's header does not leave a payload: `truncated`.
+    Truncated,
+    /// A record or a compressed record's `R` over the record limit:
+    /// `record_too_large`.
+    RecordTooLarge,
+    /// A record that is neither `0x01` nor `0x81`: `bad_version`.
+    BadVersion,
+    /// Bytes after the last record: `trailing_bytes`.
+    TrailingBytes,
+    /// A varint over 2^53 − 1: `varint_overflow`.
+    VarintOverflow,
+    /// A varint with a needless zero byte: `overlong_varint`.
+    OverlongVarint,
+}
+
+impl ListError {
+    /// The code the wasm export returns (the JS side maps it to the kind).
+    pub fn code(self) -> i32 {
+        match self {
+            ListError::Truncated => -2,
+            ListError::RecordTooLarge => -3,
+            ListError::BadVersion => -4,
+            ListError::TrailingBytes => -5,
+            ListError::VarintOverflow => -6,
+            ListError::OverlongVarint => -7,
+        }
+    }
+}
+
+/// A varint as the JS package reads one (at most 2^53 − 1), ending before
+/// `end`.
+fn js_varint(bytes: &[u8], at: &mut usize, end: usize) -> Result<u64, ListError> {
+    let mut value = 0u64;
+    let mut shift = 0;
+    loop {
+        if *at >= end {
+            return Err(ListError::Truncated);
+        }
+        let b = bytes[*at];
+        *at += 1;
+        if shift == 49 && b > 0x0f {
+            return Err(ListError::VarintOverflow);
+        }
+        value |= u64::from(b & 0x7f) << shift;
+        if b < 0x80 {
+            if b == 0 && shift > 0 {
+                return Err(ListError::OverlongVarint);
+            }
+            return Ok(value);
+        }
+        shift += 7;
+    }
+}
+
+/// Checks the `count` records of a batch's list (after its count) as the
+/// JS package's `batchRecords` does, with the default record limit, so
+/// that a client rendering the batch here needs no loop of its own over
+/// the records: each length within the list and the limit, each record
+/// `0x01` or `0x81` with a whole compressed header, nothing after the last.
+pub fn check_list(list: &[u8], count: usize) -> Result<(), ListError> {
+    let max = MAX_RECORD_BYTES as u64;
+    let mut at = 0;
+    for _ in 0..count {
+        let len = js_varint(list, &mut at, list.len())?;
+        if len > max {
+            return Err(ListError::RecordTooLarge);
+        }
+        if len > (list.len() - at) as u64 {
+            return Err(ListError::Truncated);
+        }
+        let (pos, end) = (at, at + len as usize);
+        match list.get(pos) {
+            _ if len == 0 => return Err(ListError::Truncated),
+            Some(0x81) => {
+                at = pos + 1;
+                js_varint(list, &mut at, end)?;
+                if js_varint(list, &mut at, end)? > max {
+                    return Err(ListError::RecordTooLarge);
+                }
+                if at >= end {
+                    return Err(ListError::Truncated);
+                }
+            }
+            Some(0x01) => {}
+            _ => return Err(ListError::BadVersion),
+        }
+        at = end;
+    }
+    if at != list.len() {
+        return Err(ListError::TrailingBytes);
+    }
+    Ok(())
+}
+
 /// What a call rendered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rendered {
