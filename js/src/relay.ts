@@ -230,7 +230,7 @@ export class Relay {
   connect(): Promise<void> {
     // The WebAssembly module verifies, and decodes nostrwire.v2 batches.
     if (this.verify === defaultVerify) void initVerifier();
-    else if (this.wanted !== 'json' && this.wanted !== 'v1') void loadWasm();
+    else if (this.wanted !== 'json' && this.wanted !== 'v1' && defaultLimits(this.limits)) void loadWasm();
     this.connecting ??= (async () => {
       if (this.wanted !== 'json') {
         const offer =
@@ -309,14 +309,19 @@ export class Relay {
       while (this.ws === ws) {
         const batch = this.batchInProgress;
         if (batch) {
-          try {
-            this.decodeNext(batch);
-          } catch (e) {
-            // A callback of the caller's (`alreadyHaveEvent`) threw: report
-            // it as an event handler's error is reported, and go on.
-            setTimeout(() => {
-              throw e;
-            });
+          // Events the module decoded are cheap to hand on: a few dozen per
+          // turn of this loop, one record at a time otherwise.
+          const until = batch.events ? Math.min(batch.next + 32, batch.frame.count) : batch.next + 1;
+          while (batch.next < until) {
+            try {
+              this.decodeNext(batch);
+            } catch (e) {
+              // A callback of the caller's (`alreadyHaveEvent`) threw: report
+              // it as an event handler's error is reported, and go on.
+              setTimeout(() => {
+                throw e;
+              });
+            }
           }
           if (batch.next === batch.frame.count) this.batchInProgress = null;
         } else {
