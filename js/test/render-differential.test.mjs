@@ -87,7 +87,20 @@ function carried(record) {
 function check(all, what) {
   const records = all.filter(carried);
   assert.ok(records.length >= all.length / 2, `${what}: ${records.length} of ${all.length} carried`);
-  const got = wasm.renderRecords(list(records), records.length);
+  // The module writes ASCII alone (non-ASCII characters as \u escapes).
+  const parse = JSON.parse;
+  let ascii = true;
+  JSON.parse = (text, ...rest) => {
+    ascii &&= /^[\x00-\x7f]*$/.test(text);
+    return parse(text, ...rest);
+  };
+  let got;
+  try {
+    got = wasm.renderRecords(list(records), records.length);
+  } finally {
+    JSON.parse = parse;
+  }
+  assert.ok(ascii, `${what}: the JSON is ASCII`);
   const want = reference(records);
   assert.equal(got.length, records.length, what);
   for (let i = 0; i < records.length; i++) {

@@ -63,7 +63,7 @@ fn compactable(s: &[u8]) -> bool {
 }
 
 /// One tag element (§6) as a JSON string; `None` if it breaks a rule.
-fn element<S: Sink>(r: &mut Reader<'_>, h: &mut S, is_name: bool) -> Option<()> {
+fn element<S: Sink>(r: &mut Reader<'_>, h: &mut S, is_name: bool, layout: Layout) -> Option<()> {
     let head = r.varint()?;
     let len = head >> 1;
     if head & 1 == 0 {
@@ -76,7 +76,7 @@ fn element<S: Sink>(r: &mut Reader<'_>, h: &mut S, is_name: bool) -> Option<()> 
         if compactable(text) || (is_name && text.len() == 1) {
             return None;
         }
-        h.json_str(text);
+        text_value(h, text, layout);
     } else {
         let n = match len {
             0 => 32,
@@ -89,6 +89,15 @@ fn element<S: Sink>(r: &mut Reader<'_>, h: &mut S, is_name: bool) -> Option<()> 
         h.json_hex(r.take(n)?);
     }
     Some(())
+}
+
+/// A text value (valid UTF-8) as a JSON string: as the canonical
+/// serialization has it, or in ASCII alone for `JSON.parse`.
+fn text_value<S: Sink>(h: &mut S, text: &[u8], layout: Layout) {
+    match layout {
+        Layout::Canonical => h.json_str(text),
+        Layout::Event => h.json_str_ascii(text),
+    }
 }
 
 /// The JSON written for a record.
@@ -176,11 +185,11 @@ pub(crate) fn write_record<S: Sink>(record: &[u8], h: &mut S, layout: Layout) ->
             }
             h.json_str(&[name]);
         } else {
-            element(&mut t, h, true)?;
+            element(&mut t, h, true, layout)?;
         }
         for _ in 1..elements {
             h.byte(b',');
-            element(&mut t, h, false)?;
+            element(&mut t, h, false, layout)?;
         }
         h.byte(b']');
     }
@@ -195,7 +204,7 @@ pub(crate) fn write_record<S: Sink>(record: &[u8], h: &mut S, layout: Layout) ->
     }
     let content = r.take(content_len)?;
     core::str::from_utf8(content).ok()?;
-    h.json_str(content);
+    text_value(h, content, layout);
     if event {
         h.put(b",\"sig\":");
         h.json_hex(&signed.sig);

@@ -712,3 +712,42 @@ fn compressed_records_render_as_the_records_inside() {
     let got: Value = serde_json::from_slice(&out[..r.len]).unwrap();
     assert!(got.as_array().unwrap().iter().all(Value::is_null));
 }
+
+#[test]
+fn ascii_json_strings_hold_every_character_as_escapes() {
+    // Characters at every UTF-8 length and boundary, and every escape, at
+    // every offset of a 16-byte block.
+    let pieces = [
+        "a",
+        "\"",
+        "\\",
+        "\n",
+        "\u{1}",
+        "\u{1f}",
+        "\u{7f}",
+        "\u{80}",
+        "é",
+        "\u{7ff}",
+        "\u{800}",
+        "日",
+        "\u{2028}",
+        "\u{fffd}",
+        "\u{ffff}",
+        "\u{10000}",
+        "😀",
+        "\u{10ffff}",
+    ];
+    for p in pieces {
+        for pad in 0..20 {
+            let text = format!("{}{p}{}", "x".repeat(pad), "y".repeat(pad % 3));
+            let mut out = vec![0u8; 1000];
+            let mut b = Buf::new(&mut out);
+            b.json_str_ascii(text.as_bytes());
+            let len = b.len;
+            let json = &out[..len];
+            assert!(json.is_ascii(), "{text:?}");
+            let back: String = serde_json::from_slice(json).unwrap();
+            assert_eq!(back, text);
+        }
+    }
+}
