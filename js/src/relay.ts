@@ -113,6 +113,8 @@ type BatchInProgress = {
   frame: BatchFrame;
   /** The records decoded by the WebAssembly module; null where the JavaScript decoder takes one. */
   events: (Event | null)[] | null;
+  /** With the package's verifier: each decoded event's record (decompressed). */
+  records: (Uint8Array | null)[] | null;
   next: number;
   keep: boolean;
   buffer: Uint8Array | null;
@@ -327,10 +329,10 @@ export class Relay {
         } else {
           if (this.inboundHead === this.inbound.length) break;
           const data = this.inbound[this.inboundHead]!;
-          // Unverified batches wait for the WebAssembly module while it
-          // loads (it decodes them far faster than the JavaScript decoder
-          // on a fresh page); where it cannot load, this resolves at once.
-          if (this.transport === 'v2' && this.verify !== defaultVerify && typeof data !== 'string' && !wasmModule() && defaultLimits(this.limits)) {
+          // Batches wait for the WebAssembly module while it loads (it
+          // decodes them far faster than the JavaScript decoder on a fresh
+          // page); where it cannot load, this resolves at once.
+          if (this.transport === 'v2' && typeof data !== 'string' && !wasmModule() && defaultLimits(this.limits)) {
             await loadWasm();
             if (this.ws !== ws) break;
           }
@@ -392,19 +394,21 @@ export class Relay {
   // one buffer per batch (one allocation, not one per record); without
   // verification the bytes are not kept, and a scratch buffer serves every
   // record.
-  // Unverified, the WebAssembly module checks and decodes a whole batch in
-  // one call and JSON.parse builds its events: far cheaper than decoding
-  // record by record on a page that has not compiled the decoder yet.
+  // The WebAssembly module checks and decodes a whole batch in one call and
+  // JSON.parse builds its events: far cheaper than decoding record by
+  // record on a page that has not compiled the decoder yet. For the
+  // package's verifier it hands back the records too, as bytes.
   private rendersBatches(): WasmVerifier | null {
-    return this.verify === defaultVerify || !defaultLimits(this.limits) ? null : wasmModule();
+    return defaultLimits(this.limits) ? wasmModule() : null;
   }
 
   private onBatch(sub: Subscription, frame: BatchFrame): void {
     const keep = this.verify === defaultVerify;
     const wasm = this.rendersBatches();
     if (wasm) {
-      const events = wasm.renderRecords(frame.list, frame.count, this.decoder ? dictionarySetFile(this.decoder) : null);
-      this.batchInProgress = { sub, frame, events, next: 0, keep, buffer: null, used: 0 };
+      const set = this.decoder ? dictionarySetFile(this.decoder) : null;
+      const { events, records } = wasm.renderRecords(frame.list, frame.count, set, keep);
+      this.batchInProgress = { sub, frame, events, records, next: 0, keep, buffer: null, used: 0 };
       return;
     }
     let buffer: Uint8Array | null = null;
@@ -422,7 +426,7 @@ export class Relay {
       // add up) gets an array per record, each checked as it comes.
       if (total > 0 && total <= BATCH_BUFFER_MAX) buffer = new Uint8Array(total);
     }
-    this.batchInProgress = { sub, frame, events: null, next: 0, keep, buffer, used: 0 };
+    this.batchInProgress = { sub, frame, events: null, records: null, next: 0, keep, buffer, used: 0 };
   }
 
   // The next record of `batch`: decompressed when compressed, decoded
@@ -430,8 +434,9 @@ export class Relay {
   private decodeNext(batch: BatchInProgress): void {
     const decoded = batch.events?.[batch.next];
     if (decoded) {
+      const record = batch.records?.[batch.next] ?? undefined;
       batch.next++;
-      return this.enqueueEvent(batch.sub, decoded);
+      return this.enqueueEvent(batch.sub, decoded, record);
     }
     const stored = batch.frame.records[batch.next++]!;
     let record: Uint8Array;
@@ -477,7 +482,7 @@ export class Relay {
       // The WebAssembly module prepares the set's dictionaries now, as the
       // JavaScript decoder did when it read the set, not on the first batch.
       const file = dictionarySetFile(decoder);
-      if (file && this.verify !== defaultVerify && defaultLimits(this.limits)) {
+      if (file && defaultLimits(this.limits)) {
         void loadWasm().then(() => wasmModule()?.holdDictionarySet(file));
       }
     };

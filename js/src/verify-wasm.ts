@@ -22,7 +22,7 @@ interface Exports {
   nw_verify_events(count: number, len: number): number;
   nw_verify_records(count: number, len: number): number;
   nw_sha256_many(count: number, len: number): number;
-  nw_render_records(len: number, at: number, count: number, cap: number): number;
+  nw_render_records(len: number, at: number, count: number, cap: number, recordsCap: number): number;
   nw_zstd_load_set(len: number): number;
   nw_check_list(len: number, count: number): number;
 }
@@ -43,6 +43,13 @@ const LIST_ERRORS: Record<number, NwbErrorKind> = {
 const INVALID = 0;
 const UNDECIDED = -1;
 
+/** A batch decoded by the module (`renderRecords`). */
+export interface Rendered {
+  events: (Event | null)[];
+  /** With `withRecords`: the record of each event (null where the event is). */
+  records: (Uint8Array | null)[] | null;
+}
+
 export interface WasmVerifier {
   /** Verdicts for `events[from..to)` into `out[from..to)`. */
   verifyEvents(events: readonly Event[], from: number, to: number, out: Int8Array): void;
@@ -58,13 +65,14 @@ export interface WasmVerifier {
    * (crates/verify-wasm/src/render.rs) and built by `JSON.parse`: `list` is
    * the batch's bytes from its first record's length on, `count` its
    * records. The list is checked first as `decodeRelayFrameV2` checks it
-   * (with the default limits): {@link NwbError} with the same kind. `null` where the JavaScript decoder must take the record (one
-   * that breaks a rule, or that the module cannot decompress). `set`: the
-   * dictionary set file the records may name (loaded into the module once,
-   * until another set is given); records naming a dictionary the module
-   * does not hold are null.
+   * (with the default limits): {@link NwbError} with the same kind.
+   * `events[i]` is null where the JavaScript decoder must take the record
+   * (one that breaks a rule, or that the module cannot decompress). `set`:
+   * the dictionary set file the records may name (loaded into the module
+   * once, until another set is given). With `withRecords`, `records[i]` is
+   * the event record of `events[i]` (decompressed), for the verifier.
    */
-  renderRecords(list: Uint8Array, count: number, set?: Uint8Array | null): (Event | null)[];
+  renderRecords(list: Uint8Array, count: number, set?: Uint8Array | null, withRecords?: boolean): Rendered;
   /**
    * Prepares the dictionaries of set file `set` for `renderRecords`, unless
    * they are the ones held; false when the module refuses the set.
@@ -335,30 +343,50 @@ class Verifier implements WasmVerifier {
     this.x.nw_clear_keys();
   }
 
-  renderRecords(list: Uint8Array, count: number, set?: Uint8Array | null): (Event | null)[] {
+  renderRecords(list: Uint8Array, count: number, set?: Uint8Array | null, withRecords = false): Rendered {
     if (set) this.holdDictionarySet(set);
     const len = list.length;
     // Records decompress to about three times their size and their JSON
     // adds ~150 bytes each; a list that renders larger takes more calls.
     const cap = Math.min(4 * len + (64 << 10), RENDER_CAP_MAX);
-    const listAt = (len + 7) & ~7;
-    const ptr = this.x.nw_reserve(0, listAt + 8 + cap);
+    const recordsCap = withRecords ? cap : 0;
+    const headAt = (len + 7) & ~7;
+    const jsonAt = headAt + 16;
+    const recordsAt = jsonAt + ((cap + 7) & ~7);
+    const ptr = this.x.nw_reserve(0, recordsAt + recordsCap);
     if (ptr === 0) throw new RangeError('WebAssembly verifier: out of memory');
     new Uint8Array(this.x.memory.buffer, ptr, len).set(list);
     const checked = this.x.nw_check_list(len, count);
     if (checked !== 0) throw new NwbError(LIST_ERRORS[checked] ?? 'truncated');
     let events: (Event | null)[] = [];
+    const records: (Uint8Array | null)[] | null = withRecords ? [] : null;
     let at = 0;
     while (events.length < count) {
-      const n = this.x.nw_render_records(len, at, count - events.length, cap);
+      const n = this.x.nw_render_records(len, at, count - events.length, cap, recordsCap);
       if (n <= 0) throw new Error('WebAssembly verifier: malformed batch list');
-      const head = new DataView(this.x.memory.buffer, ptr + listAt, 8);
-      const text = utf8Decoder.decode(new Uint8Array(this.x.memory.buffer, ptr + listAt + 8, head.getUint32(0, true)));
+      const memory = this.x.memory.buffer;
+      const head = new DataView(memory, ptr + headAt, 16);
+      const text = utf8Decoder.decode(new Uint8Array(memory, ptr + jsonAt, head.getUint32(0, true)));
       at = head.getUint32(4, true);
       const parsed = JSON.parse(text) as (Event | null)[];
+      if (records) {
+        // One copy out of the module's memory for the call's records.
+        const kept = new Uint8Array(memory, ptr + recordsAt, head.getUint32(8, true)).slice();
+        const view = new DataView(kept.buffer);
+        let p = 0;
+        for (const e of parsed) {
+          if (e === null) {
+            records.push(null);
+            continue;
+          }
+          const size = view.getUint32(p, true);
+          records.push(kept.subarray(p + 4, p + 4 + size));
+          p += 4 + size;
+        }
+      }
       events = events.length === 0 ? parsed : events.concat(parsed);
     }
-    return events;
+    return { events, records };
   }
 
   sha256Many(messages: readonly Uint8Array[]): Uint8Array {

@@ -96,9 +96,15 @@ function check(all, what) {
   };
   let got;
   try {
-    got = wasm.renderRecords(list(records), records.length);
+    got = wasm.renderRecords(list(records), records.length).events;
   } finally {
     JSON.parse = parse;
+  }
+  // Asked for, the records come back beside their events, as they are.
+  const again = wasm.renderRecords(list(records), records.length, null, true);
+  assert.deepEqual(again.events, got);
+  for (let i = 0; i < records.length; i++) {
+    assert.deepEqual(again.records[i], got[i] ? records[i] : null, `${what}: record ${i} handed back`);
   }
   assert.ok(ascii, `${what}: the JSON is ASCII`);
   const want = reference(records);
@@ -143,7 +149,7 @@ test('a list that renders larger than one call writes takes several calls', () =
   // 1,000 events of 2 KB of escapes each: about 12 MB of JSON.
   const big = finalizeEvent({ kind: 1, created_at: 1, tags: [], content: '\u0001'.repeat(2000) }, sk);
   const records = Array(1000).fill(encodeEvent(big));
-  const got = wasm.renderRecords(list(records), records.length);
+  const got = wasm.renderRecords(list(records), records.length).events;
   assert.equal(got.length, 1000);
   assert.ok(got.every((e) => e.id === big.id && e.content === big.content));
 });
@@ -156,7 +162,7 @@ function outcome(frame, wasmPath) {
     const f = decodeRelayFrameV2(frame, undefined, wasmPath);
     if (f.type !== 'batch') return f.type;
     if (!wasmPath) return f.records.map((r) => r.length);
-    const events = wasm.renderRecords(f.list, f.count);
+    const { events } = wasm.renderRecords(f.list, f.count);
     assert.equal(events.length, f.count);
     return f.records.map((r) => r.length);
   } catch (e) {

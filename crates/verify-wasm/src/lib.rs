@@ -623,34 +623,56 @@ mod wasm {
     /// Renders records of a batch list (each a varint length and the
     /// record) placed at the input address: from byte `at` of its `len`
     /// bytes, at most `count` records, as a JSON array into the `cap` bytes
-    /// that follow the input (rounded up to 8), after two `u32`s: the
-    /// JSON's length and the byte where the next record starts. Reserve
-    /// with `nw_reserve(0, align8(len) + 8 + cap)`. The number of records
-    /// written, or -1 when a length runs past the list or `cap` is under
-    /// 6 ([`super::render_records`]).
+    /// that follow the input (rounded up to 8) and a 16-byte head; with
+    /// `records_cap` > 0 the event records too, into that many bytes after
+    /// the JSON (`cap` rounded up to 8). The head: the JSON's length, the
+    /// byte where the next record starts, the records' length, as `u32`s.
+    /// Reserve with `nw_reserve(0, align8(len) + 16 + align8(cap) +
+    /// records_cap)`. The number of records written, or -1 when a length
+    /// runs past the list or `cap` is under 6 ([`super::render_records`]).
     #[no_mangle]
-    pub extern "C" fn nw_render_records(len: u32, at: u32, count: u32, cap: u32) -> i32 {
+    pub extern "C" fn nw_render_records(
+        len: u32,
+        at: u32,
+        count: u32,
+        cap: u32,
+        records_cap: u32,
+    ) -> i32 {
         let input = input_offset(0);
-        let out = input + ((len as usize + 7) & !7);
-        if out + 8 + cap as usize > memory_size(0) * 65536 {
+        let head = input + ((len as usize + 7) & !7);
+        let json = head + 16;
+        let records = json + ((cap as usize + 7) & !7);
+        if records + records_cap as usize > memory_size(0) * 65536 {
             return -1;
         }
-        // SAFETY: reserved by `nw_reserve` (checked above); the list and the
-        // output do not overlap; the scratch buffer is this instance's and
-        // no other call is running.
-        let (list, head, json, scratch) = unsafe {
+        // SAFETY: reserved by `nw_reserve` (checked above); the list, the
+        // head and both outputs do not overlap; the scratch buffer is this
+        // instance's and no other call is running.
+        let (list, head, json, records, scratch) = unsafe {
             (
                 core::slice::from_raw_parts(input as *const u8, len as usize),
-                core::slice::from_raw_parts_mut(out as *mut u8, 8),
-                core::slice::from_raw_parts_mut((out + 8) as *mut u8, cap as usize),
+                core::slice::from_raw_parts_mut(head as *mut u8, 16),
+                core::slice::from_raw_parts_mut(json as *mut u8, cap as usize),
+                (records_cap > 0).then(|| {
+                    core::slice::from_raw_parts_mut(records as *mut u8, records_cap as usize)
+                }),
                 &mut *SCRATCH.0.get(),
             )
         };
         let zstd = crate::zstd::wasm::decoder().ok();
-        match super::render_records(list, at as usize, count as usize, json, scratch, zstd) {
+        match super::render_records(
+            list,
+            at as usize,
+            count as usize,
+            json,
+            records,
+            scratch,
+            zstd,
+        ) {
             Ok(r) => {
                 head[..4].copy_from_slice(&(r.len as u32).to_le_bytes());
-                head[4..].copy_from_slice(&(r.next as u32).to_le_bytes());
+                head[4..8].copy_from_slice(&(r.next as u32).to_le_bytes());
+                head[8..12].copy_from_slice(&(r.records_len as u32).to_le_bytes());
                 r.records as i32
             }
             Err(_) => -1,

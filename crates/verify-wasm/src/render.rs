@@ -124,12 +124,17 @@ pub struct Rendered {
     pub next: usize,
     /// Bytes of JSON written: `[`, the records separated by commas, `]`.
     pub len: usize,
+    /// Bytes written to `records` (see [`render_records`]).
+    pub records_len: usize,
 }
 
 /// Writes the records of `list` from byte `at` on (each a varint length and
 /// the record, as a batch frame lists them after its count) as one JSON
 /// array into `out`: at most `count` records, fewer when the next would not
 /// fit. At least one record is written when `out` holds 6 bytes (`[null]`).
+/// With `records_out`, the event records themselves (decompressed) go there
+/// too, each a little-endian `u32` length and the record, one per event
+/// written (none for a `null`): what a verifier takes.
 /// Compressed records are decompressed into `scratch` by `zstd` (without
 /// one, or with a record larger than `scratch` or [`MAX_RECORD_BYTES`],
 /// they are left to the JavaScript decoder). `Malformed` when a length
@@ -139,6 +144,7 @@ pub fn render_records(
     at: usize,
     count: usize,
     out: &mut [u8],
+    mut records_out: Option<&mut [u8]>,
     scratch: &mut [u8],
     mut zstd: Option<&mut Zstd<'_>>,
 ) -> Result<Rendered, Malformed> {
@@ -153,6 +159,7 @@ pub fn render_records(
     let mut w = Buf::new(out);
     w.byte(b'[');
     let mut records = 0;
+    let mut records_len = 0;
     while records < count && r.left() > 0 {
         let start = r.at;
         let len = r.varint().ok_or(Malformed)?;
@@ -162,16 +169,31 @@ pub fn render_records(
         if comma {
             w.byte(b',');
         }
-        let valid = event(record, &mut w, scratch, zstd.as_deref_mut()).is_some();
+        let inner = event(record, &mut w, scratch, zstd.as_deref_mut()).map(|i| match i {
+            Inner::Raw => record,
+            Inner::Scratch(n) => &scratch[..n],
+        });
+        // Its bytes for the verifier, when asked for.
+        let mut kept = records_len;
+        if let (Some(to), Some(bytes)) = (records_out.as_deref_mut(), inner) {
+            let end = records_len + 4 + bytes.len();
+            if let Some(slot) = to.get_mut(records_len..end) {
+                slot[..4].copy_from_slice(&(bytes.len() as u32).to_le_bytes());
+                slot[4..].copy_from_slice(bytes);
+                kept = end;
+            }
+        }
+        let fits = kept > records_len || records_out.is_none();
         // A record fits when the closing `]` still does.
-        if valid && !w.full && w.len < cap {
+        if inner.is_some() && fits && !w.full && w.len < cap {
+            records_len = kept;
             records += 1;
             continue;
         }
         w.len = before;
         w.full = false;
         let null_fits = before + usize::from(comma) + b"null]".len() <= cap;
-        if (valid && comma) || !null_fits {
+        if (inner.is_some() && comma) || !null_fits {
             // The next call starts with this record.
             r.at = start;
             break;
@@ -189,7 +211,16 @@ pub fn render_records(
         records,
         next: r.at,
         len: w.len,
+        records_len,
     })
+}
+
+/// Where a rendered record's own bytes are.
+enum Inner {
+    /// The record as listed (`0x01`).
+    Raw,
+    /// Decompressed, the first bytes of the scratch buffer.
+    Scratch(usize),
 }
 
 /// One record, raw (`0x01`) or compressed (`0x81`), as its event object;
@@ -199,9 +230,9 @@ fn event(
     w: &mut Buf<'_>,
     scratch: &mut [u8],
     zstd: Option<&mut Zstd<'_>>,
-) -> Option<()> {
+) -> Option<Inner> {
     match record.first()? {
-        0x01 => nwb::write_record(record, w, Layout::Event).map(|_| ()),
+        0x01 => nwb::write_record(record, w, Layout::Event).map(|_| Inner::Raw),
         0x81 => {
             let c = parse_record(record).ok()?;
             if c.size > MAX_RECORD_BYTES || c.size > scratch.len() {
@@ -210,7 +241,7 @@ fn event(
             let inner = &mut scratch[..c.size];
             zstd?.decompress(c.dictionary, c.frame, inner).ok()?;
             // Envelopes do not nest (spec/nwb.md §11): write_record wants 0x01.
-            nwb::write_record(inner, w, Layout::Event).map(|_| ())
+            nwb::write_record(inner, w, Layout::Event).map(|_| Inner::Scratch(c.size))
         }
         _ => None,
     }

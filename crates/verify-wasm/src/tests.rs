@@ -553,7 +553,16 @@ fn render_all(list: &[u8], count: usize, cap: usize) -> Vec<Value> {
     let mut at = 0;
     let mut all = Vec::new();
     while all.len() < count {
-        let r = render_records(list, at, count - all.len(), &mut out, &mut scratch, None).unwrap();
+        let r = render_records(
+            list,
+            at,
+            count - all.len(),
+            &mut out,
+            None,
+            &mut scratch,
+            None,
+        )
+        .unwrap();
         assert!(r.records > 0, "no progress with {cap} bytes");
         let v: Value = serde_json::from_slice(&out[..r.len]).unwrap();
         assert_eq!(v.as_array().unwrap().len(), r.records);
@@ -596,7 +605,7 @@ fn records_render_as_their_events_and_invalid_ones_as_null() {
         }
         // Key order as the JS decoder gives it.
         let mut out = vec![0u8; 1 << 20];
-        let r = render_records(&list, 0, 1, &mut out, &mut scratch(), None).unwrap();
+        let r = render_records(&list, 0, 1, &mut out, None, &mut scratch(), None).unwrap();
         assert!(out[..r.len].starts_with(b"[{\"id\":\""));
     }
 }
@@ -606,15 +615,15 @@ fn a_batch_list_that_runs_past_its_end_is_malformed() {
     let list = batch_list(&[vec![1u8; 10]]);
     let mut out = vec![0u8; 100];
     assert_eq!(
-        render_records(&list[..5], 0, 1, &mut out, &mut scratch(), None),
+        render_records(&list[..5], 0, 1, &mut out, None, &mut scratch(), None),
         Err(Malformed)
     );
     assert_eq!(
-        render_records(&list, 0, 1, &mut out[..5], &mut scratch(), None),
+        render_records(&list, 0, 1, &mut out[..5], None, &mut scratch(), None),
         Err(Malformed)
     );
     // A record that breaks a rule is null, not an error.
-    let r = render_records(&list, 0, 1, &mut out, &mut scratch(), None).unwrap();
+    let r = render_records(&list, 0, 1, &mut out, None, &mut scratch(), None).unwrap();
     assert_eq!(&out[..r.len], b"[null]");
 }
 
@@ -695,11 +704,13 @@ fn compressed_records_render_as_the_records_inside() {
     assert!(expect.iter().filter(|v| !v.is_null()).count() >= 17);
     let list = batch_list(&records);
     let mut out = vec![0u8; 1 << 20];
+    let mut kept = vec![0u8; 1 << 20];
     let r = render_records(
         &list,
         0,
         records.len(),
         &mut out,
+        Some(&mut kept),
         &mut scratch(),
         Some(&mut zstd),
     )
@@ -707,8 +718,41 @@ fn compressed_records_render_as_the_records_inside() {
     assert_eq!(r.records, records.len());
     let got: Value = serde_json::from_slice(&out[..r.len]).unwrap();
     assert_eq!(got.as_array().unwrap(), &expect);
+    // The records inside, one per event written, for the verifier.
+    let mut at = 0;
+    let mut want = inside.iter().flatten();
+    while at < r.records_len {
+        let n = u32::from_le_bytes(kept[at..at + 4].try_into().unwrap()) as usize;
+        assert_eq!(&kept[at + 4..at + 4 + n], &want.next().unwrap()[..]);
+        at += 4 + n;
+    }
+    assert_eq!(at, r.records_len);
+    assert!(want.next().is_none());
+    // Too little room for the records: fewer per call, none lost.
+    let mut small = vec![0u8; 600];
+    let r = render_records(
+        &list,
+        0,
+        records.len(),
+        &mut out,
+        Some(&mut small),
+        &mut scratch(),
+        Some(&mut zstd),
+    )
+    .unwrap();
+    assert!(r.records > 0 && r.records < records.len());
+    assert!(r.records_len <= 600);
     // Without a decoder every compressed record is left to the JavaScript one.
-    let r = render_records(&list, 0, records.len(), &mut out, &mut scratch(), None).unwrap();
+    let r = render_records(
+        &list,
+        0,
+        records.len(),
+        &mut out,
+        None,
+        &mut scratch(),
+        None,
+    )
+    .unwrap();
     let got: Value = serde_json::from_slice(&out[..r.len]).unwrap();
     assert!(got.as_array().unwrap().iter().all(Value::is_null));
 }
