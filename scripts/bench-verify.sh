@@ -22,4 +22,4 @@ trap 'rm -rf "$variants"' EXIT
 nice -n 10 node js/bench/verify.mjs --variant-dir "$variants" --build-only "$@"
 source scripts/lib/bench-lock.sh
 bench_lock
-node js/bench/verify.mjs --variant-dir "$variants" "$@"
+node --expose-gc js/bench/verify.mjs --variant-dir "$variants" "$@"

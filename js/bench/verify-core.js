@@ -1,8 +1,9 @@
 // The verifier benchmark's measurements, shared by Node (bench/verify.mjs)
 // and the Chromium page (bench/verify-page.js): each verifier over the same
 // events in memory, one thread, interleaved rounds, fresh event objects per
-// pass (parsed before the clock starts, so no verdict is cached) and no
-// parsed public key cached in this package's verifier.
+// pass (parsed before the clock starts, so no verdict is cached), a full
+// garbage collection before each pass (`--expose-gc`) and no parsed public
+// key cached in this package's verifier.
 import { verifyEvent as nobleVerify } from 'nostr-tools/pure';
 import { setNostrWasm, verifyEvent as nostrWasmVerify } from 'nostr-tools/wasm';
 import { initNostrWasm } from 'nostr-wasm';
@@ -64,6 +65,9 @@ export async function measure(lines, variants, rounds) {
       clearVerifierCache();
       raw.clearKeyCache();
       for (const v of Object.values(loaded)) v.clearKeyCache?.();
+      // And with no garbage of the method before it to collect (noble's
+      // leaves much): a full collection first, where the engine exposes it.
+      globalThis.gc?.();
       const t = performance.now();
       const verdicts = await methods[m](ev);
       const ms = performance.now() - t;
