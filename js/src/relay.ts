@@ -190,6 +190,8 @@ export class Relay {
   private inboundHead = 0;
   private pumping = false;
   private batchInProgress: BatchInProgress | null = null;
+  // While the pump queues a run of a batch's events: they drain together.
+  private holdDrain = false;
   private firstSet: Promise<void> | null = null;
   private named: (() => void) | null = null;
 
@@ -312,8 +314,10 @@ export class Relay {
         const batch = this.batchInProgress;
         if (batch) {
           // Events the module decoded are cheap to hand on: a few dozen per
-          // turn of this loop, one record at a time otherwise.
+          // turn of this loop (queued, then delivered by one drain), one
+          // record at a time otherwise.
           const until = batch.events ? Math.min(batch.next + 32, batch.frame.count) : batch.next + 1;
+          this.holdDrain = true;
           while (batch.next < until) {
             try {
               this.decodeNext(batch);
@@ -325,6 +329,8 @@ export class Relay {
               });
             }
           }
+          this.holdDrain = false;
+          if (!this.draining && this.head < this.queue.length) void this.drain();
           if (batch.next === batch.frame.count) this.batchInProgress = null;
         } else {
           if (this.inboundHead === this.inbound.length) break;
@@ -562,7 +568,7 @@ export class Relay {
       this.batch.push(item);
       if (this.batch.length >= BATCH) this.flush();
     }
-    if (!this.draining) void this.drain();
+    if (!this.draining && !this.holdDrain) void this.drain();
   }
 
   // Subscription messages go through one queue, so that verification can

@@ -730,4 +730,4 @@ pub(crate) mod wasm {
 
 #[cfg(test)]
 #[path = "zstd_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -91,7 +91,7 @@ fn corpus() -> Corpus {
 }
 
 /// A §11 frame: magicless, no checksum, dictionary id or content size.
-fn compress(dict: &[u8], data: &[u8]) -> Vec<u8> {
+pub(crate) fn compress(dict: &[u8], data: &[u8]) -> Vec<u8> {
     use zstd::zstd_safe::CParameter;
     let mut c = zstd::bulk::Compressor::with_dictionary(3, dict).unwrap();
     for p in [
