@@ -4,6 +4,7 @@
 // the first such pass in a fresh process or page (runCold).
 import { decodeEvents, decompressRecord, useZstd } from '../dist/index.js';
 import { NwbError } from '../dist/errors.js';
+import { packRecords } from '../dist/verify.js';
 import { zstdDecoderWithDictionaries } from '../dist/zstd.js';
 import { ruzstdDecoder } from './ruzstd-wasm/glue.js';
 
@@ -45,17 +46,7 @@ export async function verifierZstd(wasmBytes, setBytes, now = () => performance.
 }
 
 /** Records packed as a little-endian u32 length and the bytes each. */
-export function pack(records) {
-  const out = new Uint8Array(records.reduce((n, r) => n + 4 + r.length, 0));
-  const view = new DataView(out.buffer);
-  let p = 0;
-  for (const r of records) {
-    view.setUint32(p, r.length, true);
-    out.set(r, p + 4);
-    p += 4 + r.length;
-  }
-  return out;
-}
+export const pack = packRecords;
 
 export const compressedRecords = (stream) => frames(stream).filter((f) => f[0] === 0x81);
 

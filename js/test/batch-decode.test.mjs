@@ -10,6 +10,7 @@ import { resolve } from 'node:path';
 import WebSocket, { WebSocketServer } from 'ws';
 import { finalizeEvent, generateSecretKey } from 'nostr-tools/pure';
 import { Relay, useWebSocketImplementation, decodeRecord, encodeEvent, initVerifier, verifiedSymbol, NwbError, DEFAULT_LIMITS } from '../dist/index.js';
+import { varint } from './helpers.mjs';
 
 useWebSocketImplementation(WebSocket);
 const repo = resolve(new URL('../..', import.meta.url).pathname);
@@ -100,15 +101,6 @@ async function batchRelay(t, entries) {
   return `ws://127.0.0.1:${server.address().port}`;
 }
 
-function varint(n) {
-  const out = [];
-  while (n >= 0x80) {
-    out.push((n % 128) | 0x80);
-    n = Math.floor(n / 128);
-  }
-  out.push(n);
-  return Buffer.from(out);
-}
 
 async function receive(url, opts) {
   const r = await Relay.connect(url, { transport: 'v2', ...opts });

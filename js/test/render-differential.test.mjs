@@ -12,18 +12,13 @@ import { finalizeEvent } from 'nostr-tools/pure';
 import { decodeRecord, encodeEvent, NwbError } from '../dist/index.js';
 import { decodeRelayFrameV2 } from '../dist/transport.js';
 import { loadVerifier } from '../dist/verify-wasm.js';
+import { seeded, varint } from './helpers.mjs';
 
 const repo = resolve(new URL('../..', import.meta.url).pathname);
 const unhex = (h) => Uint8Array.from(Buffer.from(h, 'hex'));
 const wasm = await loadVerifier();
 
-let seed = 0x2545f491;
-const rand = () => {
-  seed ^= seed << 13;
-  seed ^= seed >>> 17;
-  seed ^= seed << 5;
-  return (seed >>> 0) / 2 ** 32;
-};
+const rand = seeded(0x2545f491);
 const pick = (xs) => xs[Math.floor(rand() * xs.length)];
 const hexOf = (n) => Array.from({ length: n }, () => '0123456789abcdef'[Math.floor(rand() * 16)]).join('');
 const PIECES = ['a', 'Z', ' ', '"', '\\', '\n', '\r', '\t', '\b', '\f', '\u0000', '\u0001', '\u001f', '\u007f', 'é', '\u2028', '日本', '😀', '</script>', '\\u0041', '{"k":[1]}', '__proto__'];
@@ -42,20 +37,10 @@ const signed = () =>
     sk,
   );
 
-function varint(n) {
-  const out = [];
-  while (n >= 0x80) {
-    out.push((n % 128) | 0x80);
-    n = Math.floor(n / 128);
-  }
-  out.push(n);
-  return out;
-}
-
 /** The records as a batch lists them after its count. */
 function list(records) {
   const parts = [];
-  for (const r of records) parts.push(Uint8Array.from(varint(r.length)), r);
+  for (const r of records) parts.push(varint(r.length), r);
   return Buffer.concat(parts);
 }
 
@@ -75,7 +60,7 @@ function reference(records) {
 // through): the others are refused with the whole frame (the last test).
 function carried(record) {
   const sub = Buffer.from('s');
-  const frame = Buffer.concat([Buffer.from([0x06, 1]), sub, Uint8Array.from(varint(1)), list([record])]);
+  const frame = Buffer.concat([Buffer.from([0x06, 1]), sub, varint(1), list([record])]);
   try {
     decodeRelayFrameV2(frame);
     return true;
@@ -181,7 +166,7 @@ test('batch frames: the module refuses a record list with the error the JavaScri
   const body = list([...records.slice(0, 6), ...compressed, ...records.slice(6)]);
   const count = 12 + compressed.length;
   const sub = Buffer.from('sub');
-  const batch = Buffer.concat([Buffer.from([0x06, sub.length]), sub, Uint8Array.from(varint(count)), body]);
+  const batch = Buffer.concat([Buffer.from([0x06, sub.length]), sub, varint(count), body]);
   frames.push(batch);
   for (let cut = 1; cut < batch.length; cut += 7) frames.push(batch.subarray(0, cut));
   for (let round = 0; round < 3000; round++) {

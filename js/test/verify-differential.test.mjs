@@ -15,17 +15,12 @@ import { join } from 'node:path';
 import { finalizeEvent, verifyEvent as nobleVerify } from 'nostr-tools/pure';
 import { decodeRecord, encodeEvent, initVerifier, verifierName, verifyEvents, verifyRecords } from '../dist/index.js';
 import { loadVerifier } from '../dist/verify-wasm.js';
+import { seeded } from './helpers.mjs';
 import { bin, haveBinary } from './relay-process.mjs';
 import { bundlePage, serveDir, launch, openPage, haveChromium } from './browser/harness.mjs';
 
 // A small seeded generator: the same cases on every run.
-let seed = 0x9e3779b9;
-const rand = () => {
-  seed ^= seed << 13;
-  seed ^= seed >>> 17;
-  seed ^= seed << 5;
-  return (seed >>> 0) / 2 ** 32;
-};
+const rand = seeded(0x9e3779b9);
 const pick = (xs) => xs[Math.floor(rand() * xs.length)];
 const hexOf = (n) => Array.from({ length: n }, () => '0123456789abcdef'[Math.floor(rand() * 16)]).join('');
 const bytes = (n) => Uint8Array.from({ length: n }, () => Math.floor(rand() * 256));

@@ -20,6 +20,7 @@ import {
 } from '../dist/index.js';
 import { parseDictionarySet, zstdDecoder, zstdDecoderWithDictionaries } from '../dist/zstd.js';
 import { bin, haveBinary } from './relay-process.mjs';
+import { varint } from './helpers.mjs';
 
 const corpus = new URL('../../testdata/real-events.jsonl', import.meta.url).pathname;
 const events = readFileSync(corpus, 'utf8')
@@ -61,15 +62,6 @@ function frames(bytes) {
   return out;
 }
 
-function varint(n) {
-  const out = [];
-  while (n >= 0x80) {
-    out.push((n % 128) | 0x80);
-    n = Math.floor(n / 128);
-  }
-  out.push(n);
-  return out;
-}
 
 /** A compressed record's header fields and payload. */
 function envelope(record) {
