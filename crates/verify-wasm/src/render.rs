@@ -136,7 +136,7 @@ pub struct Rendered {
 /// too, each a little-endian `u32` length and the record, one per event
 /// written (none for a `null`): what a verifier takes.
 /// Compressed records are decompressed into `scratch` by `zstd` (without
-/// one, or with a record larger than `scratch` or [`MAX_RECORD_BYTES`],
+/// one, or with a record larger than `scratch` or the 1 MiB record limit,
 /// they are left to the JavaScript decoder). `Malformed` when a length
 /// runs past the list, or `out` is under 6 bytes.
 pub fn render_records(
