@@ -395,11 +395,6 @@ export class Relay {
     }
   }
 
-  // A batch's records are decoded in order by `pump`, one `decodeNext` at
-  // a time. Records that will be verified as bytes are decompressed into
-  // one buffer per batch (one allocation, not one per record); without
-  // verification the bytes are not kept, and a scratch buffer serves every
-  // record.
   // The WebAssembly module checks and decodes a whole batch in one call and
   // JSON.parse builds its events: far cheaper than decoding record by
   // record on a page that has not compiled the decoder yet. For the
@@ -408,6 +403,13 @@ export class Relay {
     return defaultLimits(this.limits) ? wasmModule() : null;
   }
 
+  // A batch is decoded by the module when it can (above); its events, and
+  // the records it leaves, are then handed on by `pump`. Otherwise its
+  // records are decoded in order by `pump`, one `decodeNext` at a time:
+  // records that will be verified as bytes are decompressed into one
+  // buffer per batch (one allocation, not one per record); without
+  // verification the bytes are not kept, and a scratch buffer serves every
+  // record.
   private onBatch(sub: Subscription, frame: BatchFrame): void {
     const keep = this.verify === defaultVerify;
     const wasm = this.rendersBatches();
