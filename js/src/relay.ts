@@ -8,6 +8,7 @@ import { DEFAULT_LIMITS, type Limits } from './limits.js';
 import { decodeRecord, decompressInto, decompressedSize, type ZstdDecoder } from './record.js';
 import {
   FRAME_AUTH,
+  FRAME_BATCH,
   FRAME_EVENT,
   SUBPROTOCOL,
   SUBPROTOCOL_V2,
@@ -337,8 +338,16 @@ export class Relay {
           const data = this.inbound[this.inboundHead]!;
           // Batches wait for the WebAssembly module while it loads (it
           // decodes them far faster than the JavaScript decoder on a fresh
-          // page); where it cannot load, this resolves at once.
-          if (this.transport === 'v2' && typeof data !== 'string' && !wasmModule() && defaultLimits(this.limits)) {
+          // page); other frames do not, so `connect` never waits for it.
+          // Where it cannot load, this resolves at once.
+          if (
+            this.transport === 'v2' &&
+            typeof data !== 'string' &&
+            (data as ArrayBuffer).byteLength > 0 &&
+            new Uint8Array(data as ArrayBuffer, 0, 1)[0] === FRAME_BATCH &&
+            !wasmModule() &&
+            defaultLimits(this.limits)
+          ) {
             await loadWasm();
             if (this.ws !== ws) break;
           }
