@@ -1,4 +1,4 @@
-//! Compiles libsecp256k1 (`libsecp256k1/`, release 0.4.1 as vendored by the
+//! Compiles libsecp256k1 (`vendor/libsecp256k1/` at the repository root, release 0.4.1 as vendored by the
 //! `secp256k1-sys` 0.10.1 crate, its symbols prefixed `rustsecp256k1_v0_10_0_`)
 //! with the shim in `c/shim.c`, for the host or for `wasm32-unknown-unknown`.
 //!
@@ -8,13 +8,13 @@
 //!   32×32→64-bit multiplies, which wasm has) or `5x52` (64×64→128-bit
 //!   multiplies, calls to `__multi3` in wasm32);
 //! - `NOSTRWIRE_VERIFY_WINDOW`: the `ecmult` window for multiples of G, 2 to
-//!   the largest table in `libsecp256k1/src/precomputed_ecmult.c`;
+//!   the largest table in `vendor/libsecp256k1/src/precomputed_ecmult.c`;
 //! - `NOSTRWIRE_VERIFY_CSIMD=0`: the C compiled without `-msimd128`, which
 //!   it otherwise gets whenever the Rust side is built with SIMD128 (clang
 //!   then vectorizes some of it; the module needs SIMD128 anyway).
 //!
-//! Then zstd's decompressor (`zstd/`, v1.5.7, decompression only) with
-//! `c/zstd_shim.c`, every symbol renamed `nw_…` (`zstd/nw_prefix.h`), for
+//! Then zstd's decompressor (`vendor/zstd/`, v1.5.7, decompression only) with
+//! `c/zstd_shim.c`, every symbol renamed `nw_…` (`c/zstd_prefix.h`), for
 //! `src/zstd.rs`. Two settings, chosen by measurement (README.md, "zstd"),
 //! can be overridden for that measurement:
 //! - `NOSTRWIRE_ZSTD_OPT`: the C optimization level, `s` (default) or `3`;
@@ -25,19 +25,24 @@
 use std::env;
 use std::path::{Path, PathBuf};
 
+/// The vendored C libraries (upstream code, each with its `VENDORED.md`).
+const SECP256K1: &str = "../../vendor/libsecp256k1";
+const ZSTD: &str = "../../vendor/zstd";
+
 /// The window the package ships: see the measurements in js/README.md.
 const DEFAULT_WINDOW: u32 = 10;
 
 fn main() {
     println!("cargo:rerun-if-changed=c/shim.c");
-    println!("cargo:rerun-if-changed=libsecp256k1");
+    println!("cargo:rerun-if-changed=../../vendor/libsecp256k1");
     println!("cargo:rerun-if-changed=wasm-sysroot");
     println!("cargo:rerun-if-env-changed=NOSTRWIRE_VERIFY_FIELD");
     println!("cargo:rerun-if-env-changed=NOSTRWIRE_VERIFY_WINDOW");
     println!("cargo:rerun-if-env-changed=NOSTRWIRE_VERIFY_CSIMD");
     println!("cargo:rerun-if-changed=c/zstd_shim.c");
     println!("cargo:rerun-if-changed=c/zstd_entropy_common.c");
-    println!("cargo:rerun-if-changed=zstd");
+    println!("cargo:rerun-if-changed=../../vendor/zstd");
+    println!("cargo:rerun-if-changed=c/zstd_prefix.h");
     println!("cargo:rerun-if-env-changed=NOSTRWIRE_ZSTD_OPT");
     println!("cargo:rerun-if-env-changed=NOSTRWIRE_ZSTD_HUF");
 
@@ -51,11 +56,11 @@ fn main() {
     let mut build = cc::Build::new();
     wasm_setup(&mut build, wasm);
     build
-        .include("libsecp256k1")
-        .include("libsecp256k1/include")
-        .include("libsecp256k1/src")
+        .include(SECP256K1)
+        .include(format!("{SECP256K1}/include"))
+        .include(format!("{SECP256K1}/src"))
         .file("c/shim.c")
-        .file("libsecp256k1/src/precomputed_ecmult.c")
+        .file(format!("{SECP256K1}/src/precomputed_ecmult.c"))
         .define("SECP256K1_API", Some(""))
         .define("ENABLE_MODULE_SCHNORRSIG", Some("1"))
         .define("ENABLE_MODULE_EXTRAKEYS", Some("1"))
@@ -107,10 +112,10 @@ fn zstd(wasm: bool) {
     let mut build = cc::Build::new();
     wasm_setup(&mut build, wasm);
     build
-        .include("zstd")
-        .include("zstd/common")
+        .include(ZSTD)
+        .include(format!("{ZSTD}/common"))
         .flag("-include")
-        .flag(Path::new(&env::var("CARGO_MANIFEST_DIR").unwrap()).join("zstd/nw_prefix.h"))
+        .flag(Path::new(&env::var("CARGO_MANIFEST_DIR").unwrap()).join("c/zstd_prefix.h"))
         .define("ZSTD_LEGACY_SUPPORT", Some("0"))
         .define("ZSTD_STRIP_ERROR_STRINGS", None)
         .define("DEBUGLEVEL", Some("0"))
@@ -129,7 +134,7 @@ fn zstd(wasm: bool) {
         "decompress/zstd_decompress.c",
         "decompress/zstd_decompress_block.c",
     ] {
-        build.file(Path::new("zstd").join(f));
+        build.file(Path::new(ZSTD).join(f));
     }
     match env::var("NOSTRWIRE_ZSTD_OPT").as_deref() {
         Err(_) | Ok("s") => {

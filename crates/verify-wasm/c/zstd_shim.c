@@ -1,7 +1,7 @@
-/* The zstd decompressor (zstd/, v1.5.7, decompression only) as src/zstd.rs
+/* The zstd decompressor (vendor/zstd/, v1.5.7, decompression only) as src/zstd.rs
  * uses it: a static DCtx and static DDicts in memory the caller owns, never
  * zstd's allocator; frames in the magicless format (spec/nwb.md §11).
- * Every zstd symbol is renamed by zstd/nw_prefix.h (forced in by build.rs),
+ * Every zstd symbol is renamed by c/zstd_prefix.h (forced in by build.rs),
  * so the host's tests can link the `zstd` crate's own copy beside this one;
  * the functions here are `nwz_…` (the module's exports are `nw_…`). */
 #define ZSTD_STATIC_LINKING_ONLY
@@ -47,7 +47,7 @@ long long nwz_decompress(void *dctx, const void *ddict, void *dst, size_t cap,
  * is not vendored: its ZSTD_isError escapes the renaming). */
 ZSTD_ErrorCode ZSTD_getErrorCode(size_t code) { return ERR_getErrorCode(code); }
 
-/* zstd's allocator (ZSTD_DEPS_MALLOC in nw_prefix.h): reachable only from
+/* zstd's allocator (ZSTD_DEPS_MALLOC in zstd_prefix.h): reachable only from
  * the ZSTD_create* functions, which nothing here calls. It never allocates. */
 void *nw_zstd_malloc(size_t size) { (void)size; return NULL; }
 void *nw_zstd_calloc(size_t count, size_t size) { (void)count; (void)size; return NULL; }

@@ -1,6 +1,6 @@
 //! The payloads of compressed records (spec/nwb.md §11): magicless zstd
 //! frames, with a dictionary of a set file (§11.2) or none, decompressed by
-//! zstd's own decoder (`zstd/`, v1.5.7, decompression only, built by
+//! zstd's own decoder (`vendor/zstd/`, v1.5.7, decompression only, built by
 //! `build.rs`; `c/zstd_shim.c`).
 //!
 //! Nothing allocates: [`Zstd`] lays a static `ZSTD_DCtx` and one static
