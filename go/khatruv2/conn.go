@@ -19,6 +19,8 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip42"
 	"github.com/nbd-wtf/go-nostr/nip70"
+	"github.com/nostrwire/nostrwire/go/nwb"
+	"github.com/nostrwire/nostrwire/go/transport"
 )
 
 // khatru v0.19 keeps a connection in a request's context under the key
@@ -156,7 +158,7 @@ func (c *conn) writeJSON(v any) {
 	if err != nil {
 		return
 	}
-	c.write(jsonFrame(text))
+	c.write(transport.AppendJSON(nil, text))
 }
 
 func (c *conn) notice(msg string) { c.writeJSON(nostr.NoticeEnvelope(msg)) }
@@ -175,47 +177,35 @@ func (c *conn) requestAuth() {
 }
 
 func (c *conn) handleFrame(msg []byte) {
-	if len(msg) == 0 {
-		c.notice("invalid: unknown_message")
+	f, err := transport.DecodeClientFrame(msg, c.h.limits)
+	if err != nil {
+		reason := "invalid: " + nwb.KindOf(err).String()
+		// §4: OK when the event id can be told (a complete record prefix),
+		// else NOTICE.
+		body := msg[min(len(msg), 1):]
+		if (f.Type == transport.TypeEvent || f.Type == transport.TypeAuth) &&
+			len(body) >= nwb.PrefixLen && body[0] == nwb.FormEvent {
+			c.ok(hex.EncodeToString(body[43:75]), false, reason)
+		} else {
+			c.notice(reason)
+		}
 		return
 	}
-	body := msg[1:]
-	switch msg[0] {
-	case frameJSON:
-		c.handleJSON(body)
-	case frameEvent, frameAuth:
-		evt, err := DecodeRecord(body, c.h.limits)
-		if err != nil {
-			// §4: OK when the id can be told (a complete prefix), else NOTICE.
-			if len(body) >= recordPrefix && body[0] == formEvent {
-				c.ok(hex.EncodeToString(body[43:75]), false, "invalid: "+err.Error())
-			} else {
-				c.notice("invalid: " + err.Error())
-			}
-			return
-		}
-		if msg[0] == frameAuth {
-			go c.handleAuth(evt)
-		} else {
-			go c.handleEvent(evt)
-		}
-	case frameHolds:
-		if len(body)%32 != 0 || len(body) > maxHeldSets*32 {
-			c.notice("invalid: bad_dictionary_hash")
-			return
-		}
+	switch f.Type {
+	case transport.TypeJSON:
+		c.handleJSON(f.JSON)
+	case transport.TypeEvent:
+		go c.handleEvent(f.Event)
+	case transport.TypeAuth:
+		go c.handleAuth(f.Event)
+	case transport.TypeHold:
 		holds := false
 		if c.h.set != nil {
-			want := c.h.set.Hash()
-			for i := 0; i < len(body); i += 32 {
-				if string(body[i:i+32]) == string(want[:]) {
-					holds = true
-				}
+			for _, h := range f.Hold {
+				holds = holds || h == c.h.set.Hash()
 			}
 		}
 		c.holdsSet.Store(holds)
-	default:
-		c.notice("invalid: unknown_message")
 	}
 }
 
@@ -246,6 +236,7 @@ func (c *conn) handleJSON(text []byte) {
 // the deleted check, storing or replacing, OnEventSaved), then
 // OverwriteResponseEvent and the broadcast to both transports.
 func (c *conn) handleEvent(evt *nostr.Event) {
+	defer c.recoverHook(func(reason string) { c.ok(evt.ID, false, reason) })
 	rl := c.h.relay
 	ctx := c.ctx
 	if !evt.CheckID() {
@@ -309,6 +300,15 @@ func (c *conn) handleEvent(evt *nostr.Event) {
 		}
 	}
 	c.ok(evt.ID, accepted, reason)
+}
+
+// recoverHook turns a panic in a hook on a v2 connection into a refusal
+// instead of ending the process.
+func (c *conn) recoverHook(refuse func(reason string)) {
+	if p := recover(); p != nil {
+		c.h.relay.Log.Printf("nostrwire.v2: a hook failed: %v", p)
+		refuse("error: the relay failed to handle this")
+	}
 }
 
 // lastEphemeralCount counts the v2 subscriptions an ephemeral event
@@ -439,7 +439,11 @@ var errFilterRejected = errors.New("filter rejected")
 func (c *conn) handleReq(env *nostr.ReqEnvelope) {
 	rl := c.h.relay
 	id := env.SubscriptionID
-	if id == "" || len(id) > maxSubIDBytes {
+	defer c.recoverHook(func(reason string) {
+		c.closeSub(id)
+		c.writeJSON(nostr.ClosedEnvelope{SubscriptionID: id, Reason: reason})
+	})
+	if id == "" || len(id) > transport.MaxSubscriptionIDBytes {
 		c.writeJSON(nostr.ClosedEnvelope{SubscriptionID: id, Reason: "invalid: bad_subscription_id"})
 		return
 	}
@@ -468,7 +472,7 @@ func (c *conn) handleReq(env *nostr.ReqEnvelope) {
 	}
 	c.openSub(id, filters, cancel)
 
-	b := newBatch(id)
+	b := batch{subID: id}
 	for _, filter := range filters {
 		if filter.LimitZero {
 			continue
@@ -501,16 +505,20 @@ func (c *conn) handleReq(env *nostr.ReqEnvelope) {
 			}
 		}
 	}
-	if b.count > 0 {
+	if len(b.records) > 0 {
 		c.write(b.frame())
 	}
 	if reqCtx.Err() == nil {
-		c.write(eoseFrame(id))
+		eose, _ := transport.AppendEOSE(nil, id)
+		c.write(eose)
 	}
 }
 
 // handleCount answers COUNT with khatru's RejectCountFilter and CountEvents.
 func (c *conn) handleCount(env *nostr.CountEnvelope) {
+	defer c.recoverHook(func(reason string) {
+		c.writeJSON(nostr.ClosedEnvelope{SubscriptionID: env.SubscriptionID, Reason: reason})
+	})
 	rl := c.h.relay
 	if len(rl.CountEvents) == 0 {
 		c.writeJSON(nostr.ClosedEnvelope{SubscriptionID: env.SubscriptionID, Reason: "unsupported: this relay does not support NIP-45"})

@@ -27,6 +27,8 @@ import (
 	"github.com/fasthttp/websocket"
 	"github.com/fiatjaf/khatru"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/nostrwire/nostrwire/go/nwb"
+	"github.com/nostrwire/nostrwire/go/transport"
 )
 
 // Options configure a Handler.
@@ -45,7 +47,7 @@ type Options struct {
 type Handler struct {
 	relay    *khatru.Relay
 	set      *DictSet
-	limits   Limits
+	limits   transport.Limits
 	upgrader websocket.Upgrader
 	cache    *recordCache
 
@@ -67,10 +69,11 @@ func New(rl *khatru.Relay, opts Options) (*Handler, error) {
 	if opts.NoDictionaries {
 		set = nil
 	}
-	limits := DefaultLimits
-	if rl.MaxMessageSize > 0 && rl.MaxMessageSize < int64(limits.MaxRecordBytes) {
-		limits.MaxRecordBytes = int(rl.MaxMessageSize)
-		limits.MaxStringBytes = int(rl.MaxMessageSize)
+	// A client's record is bounded like khatru's messages: by MaxMessageSize.
+	limits := transport.DefaultLimits
+	if rl.MaxMessageSize > 0 && rl.MaxMessageSize < int64(limits.Record.MaxRecordBytes) {
+		limits.Record.MaxRecordBytes = int(rl.MaxMessageSize)
+		limits.Record.MaxStringBytes = int(rl.MaxMessageSize)
 	}
 	cacheBytes := opts.CacheBytes
 	if cacheBytes == 0 {
@@ -210,7 +213,7 @@ func (h *Handler) notify(ctx context.Context, evt *nostr.Event) int {
 		if h.prevented(t.c, evt) {
 			continue
 		}
-		b := newBatch(t.subID)
+		b := batch{subID: t.subID}
 		b.add(entry.forConn(t.c))
 		t.c.write(b.frame())
 		n++
@@ -236,13 +239,16 @@ func (h *Handler) records(evt *nostr.Event, modified bool) (*cacheEntry, error) 
 			return e, nil
 		}
 	}
-	raw, err := AppendRecord(nil, evt, h.limits)
+	// Records sent are bounded by nwb's limits, not the client's.
+	raw, err := nwb.Encode(evt, nwb.DefaultLimits)
 	if err != nil {
 		return nil, err
 	}
 	e := &cacheEntry{raw: raw, stored: raw}
 	if h.set != nil {
-		e.stored = h.set.AppendCompressed(nil, raw, evt.Kind)
+		if e.stored, err = h.set.comp.AppendStored(nil, raw); err != nil {
+			return nil, err
+		}
 	}
 	if useCache {
 		h.cache.put(evt.ID, e)

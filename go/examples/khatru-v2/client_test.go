@@ -21,6 +21,7 @@ import (
 	"github.com/fiatjaf/khatru"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nostrwire/nostrwire/go/khatruv2"
+	"github.com/nostrwire/nostrwire/go/nwb"
 )
 
 // testRelay is the example relay on a real socket, with hooks added by
@@ -34,7 +35,7 @@ type testRelay struct {
 
 func startRelay(t *testing.T, setup func(*khatru.Relay)) *testRelay {
 	t.Helper()
-	relay, handler, closeStore, err := newRelay(filepath.Join(t.TempDir(), "db"), "", 10_000)
+	relay, handler, closeStore, err := newRelay(filepath.Join(t.TempDir(), "db"), "", 10_000, 64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +60,7 @@ func startRelay(t *testing.T, setup func(*khatru.Relay)) *testRelay {
 type v2Client struct {
 	t         *testing.T
 	ws        *websocket.Conn
-	dec       *khatruv2.Decompressor
+	dec       *nwb.Decompressor
 	frames    chan []byte
 	challenge string
 	// compressed counts records that arrived compressed.
@@ -116,7 +117,11 @@ func dialV2(t *testing.T, r *testRelay, hold bool) *v2Client {
 		}
 		c.send(append([]byte{0x08}, first[1:]...))
 	}
-	if c.dec, err = khatruv2.NewDecompressor(set, khatruv2.DefaultLimits); err != nil {
+	var sets []*nwb.DictSet
+	if set != nil {
+		sets = append(sets, set.Parsed())
+	}
+	if c.dec, err = nwb.NewDecompressor(nwb.DefaultLimits, sets...); err != nil {
 		t.Fatal(err)
 	}
 	return c
@@ -179,11 +184,11 @@ func (c *v2Client) batch(f []byte) (string, []*nostr.Event) {
 		if stored[0] == 0x81 {
 			c.compressed++
 		}
-		rec, err := c.dec.Record(stored)
+		rec, err := c.dec.Record(stored, nil)
 		if err != nil {
 			c.t.Fatal(err)
 		}
-		evt, err := khatruv2.DecodeRecord(rec, khatruv2.DefaultLimits)
+		evt, err := nwb.Decode(rec, nwb.DefaultLimits)
 		if err != nil {
 			c.t.Fatal(err)
 		}
@@ -201,7 +206,7 @@ func (c *v2Client) batch(f []byte) (string, []*nostr.Event) {
 // publish sends evt as a record and returns the relay's OK.
 func (c *v2Client) publish(evt *nostr.Event) (bool, string) {
 	c.t.Helper()
-	rec, err := khatruv2.AppendRecord([]byte{0x01}, evt, khatruv2.DefaultLimits)
+	rec, err := nwb.AppendEvent([]byte{0x01}, evt, nwb.DefaultLimits)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -272,7 +277,7 @@ func (c *v2Client) waitLive(sub string, n int) []*nostr.Event {
 func (c *v2Client) auth(r *testRelay, sk string) (bool, string) {
 	c.t.Helper()
 	evt := authEvent(c.t, r, c.challenge, sk)
-	rec, err := khatruv2.AppendRecord([]byte{0x02}, evt, khatruv2.DefaultLimits)
+	rec, err := nwb.AppendEvent([]byte{0x02}, evt, nwb.DefaultLimits)
 	if err != nil {
 		c.t.Fatal(err)
 	}

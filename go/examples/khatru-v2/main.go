@@ -26,9 +26,10 @@ func main() {
 	data := flag.String("data", "./khatru-data", "LMDB directory")
 	dicts := flag.String("dictionaries", "", "dictionary set file (from `nostrwire dict train`); default: the package's set")
 	maxLimit := flag.Int("max-limit", 10_000, "most events one filter returns")
+	cacheMiB := flag.Int("record-cache", 64, "MiB of records kept built for v2 clients (0: none)")
 	flag.Parse()
 
-	relay, handler, closeStore, err := newRelay(*data, *dicts, *maxLimit)
+	relay, handler, closeStore, err := newRelay(*data, *dicts, *maxLimit, *cacheMiB)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "khatru-v2:", err)
 		os.Exit(1)
@@ -56,7 +57,7 @@ func main() {
 
 // newRelay is the whole setup: a khatru relay on LMDB and the v2 handler
 // around it. Everything but the two khatruv2 lines is plain khatru.
-func newRelay(data, dicts string, maxLimit int) (*khatru.Relay, *khatruv2.Handler, func(), error) {
+func newRelay(data, dicts string, maxLimit, cacheMiB int) (*khatru.Relay, *khatruv2.Handler, func(), error) {
 	db := &lmdb.LMDBBackend{Path: data, MaxLimit: maxLimit}
 	if err := db.Init(); err != nil {
 		return nil, nil, nil, err
@@ -69,7 +70,10 @@ func newRelay(data, dicts string, maxLimit int) (*khatru.Relay, *khatruv2.Handle
 	relay.DeleteEvent = append(relay.DeleteEvent, db.DeleteEvent)
 	relay.ReplaceEvent = append(relay.ReplaceEvent, db.ReplaceEvent)
 
-	var opts khatruv2.Options
+	opts := khatruv2.Options{CacheBytes: cacheMiB << 20}
+	if cacheMiB <= 0 {
+		opts.CacheBytes = -1
+	}
 	if dicts != "" {
 		set, err := khatruv2.LoadSet(dicts)
 		if err != nil {

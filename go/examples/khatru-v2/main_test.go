@@ -15,6 +15,7 @@ import (
 	"github.com/fiatjaf/khatru"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nostrwire/nostrwire/go/khatruv2"
+	"github.com/nostrwire/nostrwire/go/nwb"
 )
 
 // The corpus published over JSON comes back the same over both transports,
@@ -173,18 +174,15 @@ func TestPoliciesSameOverBothTransports(t *testing.T) {
 		t.Fatal(msg)
 	}
 
-	steps := []struct {
+	type step struct {
 		name string
 		json func(*nostr.Relay) outcome
 		v2   func(*v2Client) outcome
-	}{}
+	}
+	var steps []step
 	publishStep := func(name string, evt func() *nostr.Event) {
 		e := evt()
-		steps = append(steps, struct {
-			name string
-			json func(*nostr.Relay) outcome
-			v2   func(*v2Client) outcome
-		}{name, func(c *nostr.Relay) outcome {
+		steps = append(steps, step{name, func(c *nostr.Relay) outcome {
 			ok, msg := jsonPublish(t, c, e)
 			return outcome{accepted: ok, reason: msg}
 		}, func(c *v2Client) outcome {
@@ -193,11 +191,7 @@ func TestPoliciesSameOverBothTransports(t *testing.T) {
 		}})
 	}
 	queryStep := func(name string, f nostr.Filter) {
-		steps = append(steps, struct {
-			name string
-			json func(*nostr.Relay) outcome
-			v2   func(*v2Client) outcome
-		}{name, func(c *nostr.Relay) outcome {
+		steps = append(steps, step{name, func(c *nostr.Relay) outcome {
 			evs, reason := jsonQuery(t, c, f)
 			return outcome{accepted: reason == "", reason: reason, events: ids(evs)}
 		}, func(c *v2Client) outcome {
@@ -219,13 +213,23 @@ func TestPoliciesSameOverBothTransports(t *testing.T) {
 
 	jc := jsonClient(t, r)
 	vc := dialV2(t, r, true)
-	for _, s := range steps {
-		j, v := s.json(jc), s.v2(vc)
-		expectSame(t, s.name+": accepted", j.accepted, v.accepted)
-		expectSame(t, s.name+": reason", j.reason, v.reason)
-		expectSame(t, s.name+": events", strings.Join(j.events, ","), strings.Join(v.events, ","))
-		if j.accepted && strings.Contains(s.name, "Reject") {
-			t.Errorf("%s: the policy refused nothing", s.name)
+	// run runs every step over both transports, compares the outcomes and
+	// returns what JSON saw.
+	run := func() []outcome {
+		var seen []outcome
+		for _, s := range steps {
+			j, v := s.json(jc), s.v2(vc)
+			expectSame(t, s.name+": accepted", j.accepted, v.accepted)
+			expectSame(t, s.name+": reason", j.reason, v.reason)
+			expectSame(t, s.name+": events", strings.Join(j.events, ","), strings.Join(v.events, ","))
+			seen = append(seen, j)
+		}
+		steps = steps[:0]
+		return seen
+	}
+	for i, o := range run() {
+		if i != 3 && o.accepted || i == 3 && len(o.events) != 3 {
+			t.Errorf("step %d: the policy refused nothing: %+v", i, o)
 		}
 	}
 	if vc.challenge == "" {
@@ -242,16 +246,13 @@ func TestPoliciesSameOverBothTransports(t *testing.T) {
 	if ok, msg := vc.auth(r, owner); !ok {
 		t.Fatalf("v2 AUTH refused: %s", msg)
 	}
-	steps = steps[:0]
 	queryStep("after AUTH: own DMs", nostr.Filter{Kinds: []int{4}, Authors: []string{ownerPub}})
 	queryStep("after AUTH: others' DMs", nostr.Filter{Kinds: []int{4}})
 	publishStep("after AUTH: NIP-70 by the author", func() *nostr.Event { return signed(t, owner, 1, "protected 2", nostr.Tag{"-"}) })
 	publishStep("after AUTH: NIP-70 by another key", func() *nostr.Event { return signed(t, stranger, 1, "protected 3", nostr.Tag{"-"}) })
-	for _, s := range steps {
-		j, v := s.json(jc), s.v2(vc)
-		expectSame(t, s.name+": accepted", j.accepted, v.accepted)
-		expectSame(t, s.name+": reason", j.reason, v.reason)
-		expectSame(t, s.name+": events", strings.Join(j.events, ","), strings.Join(v.events, ","))
+	after := run()
+	if len(after[0].events) != 1 || after[1].accepted || !after[2].accepted || after[3].accepted {
+		t.Errorf("after AUTH: %+v", after)
 	}
 	// A bad AUTH (wrong challenge) is refused over v2 as over JSON.
 	vc.challenge = "not-the-challenge"
@@ -305,13 +306,13 @@ func TestHostileFrames(t *testing.T) {
 	r := startRelay(t, nil)
 	vc := dialV2(t, r, true)
 	sk := nostr.GeneratePrivateKey()
-	good, _ := khatruv2.AppendRecord(nil, signed(t, sk, 1, "x"), khatruv2.DefaultLimits)
+	good, _ := nwb.Encode(signed(t, sk, 1, "x"), nwb.DefaultLimits)
 	cases := []struct {
 		name  string
 		frame []byte
 		want  string
 	}{
-		{"empty", []byte{}, `["NOTICE","invalid: unknown_message"]`},
+		{"empty", []byte{}, `["NOTICE","invalid: truncated"]`},
 		{"unknown type", []byte{0x09}, `["NOTICE","invalid: unknown_message"]`},
 		{"batch from a client", []byte{0x06, 1, 's', 0}, `["NOTICE","invalid: unknown_message"]`},
 		{"short record", []byte{0x01, 0x01, 0x00}, `["NOTICE","invalid: truncated"]`},
@@ -410,5 +411,29 @@ func TestJSONClientsAndHTTPUnchanged(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != 404 {
 		t.Fatalf("unknown set: %d", res.StatusCode)
+	}
+}
+
+// A hook that writes to khatru's WebSocket (here khatru.RequestAuth) has
+// no JSON socket to write to on a v2 connection: nothing is written (no
+// challenge reaches the client), the REQ goes on, and so does the relay.
+func TestHookWritingToSocketWritesNothing(t *testing.T) {
+	r := startRelay(t, func(rl *khatru.Relay) {
+		rl.RejectFilter = append(rl.RejectFilter, func(ctx context.Context, f nostr.Filter) (bool, string) {
+			if slices.Contains(f.Kinds, 4) {
+				khatru.RequestAuth(ctx)
+			}
+			return false, ""
+		})
+	})
+	vc := dialV2(t, r, false)
+	if _, reason := vc.query("dm", nostr.Filter{Kinds: []int{4}}); reason != "" {
+		t.Fatalf("CLOSED %q", reason)
+	}
+	if vc.challenge != "" {
+		t.Fatalf("a challenge reached the v2 client: %q", vc.challenge)
+	}
+	if _, reason := vc.query("notes", nostr.Filter{Kinds: []int{1}}); reason != "" {
+		t.Fatalf("after the hook: %q", reason)
 	}
 }
