@@ -14,6 +14,7 @@ import (
 	"github.com/fasthttp/websocket"
 	"github.com/fiatjaf/khatru"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/nostrwire/nostrwire/go/client"
 	"github.com/nostrwire/nostrwire/go/khatruv2"
 	"github.com/nostrwire/nostrwire/go/nwb"
 )
@@ -435,5 +436,40 @@ func TestHookWritingToSocketWritesNothing(t *testing.T) {
 	}
 	if _, reason := vc.query("notes", nostr.Filter{Kinds: []int{1}}); reason != "" {
 		t.Fatalf("after the hook: %q", reason)
+	}
+}
+
+// The module's go-nostr-shaped client negotiates nostrwire.v2 with the
+// example relay, publishes over it, and reads the same events go-nostr
+// reads over JSON.
+func TestGoClientOverV2(t *testing.T) {
+	r := startRelay(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	vc, err := client.RelayConnect(ctx, r.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vc.Close()
+	if vc.Negotiated() != "nostrwire.v2" {
+		t.Fatalf("negotiated %q", vc.Negotiated())
+	}
+	events := corpus(t)[:300]
+	for _, evt := range events {
+		ok, reason, err := vc.PublishOK(ctx, *evt)
+		if err != nil || !ok {
+			t.Fatalf("publish %s: %v %q", evt.ID, err, reason)
+		}
+	}
+	jc := jsonClient(t, r)
+	for _, f := range []nostr.Filter{{Limit: 1000}, {Kinds: []int{1}, Limit: 1000}, {Authors: []string{events[10].PubKey}}} {
+		got, err := vc.QuerySync(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, reason := jsonQuery(t, jc, f)
+		if reason != "" || len(want) == 0 || !slices.Equal(ids(got), ids(want)) {
+			t.Fatalf("filter %v: v2 %d events, JSON %d (%q)", f, len(got), len(want), reason)
+		}
 	}
 }
