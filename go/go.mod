@@ -3,6 +3,7 @@ module github.com/nostrwire/nostrwire/go
 go 1.26
 
 require (
+	github.com/DataDog/zstd v1.5.7
 	github.com/btcsuite/btcd/btcec/v2 v2.3.4
 	github.com/coder/websocket v1.8.13
 	github.com/fasthttp/websocket v1.5.12

@@ -16,7 +16,7 @@ var defaultSetFile []byte
 type DictSet struct {
 	file []byte
 	set  *nwb.DictSet
-	comp *nwb.Compressor
+	comp *recordCompressor
 }
 
 // DefaultSet is the dictionary set shipped with the package: per-kind
@@ -42,7 +42,11 @@ func ParseSet(file []byte) (*DictSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &DictSet{file: file, set: set, comp: nwb.NewCompressor(set)}, nil
+	comp, err := newRecordCompressor(set)
+	if err != nil {
+		return nil, err
+	}
+	return &DictSet{file: file, set: set, comp: comp}, nil
 }
 
 // Hash is the SHA-256 of the set file: its name on the wire.

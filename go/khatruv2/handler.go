@@ -246,7 +246,7 @@ func (h *Handler) records(evt *nostr.Event, modified bool) (*cacheEntry, error) 
 	}
 	e := &cacheEntry{raw: raw, stored: raw}
 	if h.set != nil {
-		if e.stored, err = h.set.comp.AppendStored(nil, raw); err != nil {
+		if e.stored, err = h.set.comp.appendStored(nil, raw); err != nil {
 			return nil, err
 		}
 	}

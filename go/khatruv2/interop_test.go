@@ -42,7 +42,7 @@ func storedCorpus(t *testing.T, set *DictSet, events []*nostr.Event) (stored [][
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := set.comp.AppendStored(nil, rec)
+		s, err := set.comp.appendStored(nil, rec)
 		if err != nil {
 			t.Fatal(err)
 		}
