@@ -532,20 +532,21 @@ func (r *Relay) send(ctx context.Context, ev *nostr.Event, auth bool) (bool, str
 		defer cancel()
 	}
 	var msg []byte
-	var typ websocket.MessageType
+	typ := websocket.MessageText
 	if r.negotiated == transport.Protocol {
-		rec, err := nwb.Encode(ev, r.lim.Record)
-		if err != nil {
-			return false, "", err
-		}
 		typ = websocket.MessageBinary
-		if auth {
-			msg = transport.AppendAuth(nil, rec)
-		} else {
-			msg = transport.AppendEvent(nil, rec)
+		// An event that has no record (its id, pubkey or sig is not hex of
+		// the right length, say) goes as JSON in a 0x00 frame, so that the
+		// relay's verdict still comes back.
+		if rec, err := nwb.Encode(ev, r.lim.Record); err == nil {
+			if auth {
+				msg = transport.AppendAuth(nil, rec)
+			} else {
+				msg = transport.AppendEvent(nil, rec)
+			}
 		}
-	} else {
-		typ = websocket.MessageText
+	}
+	if msg == nil {
 		var err error
 		if auth {
 			msg, err = (&nostr.AuthEnvelope{Event: *ev}).MarshalJSON()
@@ -554,6 +555,9 @@ func (r *Relay) send(ctx context.Context, ev *nostr.Event, auth bool) (bool, str
 		}
 		if err != nil {
 			return false, "", err
+		}
+		if typ == websocket.MessageBinary {
+			msg = transport.AppendJSON(nil, msg)
 		}
 	}
 	type verdict struct {
