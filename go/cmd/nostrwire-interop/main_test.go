@@ -131,4 +131,3 @@ func TestAdapterRefusesFallback(t *testing.T) {
 		t.Fatalf("exit %d, %v, %q", code, err, out.String())
 	}
 }
-
