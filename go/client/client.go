@@ -91,6 +91,7 @@ type Relay struct {
 	items   chan *item
 	jobs    chan job
 	invalid atomic.Uint64
+	check   *nwb.Verifier
 	// compressed counts the compressed records received.
 	compressed atomic.Uint64
 }
@@ -106,6 +107,7 @@ func NewRelay(ctx context.Context, url string, opts ...Option) *Relay {
 		lim:       transport.DefaultLimits,
 		subs:      map[string]*Subscription{},
 		okWaiters: map[string]func(bool, string){},
+		check:     nwb.NewVerifier(4096),
 	}
 	for _, o := range opts {
 		o(r)
@@ -309,16 +311,18 @@ func (r *Relay) verifier() {
 				}
 				rec, err := r.dec.Load().Record(j.record, buf)
 				if err == nil {
-					if cap(rec) > cap(buf) && len(j.record) > 0 && j.record[0] == nwb.FormCompressed {
+					if cap(rec) > cap(buf) && j.record[0] == nwb.FormCompressed {
 						buf = rec
 					}
 					ev, err = nwb.Decode(rec, r.lim.Record)
 				}
+				if err == nil {
+					err = r.check.VerifyRecord(rec, ev)
+				}
 				if err != nil {
 					ev = nil
 				}
-			}
-			if ev != nil && nwb.Verify(ev) != nil {
+			} else if ev != nil && r.check.Verify(ev) != nil {
 				ev = nil
 			}
 			if ev == nil {
@@ -532,20 +536,21 @@ func (r *Relay) send(ctx context.Context, ev *nostr.Event, auth bool) (bool, str
 		defer cancel()
 	}
 	var msg []byte
-	var typ websocket.MessageType
+	typ := websocket.MessageText
 	if r.negotiated == transport.Protocol {
-		rec, err := nwb.Encode(ev, r.lim.Record)
-		if err != nil {
-			return false, "", err
-		}
 		typ = websocket.MessageBinary
-		if auth {
-			msg = transport.AppendAuth(nil, rec)
-		} else {
-			msg = transport.AppendEvent(nil, rec)
+		// An event that has no record (its id, pubkey or sig is not hex of
+		// the right length, say) goes as JSON in a 0x00 frame, so that the
+		// relay's verdict still comes back.
+		if rec, err := nwb.Encode(ev, r.lim.Record); err == nil {
+			if auth {
+				msg = transport.AppendAuth(nil, rec)
+			} else {
+				msg = transport.AppendEvent(nil, rec)
+			}
 		}
-	} else {
-		typ = websocket.MessageText
+	}
+	if msg == nil {
 		var err error
 		if auth {
 			msg, err = (&nostr.AuthEnvelope{Event: *ev}).MarshalJSON()
@@ -554,6 +559,9 @@ func (r *Relay) send(ctx context.Context, ev *nostr.Event, auth bool) (bool, str
 		}
 		if err != nil {
 			return false, "", err
+		}
+		if typ == websocket.MessageBinary {
+			msg = transport.AppendJSON(nil, msg)
 		}
 	}
 	type verdict struct {
