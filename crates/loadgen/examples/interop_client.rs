@@ -13,6 +13,7 @@
 
 use std::collections::BTreeSet;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,7 +23,7 @@ use nostrwire_loadgen::stats::message_prefix;
 use nostrwire_loadgen::workload::Prepared;
 use nostrwire_loadgen::ws::{opcode, Admitted, Counters, WsUrl};
 use nostrwire_wire::transport::{self, RelayFrame};
-use nostrwire_wire::EventView;
+use nostrwire_wire::{EventView, COMPRESSED_V1};
 use serde_json::{json, Value};
 use tokio::time::{timeout_at, Instant};
 
@@ -35,6 +36,10 @@ const LIMITS: nostrwire_wire::Limits = nostrwire_wire::Limits {
     max_string_bytes: MAX_MESSAGE_BYTES,
     ..nostrwire_wire::Limits::DEFAULT
 };
+
+/// Records received in batches, and those of them compressed (`0x81`).
+static RECORDS: AtomicU64 = AtomicU64::new(0);
+static COMPRESSED: AtomicU64 = AtomicU64::new(0);
 
 type Fallible<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -131,6 +136,10 @@ async fn next(conn: &mut Conn) -> Fallible<Msg> {
                     let v2 = conn.v2.as_mut().ok_or("a batch on a v1 connection")?;
                     let mut ids = Vec::new();
                     for stored in records.records() {
+                        RECORDS.fetch_add(1, Ordering::Relaxed);
+                        if stored.first() == Some(&COMPRESSED_V1) {
+                            COMPRESSED.fetch_add(1, Ordering::Relaxed);
+                        }
                         let record = v2.decompressor.record(stored, &LIMITS)?;
                         ids.extend(verified([EventView::decode_with(record, &LIMITS)?]));
                     }
@@ -286,6 +295,10 @@ async fn run(relay: &str, v2: bool, case: &Value) -> Fallible<Value> {
         "queries": queries,
         "live": live,
         "refused": refused,
+        "records": {
+            "batched": RECORDS.load(Ordering::Relaxed),
+            "compressed": COMPRESSED.load(Ordering::Relaxed),
+        },
     }))
 }
 

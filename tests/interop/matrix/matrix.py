@@ -350,7 +350,18 @@ class Relay:
 
 
 def start_relay(kind: str, binaries: Dict[str, Optional[str]], cell_dir: Path, dicts: Path) -> Relay:
-    port = free_port()
+    """A ready relay on a fresh database; tried on three ports, since
+    another process may take a free port before the relay binds it."""
+    for attempt in range(3):
+        try:
+            return start_relay_on(kind, binaries, cell_dir / f"try{attempt}", dicts, free_port())
+        except RuntimeError:
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
+def start_relay_on(kind: str, binaries: Dict[str, Optional[str]], cell_dir: Path, dicts: Path, port: int) -> Relay:
     data = cell_dir / "data"
     data.mkdir(parents=True)
     log = cell_dir / f"{kind}.log"
@@ -608,6 +619,11 @@ def main() -> int:
     else:
         ran = sum(1 for c in cells if "result" in c)
         print(f"every cell that ran ({ran}) gave the same answers")
+    for c in cells:
+        # Optional in an adapter's answer: what its v2 batches held.
+        records = c.get("result", {}).get("records")
+        if isinstance(records, dict) and records.get("batched"):
+            print(f"{c['client']}/{c['relay']}/{c['transport']}: {records['batched']} records in batches, {records.get('compressed', 0)} of them compressed (0x81)")
     counts = {s: sum(1 for c in cells if c["status"] == s) for s in ("PASS", "FAIL", "MISSING")}
     took = round(time.monotonic() - t0, 1)
     print(f"{counts['PASS']} PASS, {counts['FAIL']} FAIL, {counts['MISSING']} MISSING in {took} s")
