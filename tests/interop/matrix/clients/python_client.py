@@ -14,8 +14,12 @@ import json
 import re
 import sys
 import time
+from pathlib import Path
 
 import nostrwire as nw
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from matrix import matches  # noqa: E402 - the harness's NIP-01 filter matching
 
 PREFIX = re.compile(r"^([a-z-]+):")
 
@@ -24,24 +28,6 @@ def prefix(message: str) -> str:
     """The machine-readable prefix of an OK message (NIP-01)."""
     m = PREFIX.match(message or "")
     return m.group(1) if m else ""
-
-
-def matches(f: dict, e: nw.Event) -> bool:
-    """NIP-01 filter matching, to know which live events must arrive."""
-    if "ids" in f and e.id not in f["ids"]:
-        return False
-    if "authors" in f and e.pubkey not in f["authors"]:
-        return False
-    if "kinds" in f and e.kind not in f["kinds"]:
-        return False
-    if "since" in f and e.created_at < f["since"]:
-        return False
-    if "until" in f and e.created_at > f["until"]:
-        return False
-    for key, values in f.items():
-        if key.startswith("#") and not any(len(t) >= 2 and t[0] == key[1:] and t[1] in values for t in e.tags):
-            return False
-    return True
 
 
 async def connect(url: str, transport: str) -> nw.RelayClient:
@@ -104,7 +90,7 @@ async def run(args: argparse.Namespace) -> dict:
         verdict = await publish(publisher, e)
         if not verdict["accepted"]:
             print(f"live event {e.id} refused: {verdict['prefix']}", file=sys.stderr)
-    wanted = {e.id for e in events if matches(live_filter, e)}
+    wanted = {e.id for e in events if matches(live_filter, e.to_dict())}
     deadline = time.monotonic() + case["live"].get("wait_ms", 5000) / 1000
     while time.monotonic() < deadline and not wanted <= set(live):
         await asyncio.sleep(0.02)
