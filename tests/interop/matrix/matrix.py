@@ -365,7 +365,7 @@ def start_relay_on(kind: str, binaries: Dict[str, Optional[str]], cell_dir: Path
     data = cell_dir / "data"
     data.mkdir(parents=True)
     log = cell_dir / f"{kind}.log"
-    if kind == "nostrwire":
+    if kind in ("nostrwire", "nostrwire-json"):
         config = cell_dir / "relay.toml"
         config.write_text(
             "[relay]\n"
@@ -375,8 +375,10 @@ def start_relay_on(kind: str, binaries: Dict[str, Optional[str]], cell_dir: Path
             f'dictionaries = "{dicts}"\n'
             # A test database: no fsync per commit.
             'durability = "none"\n'
+            # nostrwire-json: a relay that speaks NIP-01 JSON only.
+            + ("[websocket]\nbinary = false\n" if kind == "nostrwire-json" else "")
         )
-        relay = Relay(kind, [str(binaries["nostrwire"]), "relay", "--config", str(config)], port, log, True)
+        relay = Relay(kind, [str(binaries["nostrwire"]), "relay", "--config", str(config)], port, log, kind == "nostrwire")
     else:
         cmd = [str(binaries["khatru"]), "-listen", f"127.0.0.1:{port}", "-data", str(data), "-dictionaries", str(dicts)]
         relay = Relay(kind, cmd, port, log, False)
@@ -481,6 +483,31 @@ def run_cell(client: str, relay_kind: str, transport: str, adapters: Dict[str, O
 
 def digest(answers: Dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(answers, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def run_no_fallback(client: str, adapters: Dict[str, Optional[List[str]]], binaries: Dict[str, Optional[str]], work: Path, dicts: Path) -> Dict[str, Any]:
+    """Asked for v2 by a relay that speaks only JSON, an adapter must exit 2."""
+    if not adapters.get(client):
+        return {"client": client, "status": "MISSING", "failures": [f"no {client} adapter"]}
+    cell_dir = work / "cells" / f"{client}-no-fallback"
+    shutil.rmtree(cell_dir, ignore_errors=True)
+    cell_dir.mkdir(parents=True)
+    try:
+        relay = start_relay("nostrwire-json", binaries, cell_dir, dicts)
+    except Exception as e:  # noqa: BLE001 - reported as the check's failure
+        return {"client": client, "status": "FAIL", "failures": [f"relay: {e}"]}
+    try:
+        cmd = list(adapters[client] or []) + ["--relay", relay.url, "--transport", "v2", "--case", str(work / "case.json")]
+        try:
+            p = subprocess.run(cmd, capture_output=True, timeout=ADAPTER_TIMEOUT_S, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            return {"client": client, "status": "FAIL", "failures": [f"adapter ran over {ADAPTER_TIMEOUT_S} s"]}
+        (cell_dir / "adapter.stderr").write_bytes(p.stderr)
+        if p.returncode != 2:
+            return {"client": client, "status": "FAIL", "failures": [f"asked for v2 by a JSON-only relay, the adapter exited {p.returncode}, not 2"]}
+        return {"client": client, "status": "PASS", "failures": []}
+    finally:
+        relay.stop()
 
 
 def agreement(cells: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
@@ -602,6 +629,8 @@ def main() -> int:
             cells.append(cell)
             extra = f" in {cell['seconds']} s" if "seconds" in cell else ""
             print(f"  {cell['status']:7} {cell['client']}/{cell['relay']}/{cell['transport']}{extra}", file=sys.stderr)
+        fallback_futures = [pool.submit(run_no_fallback, c, adapters, binaries, work, dicts) for c in CLIENTS if args.only in f"{c}/"]
+        no_fallback = [f.result() for f in fallback_futures]
     cells.sort(key=lambda c: (CLIENTS.index(c["client"]), RELAYS.index(c["relay"]), TRANSPORTS.index(c["transport"])))
     groups = agreement(cells)
 
@@ -624,11 +653,16 @@ def main() -> int:
         records = c.get("result", {}).get("records")
         if isinstance(records, dict) and records.get("batched"):
             print(f"{c['client']}/{c['relay']}/{c['transport']}: {records['batched']} records in batches, {records.get('compressed', 0)} of them compressed (0x81)")
-    counts = {s: sum(1 for c in cells if c["status"] == s) for s in ("PASS", "FAIL", "MISSING")}
+    if no_fallback:
+        print("v2 asked of a JSON-only relay, exit 2 (no fallback): " + ", ".join(f"{c['client']} {c['status']}" for c in no_fallback))
+        for c in no_fallback:
+            for why in c["failures"]:
+                print(f"  {c['status']} {c['client']}/no-fallback: {why}")
+    counts = {s: sum(1 for c in cells + no_fallback if c["status"] == s) for s in ("PASS", "FAIL", "MISSING")}
     took = round(time.monotonic() - t0, 1)
-    print(f"{counts['PASS']} PASS, {counts['FAIL']} FAIL, {counts['MISSING']} MISSING in {took} s")
+    print(f"{counts['PASS']} PASS, {counts['FAIL']} FAIL, {counts['MISSING']} MISSING ({len(cells)} cells, {len(no_fallback)} no-fallback checks) in {took} s")
     out = Path(args.json) if args.json else work / "matrix.json"
-    out.write_text(json.dumps({"schema": 1, "seconds": took, "counts": counts, "agreement": groups, "expected": expected, "cells": cells}, indent=1))
+    out.write_text(json.dumps({"schema": 1, "seconds": took, "counts": counts, "agreement": groups, "no_fallback": no_fallback, "expected": expected, "cells": cells}, indent=1))
     print(f"result: {out}", file=sys.stderr)
     if counts["FAIL"] or (counts["MISSING"] and not args.allow_missing):
         return 1

@@ -30,7 +30,17 @@ const t0 = Date.now();
 const phase = (name) => console.error(`${name} done at ${Date.now() - t0} ms`);
 
 async function connect() {
-  const relay = await Relay.connect(args.relay, { transport: args.transport });
+  let relay;
+  try {
+    relay = await Relay.connect(args.relay, { transport: args.transport });
+  } catch (e) {
+    // A relay that answers without the subprotocol fails the handshake
+    // when v2 is insisted on: exit 2 if it speaks JSON.
+    if (args.transport !== 'v2') throw e;
+    (await Relay.connect(args.relay, { transport: 'json' })).close();
+    console.error(`the relay did not negotiate nostrwire.v2: ${e.message}`);
+    process.exit(2);
+  }
   if (args.transport === 'v2' && relay.transport !== 'v2') {
     console.error(`the relay negotiated ${relay.transport}, not nostrwire.v2`);
     process.exit(2);
