@@ -56,7 +56,8 @@ async def publish(client: nw.RelayClient, event: nw.Event) -> dict:
 
 
 async def run(args: argparse.Namespace) -> dict:
-    case = json.load(open(args.case, encoding="utf-8"))
+    with open(args.case, encoding="utf-8") as f:
+        case = json.load(f)
     as_event = lambda e: nw.Event.from_json(json.dumps(e), verify=False)  # noqa: E731
     client = await connect(args.relay, args.transport)
     negotiated = client.transport
