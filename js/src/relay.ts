@@ -594,10 +594,20 @@ export class Relay {
     const items = this.batch;
     if (items.length === 0 || !this.pool) return;
     this.batch = [];
-    // Records (nostrwire.v2) go to the workers as bytes, events as objects.
-    const verdicts = items[0]!.record
-      ? this.pool.verifyRecords(items.map((i) => i.record!))
-      : this.pool.verify(items.map((i) => i.event));
+    // Records (nostrwire.v2 batches) go to the workers as bytes, events as
+    // objects: a JSON EVENT can follow batch records on one connection, so
+    // each kind is sent on its own.
+    const records = items.filter((i) => i.record);
+    if (records.length > 0) {
+      this.awaitVerdicts(records, this.pool.verifyRecords(records.map((i) => i.record!)));
+    }
+    if (records.length < items.length) {
+      const events = records.length === 0 ? items : items.filter((i) => !i.record);
+      this.awaitVerdicts(events, this.pool.verify(events.map((i) => i.event)));
+    }
+  }
+
+  private awaitVerdicts(items: EventItem[], verdicts: Promise<boolean[]>): void {
     items.forEach((item, k) => {
       item.verdict = verdicts.then((v) => v[k] === true);
     });
