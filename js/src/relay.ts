@@ -132,6 +132,19 @@ function defaultLimits(l: Limits): boolean {
   );
 }
 
+// The verifier checks a record against the default limits, as the record
+// decoder does by default: a record that other limits let through (more
+// tags, say) is verified as its event instead when a limit is above its
+// default.
+function withinDefaults(l: Limits): boolean {
+  return (
+    l.maxRecordBytes <= DEFAULT_LIMITS.maxRecordBytes &&
+    l.maxTags <= DEFAULT_LIMITS.maxTags &&
+    l.maxTagElements <= DEFAULT_LIMITS.maxTagElements &&
+    l.maxStringBytes <= DEFAULT_LIMITS.maxStringBytes
+  );
+}
+
 type Pending<T> = { resolve: (v: T) => void; reject: (e: Error) => void; timer: ReturnType<typeof setTimeout> };
 const BATCH = 64;
 // nostrwire.v2 batches: the most decompressed bytes one buffer holds, and
@@ -168,6 +181,8 @@ export class Relay {
   private readonly wanted: Transport;
   private readonly verify: ((event: Event) => boolean) | false;
   private readonly limits: Limits;
+  // The package's verifier takes this client's records as bytes.
+  private readonly recordsVerified: boolean;
   private readonly Impl: WebSocketConstructor | undefined;
   private challenge: string | undefined;
   private serial = 0;
@@ -201,6 +216,7 @@ export class Relay {
     this.wanted = opts.transport ?? 'auto';
     this.verify = opts.verifyEvent === undefined ? defaultVerify : opts.verifyEvent;
     this.limits = opts.limits ?? DEFAULT_LIMITS;
+    this.recordsVerified = this.verify === defaultVerify && withinDefaults(this.limits);
     this.connectionTimeout = opts.connectionTimeout ?? 4400;
     this.Impl = opts.websocketImplementation as WebSocketConstructor | undefined;
     const workers = opts.workers ?? 0;
@@ -420,7 +436,7 @@ export class Relay {
   // verification the bytes are not kept, and a scratch buffer serves every
   // record.
   private onBatch(sub: Subscription, frame: BatchFrame): void {
-    const keep = this.verify === defaultVerify;
+    const keep = this.recordsVerified;
     const wasm = this.rendersBatches();
     if (wasm) {
       const set = this.decoder ? dictionarySetFile(this.decoder) : null;

@@ -4,28 +4,38 @@
 // that sends what the test builds (batches, JSON frames, its HTTP replies).
 import { createServer } from 'node:http';
 import { WebSocketServer } from 'ws';
-import { eventFrame } from '../dist/index.js';
+import { encodeEvent, eventFrame } from '../dist/index.js';
 import { varint } from './helpers.mjs';
 
-/** Starts it; `t.after` stops it. Resolves to its ws:// URL. */
-export async function scriptedRelay(t, events) {
+/**
+ * Starts it; `t.after` stops it. Resolves to its ws:// URL. With `v2`, it
+ * speaks nostrwire.v2 too when offered (no dictionary set; the events as
+ * one batch of records).
+ */
+export async function scriptedRelay(t, events, { v2 = false } = {}) {
   const server = new WebSocketServer({
     host: '127.0.0.1',
     port: 0,
-    handleProtocols: (p) => (p.has('nostrwire.v1') ? 'nostrwire.v1' : false),
+    handleProtocols: (p) => (v2 && p.has('nostrwire.v2') ? 'nostrwire.v2' : p.has('nostrwire.v1') ? 'nostrwire.v1' : false),
   });
   await new Promise((r) => server.once('listening', r));
-  server.on('connection', (ws) => ws.on('message', (data) => {
-    const binary = ws.protocol === 'nostrwire.v1';
-    const [type, id] = JSON.parse(String(binary ? data.subarray(1) : data));
-    if (type !== 'REQ') return;
-    const sid = Buffer.from(id);
-    for (const e of events) {
-      if (binary) ws.send(Buffer.concat([Buffer.from([0x03, sid.length]), sid, eventFrame(e).subarray(1)]));
-      else ws.send(JSON.stringify(['EVENT', id, e]));
-    }
-    ws.send(binary ? Buffer.concat([Buffer.from([0x05]), sid]) : JSON.stringify(['EOSE', id]));
-  }));
+  server.on('connection', (ws) => {
+    if (ws.protocol === 'nostrwire.v2') ws.send(Buffer.from([0x07]));
+    ws.on('message', (data) => {
+      const binary = ws.protocol !== '';
+      const [type, id] = JSON.parse(String(binary ? data.subarray(1) : data));
+      if (type !== 'REQ') return;
+      const sid = Buffer.from(id);
+      if (ws.protocol === 'nostrwire.v2') ws.send(batchFrame(id, events.map((e) => encodeEvent(e))));
+      else {
+        for (const e of events) {
+          if (binary) ws.send(Buffer.concat([Buffer.from([0x03, sid.length]), sid, eventFrame(e).subarray(1)]));
+          else ws.send(JSON.stringify(['EVENT', id, e]));
+        }
+      }
+      ws.send(binary ? eoseFrame(id) : JSON.stringify(['EOSE', id]));
+    });
+  });
   t.after(() => server.close());
   return `ws://127.0.0.1:${server.address().port}`;
 }
