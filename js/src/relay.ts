@@ -2,7 +2,7 @@
 // `subscribe`, `publish`, `count`, `auth`, `close`), speaking nostrwire.v2
 // or v1 when the relay answers with one and NIP-01 JSON otherwise.
 
-import { heldDictionarySet, dictionarySet } from './dictionaries.js';
+import { heldDictionarySet, dictionarySet, type SetFetchLimits } from './dictionaries.js';
 import { NwbError } from './errors.js';
 import { DEFAULT_LIMITS, type Limits } from './limits.js';
 import { decodeRecord, decompressInto, decompressedSize, type ZstdDecoder } from './record.js';
@@ -79,6 +79,14 @@ export interface RelayOptions {
   workerUrl?: URL | string;
   /** Decoding limits for binary frames (spec/nwb.md §9). */
   limits?: Limits;
+  /**
+   * nostrwire.v2: milliseconds a fetch of the relay's dictionary set may
+   * take, from the request to its last byte; records arrive uncompressed
+   * meanwhile, and after a failure. Default 30,000.
+   */
+  dictionarySetTimeout?: number;
+  /** nostrwire.v2: the largest dictionary set file fetched, in bytes. Default 16 MiB. */
+  maxDictionarySetBytes?: number;
   /** Milliseconds to wait for the WebSocket to open. Default 4400. */
   connectionTimeout?: number;
   websocketImplementation?: unknown;
@@ -184,6 +192,7 @@ export class Relay {
   // The package's verifier takes this client's records as bytes.
   private readonly recordsVerified: boolean;
   private readonly Impl: WebSocketConstructor | undefined;
+  private readonly setLimits: SetFetchLimits;
   private challenge: string | undefined;
   private serial = 0;
   // Per event id, the calls waiting for an OK in the order the EVENTs were
@@ -218,6 +227,7 @@ export class Relay {
     this.limits = opts.limits ?? DEFAULT_LIMITS;
     this.recordsVerified = this.verify === defaultVerify && withinDefaults(this.limits);
     this.connectionTimeout = opts.connectionTimeout ?? 4400;
+    this.setLimits = { timeout: opts.dictionarySetTimeout, maxBytes: opts.maxDictionarySetBytes };
     this.Impl = opts.websocketImplementation as WebSocketConstructor | undefined;
     const workers = opts.workers ?? 0;
     if (workers > 0 && this.verify === defaultVerify && typeof Worker !== 'undefined') {
@@ -524,7 +534,7 @@ export class Relay {
     void heldDictionarySet(this.url, hash)
       .then((decoder) => {
         if (decoder) hold(decoder);
-        else void dictionarySet(this.url, hash).then(hold, failed);
+        else void dictionarySet(this.url, hash, this.setLimits).then(hold, failed);
       }, failed)
       .finally(() => named?.());
   }
