@@ -56,6 +56,14 @@ func WithNoticeHandler(f func(notice string)) Option { return func(r *Relay) { r
 // (default GOMAXPROCS).
 func WithVerifiers(n int) Option { return func(r *Relay) { r.verifiers = n } }
 
+// WithVerifier sets the verifier of ids and signatures; by default every
+// Relay shares DefaultVerifier, whose cache of authors' keys then serves
+// them all.
+func WithVerifier(v *nwb.Verifier) Option { return func(r *Relay) { r.check = v } }
+
+// DefaultVerifier is the verifier of every Relay not given its own.
+var DefaultVerifier = nwb.NewVerifier(4096)
+
 // WithLimits sets the decoder's limits (default transport.DefaultLimits).
 func WithLimits(l transport.Limits) Option { return func(r *Relay) { r.lim = l } }
 
@@ -91,6 +99,7 @@ type Relay struct {
 	items   chan *item
 	jobs    chan job
 	invalid atomic.Uint64
+	check   *nwb.Verifier
 	// compressed counts the compressed records received.
 	compressed atomic.Uint64
 }
@@ -106,6 +115,7 @@ func NewRelay(ctx context.Context, url string, opts ...Option) *Relay {
 		lim:       transport.DefaultLimits,
 		subs:      map[string]*Subscription{},
 		okWaiters: map[string]func(bool, string){},
+		check:     DefaultVerifier,
 	}
 	for _, o := range opts {
 		o(r)
@@ -309,16 +319,18 @@ func (r *Relay) verifier() {
 				}
 				rec, err := r.dec.Load().Record(j.record, buf)
 				if err == nil {
-					if cap(rec) > cap(buf) && len(j.record) > 0 && j.record[0] == nwb.FormCompressed {
+					if cap(rec) > cap(buf) && j.record[0] == nwb.FormCompressed {
 						buf = rec
 					}
 					ev, err = nwb.Decode(rec, r.lim.Record)
 				}
+				if err == nil {
+					err = r.check.VerifyRecord(rec, ev)
+				}
 				if err != nil {
 					ev = nil
 				}
-			}
-			if ev != nil && nwb.Verify(ev) != nil {
+			} else if ev != nil && r.check.Verify(ev) != nil {
 				ev = nil
 			}
 			if ev == nil {
@@ -532,20 +544,21 @@ func (r *Relay) send(ctx context.Context, ev *nostr.Event, auth bool) (bool, str
 		defer cancel()
 	}
 	var msg []byte
-	var typ websocket.MessageType
+	typ := websocket.MessageText
 	if r.negotiated == transport.Protocol {
-		rec, err := nwb.Encode(ev, r.lim.Record)
-		if err != nil {
-			return false, "", err
-		}
 		typ = websocket.MessageBinary
-		if auth {
-			msg = transport.AppendAuth(nil, rec)
-		} else {
-			msg = transport.AppendEvent(nil, rec)
+		// An event that has no record (its id, pubkey or sig is not hex of
+		// the right length, say) goes as JSON in a 0x00 frame, so that the
+		// relay's verdict still comes back.
+		if rec, err := nwb.Encode(ev, r.lim.Record); err == nil {
+			if auth {
+				msg = transport.AppendAuth(nil, rec)
+			} else {
+				msg = transport.AppendEvent(nil, rec)
+			}
 		}
-	} else {
-		typ = websocket.MessageText
+	}
+	if msg == nil {
 		var err error
 		if auth {
 			msg, err = (&nostr.AuthEnvelope{Event: *ev}).MarshalJSON()
@@ -554,6 +567,9 @@ func (r *Relay) send(ctx context.Context, ev *nostr.Event, auth bool) (bool, str
 		}
 		if err != nil {
 			return false, "", err
+		}
+		if typ == websocket.MessageBinary {
+			msg = transport.AppendJSON(nil, msg)
 		}
 	}
 	type verdict struct {

@@ -1,120 +1,35 @@
 package client
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"fmt"
-	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/nostrwire/nostrwire/go/internal/relaytest"
 	"github.com/nostrwire/nostrwire/go/transport"
 )
 
-// relayBinary is the nostrwire relay: $NOSTRWIRE_BIN, else the release
-// build of the repository.
-func relayBinary(t testing.TB) string {
-	if b := os.Getenv("NOSTRWIRE_BIN"); b != "" {
-		return b
-	}
-	b, _ := filepath.Abs(filepath.Join("..", "..", "target", "release", "nostrwire"))
-	if _, err := os.Stat(b); err != nil {
-		t.Skipf("no nostrwire relay binary: set NOSTRWIRE_BIN or build it (cargo build --release -p nostrwire-cli); looked at %s", b)
-	}
-	return b
-}
-
-// startRelay runs a nostrwire relay on a free port of 127.0.0.1 with the
-// test dictionary set (when withSet) and returns its ws:// URL.
+// startRelay runs a nostrwire relay with the test dictionary set (when
+// withSet) and returns its ws:// URL.
 func startRelay(t testing.TB, withSet bool) string {
-	bin := relayBinary(t)
-	dir := t.TempDir()
 	set := ""
 	if withSet {
 		set, _ = filepath.Abs(filepath.Join("..", "nwb", "testdata", "set.nwbd"))
 	}
-	cfg := filepath.Join(dir, "relay.toml")
-	os.WriteFile(cfg, []byte(fmt.Sprintf("[storage]\ndurability = \"none\"\nmap_size_gib = 1\ndictionaries = %q\n", set)), 0o644)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	cmd := exec.Command(bin, "relay", "-c", cfg, "--listen", addr, "--data", filepath.Join(dir, "db"))
-	logPath := filepath.Join(dir, "relay.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-		}
-		logFile.Close()
-		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			t.Logf("relay log:\n%s", b)
-		}
-	})
-	for i := 0; ; i++ {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if i > 200 {
-			t.Fatalf("relay did not listen on %s", addr)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-	return "ws://" + addr
+	return relaytest.StartT(t, filepath.Join("..", ".."), set).URL
 }
 
-// corpusEvents reads events from the repository's corpus.
+// corpusEvents reads servable events from the repository's corpus.
 func corpusEvents(t testing.TB, from, n int) []nostr.Event {
-	f, err := os.Open(filepath.Join("..", "..", "testdata", "real-events.jsonl"))
+	evs, err := relaytest.Events(filepath.Join("..", "..", "testdata", "real-events.jsonl"), from, n, relaytest.Servable)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	s.Buffer(nil, 4<<20)
-	var out []nostr.Event
-	for i := 0; s.Scan() && len(out) < n; i++ {
-		if i < from {
-			continue
-		}
-		var ev nostr.Event
-		if err := json.Unmarshal(s.Bytes(), &ev); err != nil {
-			t.Fatal(err)
-		}
-		// Only events every relay keeps and serves to anyone: regular
-		// kinds but direct messages and gift wraps, no expiration.
-		if !nostr.IsRegularKind(ev.Kind) || ev.Kind == 4 || ev.Kind == 1059 || ev.Tags.Find("expiration") != nil {
-			continue
-		}
-		out = append(out, ev)
-	}
-	return out
+	return evs
 }
 
 func ids(evs []*nostr.Event) []string {
