@@ -56,6 +56,14 @@ func WithNoticeHandler(f func(notice string)) Option { return func(r *Relay) { r
 // (default GOMAXPROCS).
 func WithVerifiers(n int) Option { return func(r *Relay) { r.verifiers = n } }
 
+// WithVerifier sets the verifier of ids and signatures; by default every
+// Relay shares DefaultVerifier, whose cache of authors' keys then serves
+// them all.
+func WithVerifier(v *nwb.Verifier) Option { return func(r *Relay) { r.check = v } }
+
+// DefaultVerifier is the verifier of every Relay not given its own.
+var DefaultVerifier = nwb.NewVerifier(4096)
+
 // WithLimits sets the decoder's limits (default transport.DefaultLimits).
 func WithLimits(l transport.Limits) Option { return func(r *Relay) { r.lim = l } }
 
@@ -107,7 +115,7 @@ func NewRelay(ctx context.Context, url string, opts ...Option) *Relay {
 		lim:       transport.DefaultLimits,
 		subs:      map[string]*Subscription{},
 		okWaiters: map[string]func(bool, string){},
-		check:     nwb.NewVerifier(4096),
+		check:     DefaultVerifier,
 	}
 	for _, o := range opts {
 		o(r)

@@ -1,8 +1,11 @@
 package nwb
 
 import (
+	"crypto/sha256"
 	"encoding/hex"
 	"testing"
+
+	"github.com/btcsuite/btcd/btcec/v2"
 )
 
 // bip340Vectors are the verification cases of BIP-340's test-vectors.csv:
@@ -66,10 +69,45 @@ func TestBIP340Vectors(t *testing.T) {
 		hex.Decode(pk[:], []byte(c.pk))
 		hex.Decode(id[:], []byte(c.msg))
 		hex.Decode(sig[:], []byte(c.sig))
-		// Twice: the second time the key comes from the cache.
-		for range 2 {
+		// Again and again: from the cache, then through the key's table.
+		for range 2 * tableAfter {
 			if got := v.VerifySignature(id, pk, sig) == nil; got != c.ok {
 				t.Fatalf("vector %d: verified %v, want %v", i, got, c.ok)
+			}
+		}
+	}
+	if v.tables.Load() == 0 {
+		t.Fatal("no key table was built")
+	}
+}
+
+// The table path agrees with the scalar multiplication it replaces, for
+// random-looking scalars and the corpus's keys.
+func TestKeyTable(t *testing.T) {
+	v := NewVerifier(64)
+	for _, line := range corpusLines(t, 601, 605) {
+		ev := parseEvent(t, line)
+		var pk [32]byte
+		hex.Decode(pk[:], []byte(ev.PubKey))
+		k, ok := v.key(pk)
+		if !ok {
+			t.Fatal("key")
+		}
+		table := newKeyTable(&k.point)
+		for i := range 64 {
+			var e btcec.ModNScalar
+			h := sha256.Sum256([]byte{byte(i), pk[i%32]})
+			e.SetBytes(&h)
+			if i == 0 {
+				e.SetInt(0)
+			}
+			var a, b btcec.JacobianPoint
+			table.mul(&e, &a)
+			btcec.ScalarMultNonConst(&e, &k.point, &b)
+			a.ToAffine()
+			b.ToAffine()
+			if !a.X.Equals(&b.X) || !a.Y.Equals(&b.Y) {
+				t.Fatalf("scalar %d differs", i)
 			}
 		}
 	}

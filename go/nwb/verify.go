@@ -96,11 +96,13 @@ var defaultVerifier = NewVerifier(4096)
 // Verifier checks ids and BIP-340 signatures like Verify, keeping the
 // curve points of up to a fixed number of recent public keys, so that an
 // author's key is lifted onto the curve once rather than twice per event
-// (as btcec's schnorr.Verify does). It is safe for concurrent use.
+// (as btcec's schnorr.Verify does), and a table of multiples of the keys
+// that sign many events (see keytable.go). It is safe for concurrent use.
 type Verifier struct {
-	keys sync.Map // [32]byte -> *btcec.JacobianPoint
-	n    atomic.Int64
-	max  int64
+	keys   sync.Map // [32]byte -> *key
+	n      atomic.Int64
+	tables atomic.Int64
+	max    int64
 }
 
 // NewVerifier returns a verifier that keeps up to maxKeys public keys.
@@ -140,10 +142,11 @@ func (v *Verifier) VerifyRecord(record []byte, ev *nostr.Event) error {
 	return v.VerifySignature(id, pk, sig)
 }
 
-// point returns the curve point of x-only key pk (BIP-340 lift_x).
-func (v *Verifier) point(pk [32]byte) (*btcec.JacobianPoint, bool) {
-	if p, ok := v.keys.Load(pk); ok {
-		return p.(*btcec.JacobianPoint), true
+// key returns the cached key pk, lifting it onto the curve (BIP-340
+// lift_x) the first time.
+func (v *Verifier) key(pk [32]byte) (*key, bool) {
+	if k, ok := v.keys.Load(pk); ok {
+		return k.(*key), true
 	}
 	var x, y btcec.FieldVal
 	if x.SetByteSlice(pk[:]) || !btcec.DecompressY(&x, false, &y) {
@@ -152,20 +155,38 @@ func (v *Verifier) point(pk [32]byte) (*btcec.JacobianPoint, bool) {
 	y.Normalize()
 	var one btcec.FieldVal
 	one.SetInt(1)
-	p := btcec.MakeJacobianPoint(&x, &y, &one)
+	k := &key{point: btcec.MakeJacobianPoint(&x, &y, &one)}
 	if v.n.Add(1) > v.max {
 		v.keys.Clear()
 		v.n.Store(1)
+		v.tables.Store(0)
 	}
-	v.keys.Store(pk, &p)
-	return &p, true
+	v.keys.Store(pk, k)
+	return k, true
+}
+
+// mulKey sets r = e·P for the cached key k, through its table when it has
+// one (and building it once the key has been used often enough).
+func (v *Verifier) mulKey(k *key, e *btcec.ModNScalar, r *btcec.JacobianPoint) {
+	if t := k.table.Load(); t != nil {
+		t.mul(e, r)
+		return
+	}
+	if k.uses.Add(1) >= tableAfter && v.tables.Load() < maxTables && k.building.CompareAndSwap(false, true) {
+		v.tables.Add(1)
+		t := newKeyTable(&k.point)
+		k.table.Store(t)
+		t.mul(e, r)
+		return
+	}
+	btcec.ScalarMultNonConst(e, &k.point, r)
 }
 
 // VerifySignature checks a BIP-340 signature of the 32-byte message id by
 // the x-only public key pk: R = s·G − e·P with e = H(r || pk || id), R not
 // infinite, R.y even and R.x = r.
 func (v *Verifier) VerifySignature(id, pk [32]byte, sig [64]byte) error {
-	p, ok := v.point(pk)
+	k, ok := v.key(pk)
 	if !ok {
 		return Err(InvalidPublicKey)
 	}
@@ -179,7 +200,7 @@ func (v *Verifier) VerifySignature(id, pk [32]byte, sig [64]byte) error {
 	e.Negate()
 	var sG, eP, R btcec.JacobianPoint
 	btcec.ScalarBaseMultNonConst(&s, &sG)
-	btcec.ScalarMultNonConst(&e, p, &eP)
+	v.mulKey(k, &e, &eP)
 	btcec.AddNonConst(&sG, &eP, &R)
 	if (R.X.IsZero() && R.Y.IsZero()) || R.Z.IsZero() {
 		return Err(InvalidSignature)

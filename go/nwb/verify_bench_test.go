@@ -1,7 +1,6 @@
 package nwb
 
 import (
-	"crypto/sha256"
 	"testing"
 
 	"github.com/btcsuite/btcd/btcec/v2/schnorr"
@@ -48,11 +47,7 @@ func TestVerifierAgreesWithBtcec(t *testing.T) {
 	for _, line := range corpusLines(t, 601, 610) {
 		ev := parseEvent(t, line)
 		rec, _ := Encode(ev, DefaultLimits)
-		var id, pk [32]byte
-		var sig [64]byte
-		copy(id[:], rec[offID:])
-		copy(pk[:], rec[offPubKey:])
-		copy(sig[:], rec[offSig:])
+		id, pk, sig := signed(rec)
 		if v.VerifySignature(id, pk, sig) != nil || !btcecVerify(id, pk, sig) {
 			t.Fatal("valid signature refused")
 		}
@@ -80,16 +75,18 @@ func TestVerifierAgreesWithBtcec(t *testing.T) {
 	t.Logf("%d mutations agree", n)
 }
 
-func benchEvent(b *testing.B) ([32]byte, [32]byte, [64]byte) {
-	ev := parseEvent(b, corpusLines(b, 601, 601)[0])
-	rec, _ := Encode(ev, DefaultLimits)
-	var id, pk [32]byte
-	var sig [64]byte
+// signed returns the id, pubkey and signature of an event record.
+func signed(rec []byte) (id, pk [32]byte, sig [64]byte) {
 	copy(id[:], rec[offID:])
 	copy(pk[:], rec[offPubKey:])
 	copy(sig[:], rec[offSig:])
-	_ = sha256.Sum256
 	return id, pk, sig
+}
+
+func benchEvent(b *testing.B) ([32]byte, [32]byte, [64]byte) {
+	ev := parseEvent(b, corpusLines(b, 601, 601)[0])
+	rec, _ := Encode(ev, DefaultLimits)
+	return signed(rec)
 }
 
 func BenchmarkVerifierKnownKey(b *testing.B) {

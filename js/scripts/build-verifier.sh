@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 crate=../crates/verify-wasm
 out=src/verifier-wasm-bytes.ts
 if [ -z "${VERIFIER_OUT:-}" ] && [ -z "${NOSTRWIRE_VERIFY_FIELD:-}${NOSTRWIRE_VERIFY_WINDOW:-}${NOSTRWIRE_VERIFY_SIMD:-}${NOSTRWIRE_VERIFY_CSIMD:-}${NOSTRWIRE_ZSTD_OPT:-}${NOSTRWIRE_ZSTD_HUF:-}" ] && [ -f "$out" ] \
-    && [ -z "$(find "$crate" ../Cargo.lock scripts/build-verifier.sh -newer "$out" -type f -print -quit)" ]; then
+    && [ -z "$(find "$crate" ../vendor ../Cargo.lock scripts/build-verifier.sh -newer "$out" -type f -print -quit)" ]; then
     exit 0
 fi
 scripts/install-wasm-toolchain.sh
