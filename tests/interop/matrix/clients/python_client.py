@@ -18,6 +18,8 @@ from pathlib import Path
 
 import nostrwire as nw
 
+# The harness's module, imported without leaving bytecode in the checkout.
+sys.dont_write_bytecode = True
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from matrix import matches  # noqa: E402 - the harness's NIP-01 filter matching
 
