@@ -216,6 +216,31 @@ struct Published {
     refused: Vec<String>,
 }
 
+impl Published {
+    /// Counts `text` when it is an `OK` for `id` (for any event when
+    /// `None`); whether it was.
+    fn count(&mut self, load: &Load, text: &str, id: Option<&EventId>) -> bool {
+        let Ok(RelayMessage::Ok {
+            event_id,
+            accepted,
+            message,
+        }) = RelayMessage::parse(text.as_bytes())
+        else {
+            return false;
+        };
+        if id.is_some_and(|id| *id != event_id) {
+            return false;
+        }
+        if accepted {
+            self.acknowledged.push(hex(&event_id));
+            load.acknowledged.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.refused.push(message.to_string());
+        }
+        true
+    }
+}
+
 /// Sustained ingest shared by the publishers: when to stop, and how many
 /// events were acknowledged so far (so a test kills a process after a
 /// number of acknowledgements, not after a time).
@@ -265,21 +290,8 @@ async fn publish_until(url: String, author: u64, load: Arc<Load>) -> Published {
             let Some(text) = next_text(&mut ws, Duration::from_secs(20)).await else {
                 return out;
             };
-            if let Ok(RelayMessage::Ok {
-                event_id,
-                accepted,
-                message,
-            }) = RelayMessage::parse(text.as_bytes())
-            {
-                if event_id == note.id {
-                    if accepted {
-                        out.acknowledged.push(hex(&note.id));
-                        load.acknowledged.fetch_add(1, Ordering::Relaxed);
-                    } else {
-                        out.refused.push(message.to_string());
-                    }
-                    break;
-                }
+            if out.count(&load, &text, Some(&note.id)) {
+                break;
             }
         }
     }
@@ -315,19 +327,8 @@ async fn publish_burst(url: String, author: u64, count: usize, load: Arc<Load>) 
         let Some(text) = next_text(&mut ws, Duration::from_secs(20)).await else {
             return out;
         };
-        if let Ok(RelayMessage::Ok {
-            event_id,
-            accepted,
-            message,
-        }) = RelayMessage::parse(text.as_bytes())
-        {
+        if out.count(&load, &text, None) {
             answered += 1;
-            if accepted {
-                out.acknowledged.push(hex(&event_id));
-                load.acknowledged.fetch_add(1, Ordering::Relaxed);
-            } else {
-                out.refused.push(message.to_string());
-            }
         }
     }
     out
