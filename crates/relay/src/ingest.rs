@@ -823,7 +823,7 @@ fn event_message<E: SignedFields>(
     let accepted = Accepted {
         event: admitted,
         publisher: conn.id,
-        sequence: None,
+        position: None,
         ticket,
     };
     // In a cluster the event goes to the stream; it reaches the writer

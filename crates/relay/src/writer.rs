@@ -88,13 +88,20 @@ impl Committed<Ticket> for Answers {
         let shared = &*self.shared;
         for (event, ticket) in batch {
             shared.metrics.rejected("storage_error");
-            ticket.reply.send_ok(event.id(), false, STORAGE_ERROR);
+            if shared.cluster.is_some() {
+                // Read from the stream, which holds it: this node applies
+                // it when it reads the stream again (docs/cluster.md), and
+                // the others apply it meanwhile.
+                ticket.reply.send_ok(event.id(), true, "");
+            } else {
+                ticket.reply.send_ok(event.id(), false, STORAGE_ERROR);
+            }
         }
     }
 
-    fn applied(&mut self, sequence: u64) {
+    fn applied(&mut self, applied: u64, through: u64) {
         if let Some(cluster) = &self.shared.cluster {
-            cluster.applied(sequence);
+            cluster.applied(applied, through);
         }
     }
 }

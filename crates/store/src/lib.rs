@@ -43,7 +43,7 @@ use nostrwire_wire::EventView;
 pub use admitted::Admitted;
 pub use lmdb::{LmdbStore, OpenOptions, INDEX_TXN_WRITES};
 pub use plan::{AsStored, QueryCursor, ScanStatus};
-pub use writer::{writer_inbox, Committed, Submission, Write, Writer, WriterOptions};
+pub use writer::{writer_inbox, Committed, LogPosition, Submission, Write, Writer, WriterOptions};
 
 /// Who may see an event a query found: the relay's read policy (NIP-42
 /// restricted kinds), consulted for every candidate of a scan.
@@ -160,6 +160,18 @@ pub enum StoreError {
         /// The last serial handed out.
         stored: u64,
     },
+    /// The writer was handed an event of a replicated log that does not
+    /// come right after the position the store is applied up to (a gap
+    /// or a second copy): it is not applied, and the log must be handed
+    /// over again from the applied position on.
+    OutOfOrder {
+        /// The position the store is applied up to.
+        applied: u64,
+        /// The event's position.
+        sequence: u64,
+        /// The position it was handed over as following.
+        previous: u64,
+    },
 }
 
 impl std::fmt::Display for StoreError {
@@ -173,6 +185,14 @@ impl std::fmt::Display for StoreError {
             StoreError::SearchBehind { indexed, stored } => write!(
                 f,
                 "the search index is being built (up to event {indexed} of {stored})"
+            ),
+            StoreError::OutOfOrder {
+                applied,
+                sequence,
+                previous,
+            } => write!(
+                f,
+                "log position {sequence} (after {previous}) does not continue the applied log (at {applied}); not applied"
             ),
         }
     }

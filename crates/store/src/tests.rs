@@ -607,7 +607,7 @@ fn submission(record: Vec<u8>, ticket: u32) -> crate::Submission<u32> {
     crate::Submission {
         event: record.admitted(),
         publisher: u64::from(ticket),
-        sequence: None,
+        position: None,
         ticket,
     }
 }
@@ -660,4 +660,102 @@ fn the_writer_answers_each_event_in_order_after_its_commit() {
     writer.join();
     assert_eq!(answers.recv().unwrap(), [(100, Verdict::Duplicate)]);
     assert!(answers.try_recv().is_err());
+}
+
+/// What the writer reported, in order.
+#[derive(Debug, PartialEq)]
+enum Report {
+    Committed(Vec<u32>),
+    Failed(Vec<u32>),
+    Applied(u64, u64),
+}
+
+/// Hands every report of the writer to the test.
+struct Reports(std::sync::mpsc::Sender<Report>);
+
+impl crate::Committed<u32> for Reports {
+    fn committed(&mut self, batch: Vec<(Admitted, u32, Verdict)>) {
+        let tickets = batch.into_iter().map(|(_, t, _)| t).collect();
+        self.0.send(Report::Committed(tickets)).unwrap();
+    }
+
+    fn failed(&mut self, batch: Vec<(Admitted, u32)>, error: &StoreError) {
+        assert!(matches!(error, StoreError::OutOfOrder { .. }), "{error}");
+        let tickets = batch.into_iter().map(|(_, t)| t).collect();
+        self.0.send(Report::Failed(tickets)).unwrap();
+    }
+
+    fn applied(&mut self, applied: u64, through: u64) {
+        self.0.send(Report::Applied(applied, through)).unwrap();
+    }
+}
+
+#[test]
+fn the_writer_applies_a_log_only_in_order_from_where_the_store_stands() {
+    use crate::{writer_inbox, LogPosition, Submission, Write, Writer, WriterOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let store: std::sync::Arc<dyn EventStore> = std::sync::Arc::new(open(dir.path()));
+    let (to_writer, inbox) = writer_inbox(16);
+    let (reports, reported) = std::sync::mpsc::channel();
+    let options = WriterOptions {
+        max_batch: 16,
+        linger: std::time::Duration::ZERO,
+    };
+    let writer = Writer::spawn(store.clone(), options, inbox, None, Reports(reports)).unwrap();
+    let keys = Keys::derive(5, 2);
+    let notes: Vec<_> = (0..5).map(|i| note(&keys, &format!("log {i}"))).collect();
+    // Note `i` at log position `sequence`, handed over as following `previous`.
+    let at = |i: usize, sequence: u64, previous: u64| Submission {
+        event: notes[i].1.clone().admitted(),
+        publisher: 0,
+        position: Some(LogPosition { sequence, previous }),
+        ticket: i as u32,
+    };
+    let send = |batch: Vec<Submission<u32>>| {
+        to_writer.send(Write::Batch(batch)).unwrap();
+        let mut got = Vec::new();
+        loop {
+            let report = reported.recv().unwrap();
+            let last = matches!(report, Report::Applied(..));
+            got.push(report);
+            if last {
+                return got;
+            }
+        }
+    };
+
+    // 1 and 2 in order; 4 follows 3, which never came: 4 is refused and the
+    // store stays at 2 (the reader is told to hand the log over from 2).
+    assert_eq!(
+        send(vec![at(0, 1, 0), at(1, 2, 1), at(3, 4, 3)]),
+        [
+            Report::Committed(vec![0, 1]),
+            Report::Failed(vec![3]),
+            Report::Applied(2, 4)
+        ]
+    );
+    assert_eq!(store.applied_sequence().unwrap(), 2);
+    assert_eq!(store.presence(&notes[3].0).unwrap(), Presence::Absent);
+    // A second copy of 2 is not applied again.
+    assert_eq!(
+        send(vec![at(1, 2, 1)]),
+        [Report::Failed(vec![1]), Report::Applied(2, 2)]
+    );
+    // Handed over again from 2: 3 and 4 are applied, then 6, which the
+    // reader hands over as following 4 (it vouches that 5 is not to be
+    // applied).
+    assert_eq!(
+        send(vec![at(2, 3, 2), at(3, 4, 3)]),
+        [Report::Committed(vec![2, 3]), Report::Applied(4, 4)]
+    );
+    assert_eq!(
+        send(vec![at(4, 6, 4)]),
+        [Report::Committed(vec![4]), Report::Applied(6, 6)]
+    );
+    assert_eq!(store.applied_sequence().unwrap(), 6);
+    for (id, _) in &notes {
+        assert_eq!(store.presence(id).unwrap(), Presence::Stored);
+    }
+    to_writer.send(Write::Shutdown).unwrap();
+    writer.join();
 }

@@ -36,9 +36,23 @@ pub struct Submission<T> {
     /// In a relay cluster, the event's position in the replicated log,
     /// recorded with the batch that stores it ([`EventStore::submit_at`]);
     /// `None` for a single relay's event.
-    pub sequence: Option<u64>,
+    pub position: Option<LogPosition>,
     /// Handed back with the verdict.
     pub ticket: T,
+}
+
+/// An event's place in a replicated log (a relay cluster's stream). The
+/// writer applies it only right after the log entry it names as
+/// `previous`: a batch never moves the applied position past an entry
+/// that was not applied, whatever the reader hands over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogPosition {
+    /// The event's sequence in the log.
+    pub sequence: u64,
+    /// The sequence of the entry to apply before it (0: none): whoever
+    /// reads the log vouches that nothing between the two is to be
+    /// applied.
+    pub previous: u64,
 }
 
 /// The writer's inbox.
@@ -65,10 +79,16 @@ pub trait Committed<T>: Send {
     /// The batch's transaction failed: none of it is stored.
     fn failed(&mut self, batch: Vec<(Admitted, T)>, error: &StoreError);
 
-    /// The batch just committed (after [`Committed::committed`]) carried
-    /// log positions ([`Submission::sequence`]): the store is applied up to
-    /// `sequence`, as [`EventStore::applied_sequence`] now reads.
-    fn applied(&mut self, _sequence: u64) {}
+    /// The batch just handled (after [`Committed::committed`] or
+    /// [`Committed::failed`]) carried log positions
+    /// ([`Submission::position`]): the store is applied up to `applied`, as
+    /// [`EventStore::applied_sequence`] reads, and the writer is through
+    /// with the log up to `through`, the batch's last position. When
+    /// `through` is above `applied` the writer could not apply what lies
+    /// between (its transaction failed, or positions did not continue the
+    /// applied log, answered [`StoreError::OutOfOrder`]): the log must be
+    /// handed over again from `applied` on.
+    fn applied(&mut self, _applied: u64, _through: u64) {}
 }
 
 /// How the writer batches.
@@ -129,6 +149,9 @@ fn run<T>(
     let max_batch = options.max_batch.max(1);
     let mut batch: Vec<Submission<T>> = Vec::with_capacity(max_batch);
     let mut publishers = Publishers::default();
+    // Where the store stands in a replicated log: read when the first
+    // position comes, then kept with each commit.
+    let mut log = None;
     let mut purge = false;
     let mut stop = false;
     // Stored events may be waiting for their index entries.
@@ -177,7 +200,7 @@ fn run<T>(
         }
         if !batch.is_empty() {
             publishers.record(batch.iter().map(|s| s.publisher));
-            commit(&**store, &mut batch, &mut answer);
+            commit(&**store, &mut batch, &mut log, &mut answer);
             if let Some(search) = search {
                 search.committed();
             }
@@ -217,19 +240,80 @@ fn now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-/// Commits `batch` in one transaction and hands it to `answer`.
+/// Commits `batch` in one transaction and hands it to `answer`. Events
+/// with a log position are applied only in the log's order from where
+/// the store stands (`log`: its applied sequence, read once): any that do
+/// not continue it are refused ([`StoreError::OutOfOrder`]), and so, after
+/// a failed transaction, is the rest of the log, until it is handed over
+/// again from the applied sequence on.
 fn commit<T>(
     store: &dyn EventStore,
     batch: &mut Vec<Submission<T>>,
+    log: &mut Option<u64>,
     answer: &mut impl Committed<T>,
 ) {
-    // In a cluster, the log position the batch reaches (docs/cluster.md).
-    let sequence = batch.iter().filter_map(|s| s.sequence).max();
-    let mut events = Vec::with_capacity(batch.len());
-    let mut tickets = Vec::with_capacity(batch.len());
+    let Some(through) = batch.iter().rev().find_map(|s| s.position) else {
+        apply(store, batch.drain(..), None, answer);
+        return;
+    };
+    let applied = match *log {
+        Some(applied) => applied,
+        None => match store.applied_sequence() {
+            Ok(applied) => *log.insert(applied),
+            Err(e) => {
+                tracing::error!("write failed: {e}");
+                let batch = batch.drain(..).map(|s| (s.event, s.ticket)).collect();
+                return answer.failed(batch, &e);
+            }
+        },
+    };
+    let mut next = applied;
+    let mut in_order = Vec::with_capacity(batch.len());
+    let mut out_of_order = Vec::new();
     for s in batch.drain(..) {
+        match s.position {
+            Some(p) if p.previous != next || p.sequence <= next => out_of_order.push(s),
+            Some(p) => {
+                next = p.sequence;
+                in_order.push(s);
+            }
+            None => in_order.push(s),
+        }
+    }
+    let reached = (next > applied).then_some(next);
+    if apply(store, in_order.drain(..), reached, answer) {
+        *log = Some(next);
+    }
+    if let Some(first) = out_of_order.first().and_then(|s| s.position) {
+        let error = StoreError::OutOfOrder {
+            applied: log.unwrap_or(applied),
+            sequence: first.sequence,
+            previous: first.previous,
+        };
+        tracing::warn!("{error}");
+        let refused = out_of_order.into_iter().map(|s| (s.event, s.ticket));
+        answer.failed(refused.collect(), &error);
+    }
+    answer.applied(log.unwrap_or(applied), through.sequence);
+}
+
+/// Submits `batch` in one transaction (recording that the log is applied
+/// up to `sequence`, if given) and hands it to `answer`; whether it was
+/// committed.
+fn apply<T>(
+    store: &dyn EventStore,
+    batch: impl Iterator<Item = Submission<T>>,
+    sequence: Option<u64>,
+    answer: &mut impl Committed<T>,
+) -> bool {
+    let mut events = Vec::new();
+    let mut tickets = Vec::new();
+    for s in batch {
         events.push(s.event);
         tickets.push(s.ticket);
+    }
+    if events.is_empty() {
+        return false;
     }
     let submitted = match sequence {
         Some(sequence) => store.submit_at(&events, now(), sequence),
@@ -245,13 +329,12 @@ fn commit<T>(
                     .map(|((event, ticket), verdict)| (event, ticket, verdict))
                     .collect(),
             );
-            if let Some(sequence) = sequence {
-                answer.applied(sequence);
-            }
+            true
         }
         Err(e) => {
             tracing::error!("write failed: {e}");
             answer.failed(events.into_iter().zip(tickets).collect(), &e);
+            false
         }
     }
 }

@@ -172,7 +172,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 Outcome::Ready(event) => submissions.push(Submission {
                     event: *event,
                     publisher: 0,
-                    sequence: None,
+                    position: None,
                     ticket: None,
                 }),
                 Outcome::Rejected(reason) => *counts.entry(reason).or_default() += 1,

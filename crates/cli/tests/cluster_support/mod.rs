@@ -41,6 +41,15 @@ pub fn nats_server() -> PathBuf {
     );
 }
 
+/// The binary the relay nodes run: the one built with the tests, or
+/// `$NOSTRWIRE_RELAY_BIN` (a release build, to load the cluster harder).
+fn relay_bin() -> PathBuf {
+    std::env::var_os("NOSTRWIRE_RELAY_BIN").map_or_else(
+        || PathBuf::from(env!("CARGO_BIN_EXE_nostrwire")),
+        PathBuf::from,
+    )
+}
+
 /// One NATS server of the test cluster.
 pub struct Nats {
     bin: PathBuf,
@@ -158,6 +167,16 @@ impl Node {
                 std::thread::sleep(Duration::from_millis(50));
             }
         }
+    }
+
+    /// The lines of this node's log (its stderr) that contain `pattern`.
+    pub fn log_lines(&self, pattern: &str) -> Vec<String> {
+        std::fs::read_to_string(self.data.with_extension("log"))
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains(pattern))
+            .map(str::to_string)
+            .collect()
     }
 
     pub fn metrics(&self) -> String {
@@ -333,6 +352,19 @@ impl Cluster {
     /// Waits until every running node in `nodes` has applied the stream up
     /// to `sequence`.
     pub fn wait_applied(&self, nodes: &[usize], sequence: u64, within: Duration) {
+        if let Err(e) = self.try_wait_applied(nodes, sequence, within) {
+            panic!("{e}");
+        }
+    }
+
+    /// [`Cluster::wait_applied`], saying which node stopped short instead
+    /// of panicking.
+    pub fn try_wait_applied(
+        &self,
+        nodes: &[usize],
+        sequence: u64,
+        within: Duration,
+    ) -> Result<(), String> {
         let deadline = Instant::now() + within;
         for &i in nodes {
             loop {
@@ -340,14 +372,16 @@ impl Cluster {
                 if applied >= sequence {
                     break;
                 }
-                assert!(
-                    Instant::now() < deadline,
-                    "{} applied {applied} of {sequence}",
-                    self.nodes[i].name
-                );
+                if Instant::now() >= deadline {
+                    return Err(format!(
+                        "{} applied {applied} of {sequence}",
+                        self.nodes[i].name
+                    ));
+                }
                 std::thread::sleep(Duration::from_millis(100));
             }
         }
+        Ok(())
     }
 
     /// The highest stream sequence any node in `nodes` has seen.

@@ -8,11 +8,20 @@
 //! The consumer lives on one NATS server. When that server goes, nothing
 //! more arrives and nothing says so but the missing idle heartbeats; they
 //! come every [`HEARTBEAT`], so within two of them the reader drops the
-//! consumer and makes a new one after the last sequence handed to the
-//! writer. (async-nats' ordered consumer does the same, but its heartbeat is
-//! fixed at 15 s and it waits for two misses: a minute of a node serving
-//! nothing new after a server's death.) A gap in the consumer's own
-//! sequence is handled the same way, so no event is passed over.
+//! consumer and makes a new one. (async-nats' ordered consumer does the
+//! same, but its heartbeat is fixed at 15 s and it waits for two misses: a
+//! minute of a node serving nothing new after a server's death.)
+//!
+//! No event is passed over. A new consumer starts after what the store
+//! committed, once the writer is through with what the last one handed it
+//! (so a batch that failed is read again). Each message must follow the
+//! last one read: a jump in the stream's sequence (a consumer on a server
+//! whose copy of the stream is behind or being rebuilt moves past messages
+//! it does not hold) ends the consumer, unless the stream's leader holds
+//! nothing in between. Each event goes to the writer with the position of
+//! the one before it, and the writer applies it only right after that one
+//! (`LogPosition`): when it cannot (a failed commit), it says so and the
+//! consumer is made again from the store's position.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -24,9 +33,12 @@ use futures_util::StreamExt;
 use nostrwire_event::SignedFields;
 use nostrwire_wire::EventView;
 
+use tokio::sync::watch;
+
 use super::publish::lock;
 use super::{events_subject, ClusterError, State};
 use crate::msg::{Accepted, Admission, Reply, Ticket, WriterMsg};
+use crate::store::LogPosition;
 
 /// How often the consumer's server says it is there while it has nothing
 /// to send; two missed in a row and the consumer is made again.
@@ -45,13 +57,28 @@ const BATCH: usize = 500;
 
 /// Reads the stream until the node stops.
 pub(super) async fn run(state: Arc<State>) {
+    let mut through = state.through.subscribe();
     loop {
         let Some(context) = state.ready().await else {
             return;
         };
-        let start = lock(&state).forwarded + 1;
+        // Everything handed to the writer is applied or refused first; then
+        // the store's position is the one to resume from.
+        let handed = lock(&state).handed;
+        tokio::select! {
+            result = through.wait_for(|&through| through >= handed) => {
+                if result.is_err() {
+                    return;
+                }
+            }
+            () = state.stop.cancelled() => return,
+        }
+        let applied = *state.applied.borrow();
+        lock(&state).rewind(applied);
+        through.borrow_and_update();
+        let start = applied + 1;
         let result = tokio::select! {
-            result = consume(&state, &context, start) => result,
+            result = consume(&state, &context, start, &mut through) => result,
             () = state.stop.cancelled() => return,
         };
         if let Err(e) = result {
@@ -67,15 +94,17 @@ async fn consume(
     state: &State,
     context: &jetstream::Context,
     start: u64,
+    through: &mut watch::Receiver<u64>,
 ) -> Result<(), ClusterError> {
     let stream_error = |e: &dyn std::fmt::Display| ClusterError::Stream(e.to_string());
+    let subject = events_subject(&state.settings.stream);
     let stream = context
         .get_stream(&state.settings.stream)
         .await
         .map_err(|e| stream_error(&e))?;
     let consumer = stream
         .create_consumer(pull::Config {
-            filter_subject: events_subject(&state.settings.stream),
+            filter_subject: subject.clone(),
             deliver_policy: DeliverPolicy::ByStartSequence {
                 start_sequence: start,
             },
@@ -96,9 +125,27 @@ async fn consume(
         .await
         .map_err(|e| stream_error(&e))?;
     let mut consumer_sequence = 0;
-    while let Some(message) = messages.next().await {
+    loop {
+        let message = tokio::select! {
+            message = messages.next() => message,
+            changed = through.changed() => {
+                if changed.is_err() {
+                    return Ok(());
+                }
+                let (handled, applied) = (*through.borrow_and_update(), *state.applied.borrow());
+                if handled > applied {
+                    return Err(ClusterError::Stream(format!(
+                        "the writer applied up to {applied}, not {handled}"
+                    )));
+                }
+                continue;
+            }
+        };
         // A missed heartbeat, a deleted consumer, a server gone: all end
         // this consumer, and `run` makes another.
+        let Some(message) = message else {
+            return Err(ClusterError::Stream("the consumer ended".into()));
+        };
         let message = message.map_err(|e| stream_error(&e))?;
         let info = message.info().map_err(|e| stream_error(&e))?;
         if info.consumer_sequence != consumer_sequence + 1 {
@@ -115,17 +162,51 @@ async fn consume(
         if state.stop.is_cancelled() {
             return Ok(());
         }
+        let read = lock(state).forwarded;
+        if sequence <= read {
+            continue;
+        }
+        if sequence > read + 1 {
+            check_gap(&stream, &subject, read, sequence).await?;
+        }
         match forward(state, sequence, &message.payload) {
             Err(ClusterError::Record(e)) => {
                 // Not from a node: passed over, never applied.
                 tracing::error!("stream message {sequence} is not an event record: {e}");
-                let mut waiters = lock(state);
-                waiters.forwarded = waiters.forwarded.max(sequence);
+                lock(state).forwarded = sequence;
             }
             other => other?,
         }
     }
-    Err(ClusterError::Stream("the consumer ended".into()))
+}
+
+/// The consumer went from `read` to `sequence`: fine if the stream's
+/// leader holds nothing in between (messages deleted from the stream),
+/// otherwise the consumer passed over messages and must be made again.
+async fn check_gap(
+    stream: &jetstream::stream::Stream,
+    subject: &str,
+    read: u64,
+    sequence: u64,
+) -> Result<(), ClusterError> {
+    let next = stream
+        .raw_message_builder()
+        .sequence(read + 1)
+        .next_by_subject(subject)
+        .send()
+        .await
+        .map_err(|e| {
+            ClusterError::Stream(format!(
+                "the consumer went from {read} to {sequence}, and the stream's leader cannot say what lies between: {e}"
+            ))
+        })?;
+    if next.sequence < sequence {
+        return Err(ClusterError::Stream(format!(
+            "the consumer went from {read} to {sequence}, passing over {}",
+            next.sequence
+        )));
+    }
+    Ok(())
 }
 
 /// Hands the event at `sequence` to the writer: this node's publishers'
@@ -140,18 +221,14 @@ fn forward(state: &State, sequence: u64, record: &[u8]) -> Result<(), ClusterErr
         if sequence <= waiters.forwarded {
             return Ok(());
         }
-        waiters.forwarded = sequence;
         waiters.take(&id)
     };
-    let accepted = match waiting {
-        Some(mut accepted) => {
-            accepted.sequence = Some(sequence);
-            accepted
-        }
+    let mut accepted = match waiting {
+        Some(accepted) => accepted,
         None => Accepted {
             event: admit(state, record)?,
             publisher: 0,
-            sequence: Some(sequence),
+            position: None,
             ticket: Ticket {
                 received: Instant::now(),
                 reply: Reply::nobody(),
@@ -159,6 +236,16 @@ fn forward(state: &State, sequence: u64, record: &[u8]) -> Result<(), ClusterErr
             },
         },
     };
+    // Read up to here only now: an event that could not be admitted is
+    // read again.
+    let mut waiters = lock(state);
+    accepted.position = Some(LogPosition {
+        sequence,
+        previous: waiters.handed,
+    });
+    waiters.forwarded = sequence;
+    waiters.handed = sequence;
+    drop(waiters);
     // The writer's inbox is bounded: waiting for room is the backpressure
     // that paces the consumer (off the runtime's worker, which other tasks
     // need meanwhile).

@@ -93,6 +93,11 @@ struct State {
     /// The sequence the store is applied up to, as the writer reports it
     /// after each commit ([`Cluster::applied`]): publishers wait on it.
     applied: watch::Sender<u64>,
+    /// The last sequence the writer is through with, applied or not
+    /// ([`Cluster::applied`]; set after `applied`): the stream's reader
+    /// waits on it before it starts again from `applied`, and starts again
+    /// when it passes `applied`.
+    through: watch::Sender<u64>,
     /// Events refused because the stream did not acknowledge them.
     refused: AtomicU64,
     /// Ephemeral events received from other nodes.
@@ -143,6 +148,44 @@ impl State {
     fn publish_timeout(&self) -> Duration {
         Duration::from_millis(self.settings.publish_timeout_ms)
     }
+
+    /// A node's state before it connects, its store applied up to
+    /// `applied`.
+    fn new(settings: &ClusterSettings, links: Links, applied: u64) -> State {
+        State {
+            node: node_name(settings, &links.listen),
+            settings: settings.clone(),
+            public_url: links.public_url,
+            store: links.store,
+            writer_tx: links.writer_tx,
+            fanout_tx: links.fanout_tx,
+            context: OnceLock::new(),
+            connected: Notify::new(),
+            waiters: Mutex::new(Waiters::new(applied)),
+            stream_last: AtomicU64::new(applied),
+            applied: watch::Sender::new(applied),
+            through: watch::Sender::new(applied),
+            refused: AtomicU64::new(0),
+            ephemeral_in: AtomicU64::new(0),
+            ephemeral_out_dropped: AtomicU64::new(0),
+            ephemeral_in_dropped: AtomicU64::new(0),
+            stop: CancellationToken::new(),
+        }
+    }
+
+    /// A node's state with no NATS connection, over `store`.
+    #[cfg(test)]
+    fn for_tests(store: Arc<dyn EventStore>) -> State {
+        let applied = store.applied_sequence().unwrap();
+        let links = Links {
+            store,
+            writer_tx: crossbeam_channel::unbounded().0,
+            fanout_tx: crossbeam_channel::unbounded().0,
+            public_url: String::new(),
+            listen: "test".into(),
+        };
+        State::new(&ClusterSettings::default(), links, applied)
+    }
 }
 
 /// A node's link to the cluster: its own small runtime, where the
@@ -185,24 +228,7 @@ impl Cluster {
             .enable_all()
             .build()
             .map_err(ClusterError::Runtime)?;
-        let state = Arc::new(State {
-            node: node_name(settings, &links.listen),
-            settings: settings.clone(),
-            public_url: links.public_url,
-            store: links.store,
-            writer_tx: links.writer_tx,
-            fanout_tx: links.fanout_tx,
-            context: OnceLock::new(),
-            connected: Notify::new(),
-            waiters: Mutex::new(Waiters::new(applied)),
-            stream_last: AtomicU64::new(applied),
-            applied: watch::Sender::new(applied),
-            refused: AtomicU64::new(0),
-            ephemeral_in: AtomicU64::new(0),
-            ephemeral_out_dropped: AtomicU64::new(0),
-            ephemeral_in_dropped: AtomicU64::new(0),
-            stop: CancellationToken::new(),
-        });
+        let state = Arc::new(State::new(settings, links, applied));
         let (publish_tx, publish_rx) = unbounded_channel();
         runtime.spawn(publish::run(state.clone(), publish_rx));
         let (ephemeral_tx, ephemeral_rx) = mpsc::channel(EPHEMERAL_QUEUE);
@@ -258,13 +284,16 @@ impl Cluster {
         }
     }
 
-    /// The writer has committed the stream up to `sequence`.
-    pub fn applied(&self, sequence: u64) {
-        self.state.applied.send_if_modified(|applied| {
-            let newer = sequence > *applied;
-            *applied = (*applied).max(sequence);
+    /// The writer has committed the stream up to `applied` and is through
+    /// with it up to `through`; above `applied`, it could not apply what it
+    /// was handed (a failed commit), and the reader reads it again.
+    pub fn applied(&self, applied: u64, through: u64) {
+        self.state.applied.send_if_modified(|current| {
+            let newer = applied > *current;
+            *current = (*current).max(applied);
             newer
         });
+        self.state.through.send_replace(through);
     }
 
     /// Appends the cluster's metrics (Prometheus text).
