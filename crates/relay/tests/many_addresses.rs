@@ -62,6 +62,32 @@ async fn a_burst_of_connections_never_holds_more_than_the_limit() {
     assert!(back, "slots were not given back");
 }
 
+/// A gauge's or counter's value on a `/metrics` page.
+fn gauge(page: &str, name: &str) -> u64 {
+    page.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name} ")))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{name} not in /metrics"))
+}
+
+/// Opens `n` connections from 20 addresses, each asking for every note
+/// twice and never reading.
+async fn slow_readers(relay: &support::TestRelay, n: usize) -> Vec<Client> {
+    let mut readers = Vec::new();
+    for k in 0..n {
+        let mut c = Client::connect_from(&relay.url, relay.addr(), &attacker(k % 20)).await;
+        for r in 0..2 {
+            c.req(
+                &format!("all{r}"),
+                &[filter(r#"{"kinds":[1],"limit":5000}"#)],
+            )
+            .await;
+        }
+        readers.push(c);
+    }
+    readers
+}
+
 /// Sets up stored notes of about 2 KB each for the queries below.
 async fn store_notes(url: &str, n: u64) {
     let mut c = Client::connect(url).await;
@@ -87,25 +113,8 @@ async fn slow_readers_from_many_addresses_give_way_to_a_reader() {
     store_notes(&relay.url, 600).await;
     // 40 connections from 20 addresses (2 each: within every per-address
     // limit), each asking for every note twice and never reading.
-    let mut readers = Vec::new();
-    for k in 0..40 {
-        let mut c = Client::connect_from(&relay.url, relay.addr(), &attacker(k % 20)).await;
-        for r in 0..2 {
-            c.req(
-                &format!("all{r}"),
-                &[filter(r#"{"kinds":[1],"limit":5000}"#)],
-            )
-            .await;
-        }
-        readers.push(c);
-    }
-    let metrics = || async { support::http_get(relay.addr(), "/metrics", "text/plain").await };
-    let gauge = |page: &str, name: &str| -> u64 {
-        page.lines()
-            .find_map(|l| l.strip_prefix(&format!("{name} ")))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| panic!("{name} not in /metrics"))
-    };
+    let readers = slow_readers(&relay, 40).await;
+    let metrics = || support::http_get(relay.addr(), "/metrics", "text/plain");
     // The slow readers' queued results reach the budget as the relay
     // answers their REQs.
     let mut held = 0;
@@ -283,27 +292,10 @@ async fn a_reading_client_is_answered_and_kept_under_a_spent_budget() {
         c.limits.slow_reader_seconds = 2;
     });
     store_notes(&relay.url, 600).await;
-    let metrics = || async { support::http_get(relay.addr(), "/metrics", "text/plain").await };
-    let gauge = |page: &str, name: &str| -> u64 {
-        page.lines()
-            .find_map(|l| l.strip_prefix(&format!("{name} ")))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| panic!("{name} not in /metrics"))
-    };
+    let metrics = || support::http_get(relay.addr(), "/metrics", "text/plain");
     // 100 connections from 20 addresses, each asking for every note
     // twice and never reading.
-    let mut slow = Vec::new();
-    for k in 0..100 {
-        let mut c = Client::connect_from(&relay.url, relay.addr(), &attacker(k % 20)).await;
-        for r in 0..2 {
-            c.req(
-                &format!("all{r}"),
-                &[filter(r#"{"kinds":[1],"limit":5000}"#)],
-            )
-            .await;
-        }
-        slow.push(c);
-    }
+    let slow = slow_readers(&relay, 100).await;
     let mut spent = false;
     for _ in 0..200 {
         let page = metrics().await;
@@ -410,13 +402,7 @@ async fn fetchers_of_a_dictionary_set_that_do_not_read_share_it() {
         .as_str()
         .expect("the set is served")
         .to_string();
-    let metrics = || async { support::http_get(relay.addr(), "/metrics", "text/plain").await };
-    let gauge = |page: &str, name: &str| -> u64 {
-        page.lines()
-            .find_map(|l| l.strip_prefix(&format!("{name} ")))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| panic!("{name} not in /metrics"))
-    };
+    let metrics = || support::http_get(relay.addr(), "/metrics", "text/plain");
     let before = anonymous_kib();
     const FETCHERS: usize = 40;
     let mut fetchers = Vec::new();
