@@ -35,11 +35,14 @@ pub enum Attack {
     SpreadOversizedSubs,
     /// Heavy queries, read to the end, from many addresses.
     SpreadHeavyQueries,
+    /// Connections spread over many /64s of one IPv6 /48 (a tunnel
+    /// broker's allocation), claimed through `X-Forwarded-For`.
+    SpreadIpv6_48,
 }
 
 impl Attack {
     /// Every attack, in the order `abuse` runs them.
-    pub const ALL: [Attack; 11] = [
+    pub const ALL: [Attack; 12] = [
         Attack::SlowReaders,
         Attack::IdleFlood,
         Attack::OversizedSubs,
@@ -51,6 +54,7 @@ impl Attack {
         Attack::SpreadSlowReaders,
         Attack::SpreadOversizedSubs,
         Attack::SpreadHeavyQueries,
+        Attack::SpreadIpv6_48,
     ];
 
     /// The scenario name (`abuse-` and the attack).
@@ -67,6 +71,7 @@ impl Attack {
             Attack::SpreadSlowReaders => "abuse-spread-slow-readers",
             Attack::SpreadOversizedSubs => "abuse-spread-oversized-subs",
             Attack::SpreadHeavyQueries => "abuse-spread-heavy-queries",
+            Attack::SpreadIpv6_48 => "abuse-spread-ipv6-48",
         }
     }
 

@@ -81,6 +81,12 @@ pub struct WsUrl {
     /// abuse scenarios attack from another loopback address than their
     /// probe's, as another client would.
     pub source: Option<std::net::IpAddr>,
+    /// Address to claim in an `X-Forwarded-For` header, as a reverse
+    /// proxy in front of the relay would send it (`None`: no header). The
+    /// `spread-ipv6-48` attack claims addresses that loopback does not
+    /// have; only a relay that takes the header (`relay.real_ip_header`)
+    /// believes them.
+    pub forwarded_for: Option<std::net::IpAddr>,
 }
 
 impl WsUrl {
@@ -156,6 +162,7 @@ impl WsUrl {
             v2,
             deflate,
             source: None,
+            forwarded_for: None,
         })
     }
 
@@ -394,6 +401,9 @@ pub async fn connect(
             "Sec-WebSocket-Extensions: {}\r\n",
             deflate_offer(config)
         ));
+    }
+    if let Some(ip) = url.forwarded_for {
+        protocol.push_str(&format!("X-Forwarded-For: {ip}\r\n"));
     }
     let request = format!(
         "GET {} HTTP/1.1\r\nHost: {}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\

@@ -149,3 +149,33 @@ fn what_a_relay_lacks_is_not_applicable() {
         assert_eq!(row.acked_lost, Some(0), "{}", r.scenario);
     }
 }
+
+/// `spread-ipv6-48` against our relay behind a (claimed) reverse proxy:
+/// connections from as many /64s of one /48 are held to the relay's
+/// per-/48 cap, and the probe, from elsewhere, keeps connecting.
+#[test]
+fn an_ipv6_48_spread_over_its_64s_is_held_to_its_cap() {
+    const CAP: usize = 8;
+    let (relay, _dir) = common::start_relay_with(|c| {
+        c.relay.real_ip_header = "X-Forwarded-For".into();
+        c.rate.connections_per_ipv6_48 = CAP;
+    });
+    let url = format!("ws://{}", relay.local_addr());
+    let mut settings = small(&url, vec![Scenario::Abuse(Attack::SpreadIpv6_48)]);
+    settings.abuse.spread_connections = 20;
+    let run = nostrwire_loadgen::run(&settings).unwrap();
+    let r = &run.totals[0];
+    let row = report::abuse_json(r).unwrap();
+    let m = &r.outcome.metrics;
+    assert_eq!(m["attack_connections"], CAP as f64, "{:?}", r.outcome.notes);
+    assert_eq!(
+        m["attack_refused"],
+        (20 - CAP) as f64,
+        "{:?}",
+        r.outcome.notes
+    );
+    let connect = &r.outcome.ops["probe:connect"];
+    assert!(connect.successes > 0, "{}", row.verdict);
+    assert_eq!(connect.failure_count(), 0, "{}", row.verdict);
+    relay.shutdown();
+}

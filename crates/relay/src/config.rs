@@ -210,9 +210,11 @@ settings! {
     max_connections: usize = 20_000; reloadable = false;
         "Most simultaneous connections."
     max_connection_bytes: usize = 16 << 20; reloadable = false;
-        "Memory one connection may hold: its subscriptions (filters, searches, read gates, fan-out entries), stored results waiting to be sent and its outgoing queue. A REQ, COUNT or NEG-OPEN that would go over it gets CLOSED (or NEG-ERR) `rate-limited:`; stored results wait while the queue holds more than a quarter of it, and the results its queries render while they scan take at most a quarter of it more (beyond that they are rendered when sent); live events that would go over it cut the connection off."
+        "Memory one connection may hold: its subscriptions (filters, searches, read gates, fan-out entries), stored results waiting to be sent and its outgoing queue. A REQ, COUNT or NEG-OPEN that would go over it gets CLOSED (or NEG-ERR) `rate-limited:`; stored results wait while the queue holds more than a quarter of it, and its queries render at most a quarter of it while they scan, taken as matches are found (beyond that they are rendered when sent); live events that would go over it cut the connection off. Control messages (OK, EOSE, CLOSED, NOTICE, AUTH, COUNT answers) never cut it off: when it has no room for them they go in an allowance of 16 KiB outside it, and a connection that leaves that much of them unread besides is cut off as a slow reader."
     relay_memory_bytes: usize = 0; reloadable = false;
-        "Memory all connections together may hold (what `max_connection_bytes` counts, summed); 0: a sixteenth of the machine's memory, between 64 MiB and 256 MiB. When it is spent, a connection holding more than its fair share (this divided by the open connections) gets `CLOSED rate-limited:` for new requests, its queries wait (and give up with `CLOSED rate-limited:` after `slow_reader_seconds`), and one that does not read its output is cut off; connections within their share are still served."
+        "Memory all connections together may hold (what `max_connection_bytes` counts, summed); 0: a sixteenth of the machine's memory, between 64 MiB and 256 MiB. When it is spent, a connection holding more than its fair share (this divided by the open connections) gets `CLOSED rate-limited:` for new requests, its queries wait (and give up with `CLOSED rate-limited:` after `slow_reader_seconds`), and one that does not read its output is cut off; connections within their share are still served, and so is the output of a client that reads it; answers always reach the client."
+    dictionary_fetch_bytes: usize = 8 << 20; reloadable = false;
+        "Bytes of dictionary sets (`GET /dictionaries/<sha256>`) all fetches together may have in flight. A fetch writes the set, held once and shared by every fetch, in 64 KiB chunks, each holding its room here until the client's socket took it (the socket's send buffer is kept to a chunk too); a fetch waits for room, within its 10 seconds."
     ingest_queue_bytes: usize = 128 << 20; reloadable = false;
         "Bytes of client messages read but not yet handled, relay-wide (an event's until its OK); each connection may hold at most twice `max_message_bytes` of it. A connection whose share is full is not read until its messages are handled (TCP backpressure), so a fast or hostile sender cannot grow the relay's memory."
     slow_reader_seconds: u64 = 10; reloadable = false;
@@ -281,6 +283,10 @@ settings! {
         "REQ, COUNT and NEG-OPEN messages per second per authenticated pubkey (0: the IP's bucket)."
     connections_per_ip: usize = 32; reloadable = true;
         "Simultaneous WebSocket connections per IP address; more get HTTP 429 (0: no limit). Behind a reverse proxy, set `relay.real_ip_header`, or every client shares the proxy's address."
+    connections_per_ipv6_56: usize = 128; reloadable = true;
+        "Simultaneous WebSocket connections from one IPv6 /56 (a home's or small site's allocation: 256 /64s, each counted by `connections_per_ip`), all its addresses together; more get HTTP 429 (0: no limit)."
+    connections_per_ipv6_48: usize = 512; reloadable = true;
+        "Simultaneous WebSocket connections from one IPv6 /48 (a site's or a tunnel broker's allocation: 65,536 /64s), all its addresses together; more get HTTP 429 (0: no limit). Without it one /48 could take every `limits.max_connections` slot, 32 per /64."
 
     [search: SearchSettings] "NIP-50 full-text search."
     enabled: bool = true; reloadable = false;

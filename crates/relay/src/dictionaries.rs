@@ -10,6 +10,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
 use nostrwire_wire::transport::SetHash;
 use sha2::{Digest, Sha256};
 use tokio::sync::watch;
@@ -137,4 +139,60 @@ impl Dictionaries {
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Bytes of a set one fetch writes at a time.
+pub const FETCH_CHUNK: usize = 64 << 10;
+
+/// What fetches of sets (`GET /dictionaries/<hex>`) hold while their
+/// writes are in flight, within `limits.dictionary_fetch_bytes`. A fetch
+/// writes slices of the shared set, never a copy: per fetch, at most one
+/// chunk is in flight, the room it holds here until the client's socket
+/// took it, so fetchers that do not read hold the budget, not the relay's
+/// memory, and the next fetches wait for room.
+#[derive(Debug)]
+pub struct Fetches {
+    room: Arc<Semaphore>,
+    cap: usize,
+}
+
+impl Fetches {
+    /// A budget of `cap` bytes (at least one chunk).
+    pub fn new(cap: usize) -> Fetches {
+        let cap = cap.clamp(FETCH_CHUNK, Semaphore::MAX_PERMITS);
+        Fetches {
+            room: Arc::new(Semaphore::new(cap)),
+            cap,
+        }
+    }
+
+    /// Waits for room for a chunk of `n` bytes (at most [`FETCH_CHUNK`]),
+    /// held until the returned permit is dropped.
+    pub async fn hold(&self, n: usize) -> OwnedSemaphorePermit {
+        let n = n.min(FETCH_CHUNK) as u32;
+        self.room
+            .clone()
+            .acquire_many_owned(n)
+            .await
+            .expect("the fetch budget is never closed")
+    }
+
+    /// Bytes held now.
+    pub fn held(&self) -> usize {
+        self.cap - self.room.available_permits()
+    }
+
+    /// Appends the budget's figures to a `/metrics` page.
+    pub fn render_metrics(&self, out: &mut String) {
+        use std::fmt::Write as _;
+        let _ = write!(
+            out,
+            "# HELP nostrwire_dictionary_fetch_bytes Bytes of dictionary sets in flight to fetching clients (limits.dictionary_fetch_bytes counts them).\n\
+             # TYPE nostrwire_dictionary_fetch_bytes gauge\nnostrwire_dictionary_fetch_bytes {}\n\
+             # HELP nostrwire_dictionary_fetch_cap_bytes limits.dictionary_fetch_bytes as in effect.\n\
+             # TYPE nostrwire_dictionary_fetch_cap_bytes gauge\nnostrwire_dictionary_fetch_cap_bytes {}\n",
+            self.held(),
+            self.cap
+        );
+    }
 }

@@ -38,7 +38,7 @@ use nostrwire_wire::EventView;
 fn send(conn: &Conn, build: impl FnOnce(&mut Vec<u8>)) {
     let mut out = Vec::with_capacity(128);
     build(&mut out);
-    conn.outbox.send(out);
+    conn.outbox.send_control(out);
 }
 
 fn ok_false(shared: &Shared, conn: &Conn, id: &EventId, reason: &str, message: &str) {

@@ -109,6 +109,9 @@ pub struct Shared {
     /// The memory all connections together may hold
     /// (`limits.relay_memory_bytes`).
     pub memory: Arc<memory::RelayMemory>,
+    /// What fetches of dictionary sets hold while their writes are in
+    /// flight (`limits.dictionary_fetch_bytes`).
+    pub set_fetches: dictionaries::Fetches,
     /// Room in the ingest queues, in bytes (`limits.ingest_queue_bytes`):
     /// each client frame holds its size until it is handled.
     pub ingest_room: Arc<tokio::sync::Semaphore>,
@@ -371,6 +374,7 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
     };
     let dictionaries = Arc::new(dictionaries::Dictionaries::new(&*store));
     let relay_memory = memory::RelayMemory::new(config.relay_memory_bytes());
+    let set_fetches = dictionaries::Fetches::new(config.limits.dictionary_fetch_bytes);
     let shared = Arc::new(Shared {
         current: RwLock::new(Arc::new(config.clone())),
         config,
@@ -391,6 +395,7 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
         max_sockets,
         sockets: Arc::new(tokio::sync::Semaphore::new(max_sockets)),
         memory: relay_memory,
+        set_fetches,
         ingest_room: Arc::new(tokio::sync::Semaphore::new(ingest_room_bytes)),
         ingest_room_bytes,
         ingest_tx,

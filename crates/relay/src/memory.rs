@@ -12,7 +12,13 @@
 //!   that reads keeps being served while others hold the budget;
 //! - one holding more than its share is refused: its new requests get
 //!   `CLOSED rate-limited:`, its queries wait, and output that would add to
-//!   its queue cuts it off;
+//!   its queue cuts it off if it leaves what it was sent unread (a client
+//!   that reads is sent it, within its own budget);
+//! - control messages (`OK`, `EOSE`, `CLOSED`, `NOTICE`, `AUTH`, `COUNT`
+//!   answers) are never refused: they have an allowance of their own
+//!   outside the connection's budget (`msg::CONTROL_ALLOWANCE`), counted
+//!   here, so the answer that tells a client it is over its share reaches
+//!   it;
 //! - the relay reclaims what it overdrew by cutting off the connections
 //!   above their share that have not taken a byte of their output for a
 //!   while, largest first ([`RelayMemory::reclaim`]).
@@ -20,7 +26,9 @@
 //! Everything taken is in these budgets, so the overdraw is bounded:
 //! every connection's fair share beyond the cap (the cap again), plus what
 //! one query slice finds per connection (a scan's matches are counted
-//! after the slice that found them, then the scan waits).
+//! after the slice that found them, then the scan waits; nothing is
+//! reserved ahead of them), the output of clients that read it (within
+//! their own budgets), and each connection's control allowance.
 //!
 //! Once most of a large peak has been given back, or most of a crowd of
 //! connections has gone, the allocator is asked to return its free pages
@@ -45,7 +53,7 @@ pub enum Short {
 
 /// A connection that has queued output and has not taken any of it for
 /// this long is not reading, for the choice of who gives way.
-const NOT_READING: Duration = Duration::from_millis(500);
+pub(crate) const NOT_READING: Duration = Duration::from_millis(500);
 /// Reclaiming scans every connection: at most this often.
 const RECLAIM_EVERY: Duration = Duration::from_millis(20);
 /// Peaks below this are not worth returning to the system.
@@ -201,12 +209,14 @@ impl RelayMemory {
         self.peak.fetch_max(used, Ordering::Relaxed);
         if holding <= self.fair_share() {
             // Within its share: served, and someone above theirs gives way.
-            self.reclaim();
+            self.reclaim(0);
             return Ok(());
         }
         self.used.fetch_sub(n, Ordering::Relaxed);
         self.refusals.fetch_add(1, Ordering::Relaxed);
-        self.reclaim();
+        // Refused, but not for good: those that hold the budget without
+        // reading give way to what was asked.
+        self.reclaim(n);
         Err(Short::Relay)
     }
 
@@ -229,8 +239,9 @@ impl RelayMemory {
 
     /// Cuts off connections above their fair share that are not reading,
     /// the largest holders first, until what they hold would bring the
-    /// budget back under its cap. At most once every 20 ms.
-    pub fn reclaim(&self) {
+    /// budget back under its cap with `need` bytes to spare (what a refused
+    /// or waiting connection asks for). At most once every 20 ms.
+    pub fn reclaim(&self, need: usize) {
         let now = self.epoch.elapsed().as_millis() as u64;
         let last = self.last_reclaim.load(Ordering::Relaxed);
         if now < last + RECLAIM_EVERY.as_millis() as u64
@@ -241,7 +252,7 @@ impl RelayMemory {
         {
             return;
         }
-        let over = self.used().saturating_sub(self.cap);
+        let over = (self.used() + need).saturating_sub(self.cap);
         if over == 0 {
             return;
         }
@@ -375,8 +386,32 @@ impl Budget {
             .is_some_and(|r| r.is_short() && self.used() > r.fair_share())
     }
 
+    /// While [`Budget::must_wait`]: asks the relay to cut off connections
+    /// that hold the budget without reading (above their share, output
+    /// untaken), enough for what this one holds beyond its share, so that
+    /// a connection that waits is not left waiting by clients that never
+    /// read.
+    pub fn make_room(&self) {
+        if let Some(relay) = &self.relay {
+            relay.reclaim(self.used().saturating_sub(relay.fair_share()));
+        }
+    }
+
     /// Takes `n` bytes if they fit; nothing taken if not.
     pub fn take(&self, n: usize) -> Result<(), Short> {
+        let used = self.take_own(n)?;
+        if let Some(relay) = &self.relay {
+            if let Err(short) = relay.take(n, used) {
+                self.used.fetch_sub(n, Ordering::Relaxed);
+                return Err(short);
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes `n` bytes of this budget alone if they fit; returns what it
+    /// then holds.
+    fn take_own(&self, n: usize) -> Result<usize, Short> {
         let mut used = self.used.load(Ordering::Relaxed);
         loop {
             if used.saturating_add(n) > self.cap {
@@ -388,15 +423,19 @@ impl Budget {
                 Ordering::Relaxed,
                 Ordering::Relaxed,
             ) {
-                Ok(_) => break,
+                Ok(_) => return Ok(used + n),
                 Err(now) => used = now,
             }
         }
+    }
+
+    /// Takes `n` bytes if they fit this budget, whatever the relay's
+    /// says (counted in it all the same): for output of a client that
+    /// reads it, and for control messages.
+    pub fn take_within(&self, n: usize) -> Result<(), Short> {
+        self.take_own(n)?;
         if let Some(relay) = &self.relay {
-            if let Err(short) = relay.take(n, used + n) {
-                self.used.fetch_sub(n, Ordering::Relaxed);
-                return Err(short);
-            }
+            relay.force(n);
         }
         Ok(())
     }

@@ -32,13 +32,42 @@ pub enum Outgoing {
     Text(Vec<u8>),
     /// A binary frame (`nostrwire.v1` and `nostrwire.v2` connections).
     Binary(Vec<u8>),
-    /// A pong answering a ping, with the ping's payload.
+    /// A control message (`OK`, `EOSE`, `CLOSED`, `NOTICE`, `AUTH`, a
+    /// `COUNT` answer): a text frame's payload on text connections, a
+    /// binary frame's on binary ones. Counted in the connection's
+    /// [`CONTROL_ALLOWANCE`], not its budget.
+    Control(Vec<u8>),
+    /// A pong answering a ping, with the ping's payload (in the control
+    /// allowance too).
     Pong(Vec<u8>),
     /// A ping, to learn whether a quiet client is still there.
     Ping,
     /// Close the connection with this status code after sending what is queued.
     Close(u16),
 }
+
+impl Outgoing {
+    /// Bytes it counts for until it is written: in the connection's budget,
+    /// and in its control allowance.
+    pub fn room(&self) -> (usize, usize) {
+        match self {
+            Outgoing::Text(b) | Outgoing::Binary(b) => (b.len(), 0),
+            Outgoing::Control(b) | Outgoing::Pong(b) => (0, b.len()),
+            Outgoing::Ping | Outgoing::Close(_) => (0, 0),
+        }
+    }
+}
+
+/// Bytes of control messages (`OK`, `EOSE`, `CLOSED`, `NOTICE`, `AUTH`,
+/// `COUNT` answers, pongs) a connection may leave unread outside its
+/// budget, when the budget has no room for them (pongs always go here):
+/// they are small, and they must reach a client whatever its budget or
+/// the relay's holds, or a client above its share would be cut off by the
+/// very answer that tells it so. They count in the relay's memory (never
+/// refused by it); a client that leaves this much of them unread besides
+/// is a slow reader and is cut off. One message is always taken when none
+/// is waiting, however large.
+pub const CONTROL_ALLOWANCE: usize = 16 << 10;
 
 /// Close status: normal closure (RFC 6455 §7.4.1).
 pub const CLOSE_NORMAL: u16 = 1000;
@@ -91,8 +120,13 @@ pub struct Outbox {
     progress: Arc<AtomicU64>,
     opened: Instant,
     budget: Arc<Budget>,
-    /// Room for results its queries render while they scan: a quarter of
-    /// the budget besides it, so scans never crowd out the queue.
+    /// Its control messages' room ([`CONTROL_ALLOWANCE`]), outside the
+    /// budget.
+    control: Arc<Budget>,
+    /// How much of the results its queries find they render while they
+    /// scan: a quarter of the budget, a quota rather than memory (what is
+    /// rendered is counted in the budget as it is found), so scans never
+    /// crowd out the queue.
     scan_budget: Arc<Budget>,
     transport: Transport,
 }
@@ -158,7 +192,7 @@ impl V2 {
 
 impl crate::memory::Member for Outbox {
     fn holding(&self) -> usize {
-        self.budget.used() + self.scan_budget.used()
+        self.budget.used() + self.control.used()
     }
 
     fn unread(&self) -> usize {
@@ -190,14 +224,16 @@ impl Outbox {
             cut: Arc::new(AtomicBool::new(false)),
             progress: Arc::new(AtomicU64::new(0)),
             opened: Instant::now(),
-            scan_budget: Budget::new(budget.cap() / 4, budget.relay().cloned()),
+            control: Budget::new(CONTROL_ALLOWANCE, budget.relay().cloned()),
+            scan_budget: Budget::new(budget.cap() / 4, None),
             budget,
             transport,
         }
     }
 
-    /// Room for the results the connection's queries render while they
-    /// scan (a quarter of its budget, besides it).
+    /// How much of their results the connection's queries may render
+    /// while they scan (a quarter of its budget; a quota, taken as matches
+    /// are found: the memory they hold is counted in the budget).
     pub fn scan_budget(&self) -> &Arc<Budget> {
         &self.scan_budget
     }
@@ -272,28 +308,112 @@ impl Outbox {
     }
 
     /// Queues `frame`. What does not fit the connection's budget cuts it
-    /// off; so does what does not fit the relay's, unless `result`: a
+    /// off. What does not fit the relay's (the connection holds more than
+    /// its share of a spent budget) is queued all the same if `result` (a
     /// stored result, which the query sends only while the connection's
-    /// queue is short (it reads), and whose room its results held.
+    /// queue is short, and whose room its results held) or if the client
+    /// reads what it is sent; it cuts off only a client that leaves its
+    /// output unread.
     fn queue_as(&self, n: usize, frame: Outgoing, result: bool) -> bool {
         if self.dead.load(Ordering::Relaxed) {
             return false;
         }
-        match self.budget.take(n) {
-            Ok(()) => {}
-            Err(Short::Relay) if result => self.budget.take_anyway(n),
-            Err(_) => {
+        let taken = match self.budget.take(n) {
+            Ok(()) => Ok(()),
+            Err(Short::Relay) if result => {
+                self.budget.take_anyway(n);
+                Ok(())
+            }
+            Err(Short::Relay) if self.is_reading() => self.budget.take_within(n),
+            Err(short) => Err(short),
+        };
+        if taken.is_err() {
+            self.cut_off();
+            return false;
+        }
+        self.enqueue(n, frame)
+    }
+
+    /// Queues a control message's frame payload: in the connection's
+    /// budget while it has room (as for a client that reads, whatever the
+    /// relay's budget says), else in its control allowance. Refused, and
+    /// the connection cut off, only when the client left
+    /// [`CONTROL_ALLOWANCE`] of them unread besides.
+    fn queue_answer(&self, payload: Vec<u8>) -> bool {
+        if self.dead.load(Ordering::Relaxed) {
+            return false;
+        }
+        let n = payload.len();
+        let in_budget = match self.budget.take(n) {
+            Ok(()) => true,
+            Err(Short::Relay) if self.is_reading() => self.budget.take_within(n).is_ok(),
+            Err(_) => false,
+        };
+        if !in_budget {
+            return self.queue_control(Outgoing::Control(payload));
+        }
+        match self.is_binary() {
+            true => self.enqueue(n, Outgoing::Binary(payload)),
+            false => self.enqueue(n, Outgoing::Text(payload)),
+        }
+    }
+
+    /// Queues `frame` (a control message or a pong) in the control
+    /// allowance, as [`Outgoing::room`] counts it: refused, and the
+    /// connection cut off, only when the client left
+    /// [`CONTROL_ALLOWANCE`] of them unread.
+    fn queue_control(&self, frame: Outgoing) -> bool {
+        if self.dead.load(Ordering::Relaxed) {
+            return false;
+        }
+        let (_, n) = frame.room();
+        if self.control.take_within(n).is_err() {
+            if self.control.used() > 0 {
                 self.cut_off();
                 return false;
             }
+            // Nothing of the allowance waits: one message, however large.
+            self.control.take_anyway(n);
         }
-        self.queued.fetch_add(n, Ordering::Relaxed);
+        self.enqueue(n, frame)
+    }
+
+    fn enqueue(&self, n: usize, frame: Outgoing) -> bool {
+        // Unread output counts from when it was queued: a client that
+        // read everything and then had nothing to read is not idle.
+        if self.queued.fetch_add(n, Ordering::Relaxed) == 0 {
+            self.progress
+                .store(self.opened.elapsed().as_millis() as u64, Ordering::Relaxed);
+        }
         self.tx.send(frame).is_ok()
     }
 
+    /// Whether the client takes what it is sent: nothing of it waits, or
+    /// it took some within the last half second.
+    pub fn is_reading(&self) -> bool {
+        use crate::memory::Member;
+        self.queued() == 0 || self.idle_for() < crate::memory::NOT_READING
+    }
+
+    /// Queues a control message given as JSON text (`CLOSED`, `NOTICE`,
+    /// `AUTH`, a `COUNT` answer, `NEG-ERR`; a `0x00` frame on binary
+    /// connections): in the budget while it has room, else in the
+    /// control allowance ([`CONTROL_ALLOWANCE`]), so it reaches the client
+    /// whatever its budget and the relay's hold.
+    pub fn send_control(&self, json: Vec<u8>) -> bool {
+        if self.is_binary() {
+            let mut frame = Vec::with_capacity(json.len() + 1);
+            transport::write_json(&mut frame, &json);
+            return self.queue_answer(frame);
+        }
+        self.queue_answer(json)
+    }
+
     /// Queues a NIP-01 message given as JSON text (UTF-8, as the message
-    /// writers produce it; a `0x00` frame on binary connections); false if
-    /// the connection is gone or was cut off.
+    /// writers produce it; a `0x00` frame on binary connections) in the
+    /// connection's budget (`NEG-MSG`; control messages go by
+    /// [`Outbox::send_control`]); false if the connection is gone or was
+    /// cut off.
     pub fn send(&self, json: Vec<u8>) -> bool {
         if self.is_binary() {
             let mut frame = Vec::with_capacity(json.len() + 1);
@@ -336,28 +456,28 @@ impl Outbox {
         self.queue_as(out.len(), Outgoing::Text(out), result)
     }
 
-    /// Queues an `OK`.
+    /// Queues an `OK` (a control message).
     pub fn send_ok(&self, id: &EventId, accepted: bool, message: &str) -> bool {
         if self.is_binary() {
             let mut frame = Vec::with_capacity(34 + message.len());
             transport::write_ok(&mut frame, id, accepted, message);
-            return self.queue(frame.len(), Outgoing::Binary(frame));
+            return self.queue_answer(frame);
         }
         let mut out = Vec::with_capacity(100 + message.len());
         write::ok(&mut out, id, accepted, message);
-        self.send(out)
+        self.queue_answer(out)
     }
 
-    /// Queues an `EOSE`.
+    /// Queues an `EOSE` (a control message).
     pub fn send_eose(&self, subscription_id: &str) -> bool {
         if self.is_binary() {
             let mut frame = Vec::with_capacity(1 + subscription_id.len());
             transport::write_eose(&mut frame, subscription_id);
-            return self.queue(frame.len(), Outgoing::Binary(frame));
+            return self.queue_answer(frame);
         }
         let mut out = Vec::new();
         write::eose(&mut out, subscription_id);
-        self.send(out)
+        self.queue_answer(out)
     }
 
     /// Closes a connection that does not read what it asked for: what is
@@ -421,15 +541,18 @@ impl Outbox {
         }
     }
 
-    /// Queues a pong; dropped when the connection is over its byte cap.
+    /// Queues a pong (in the control allowance).
     pub fn pong(&self, payload: &[u8]) {
-        self.queue(payload.len(), Outgoing::Pong(payload.to_vec()));
+        self.queue_control(Outgoing::Pong(payload.to_vec()));
     }
 
-    /// Called by the socket task after writing (or dropping) `n` queued bytes.
-    pub fn sent(&self, n: usize) {
-        self.queued.fetch_sub(n, Ordering::Relaxed);
-        self.budget.give_back(n);
+    /// Called by the socket task after writing (or dropping) queued frames
+    /// that counted for `room` ([`Outgoing::room`], summed).
+    pub fn sent(&self, room: (usize, usize)) {
+        let (budget, control) = room;
+        self.queued.fetch_sub(budget + control, Ordering::Relaxed);
+        self.budget.give_back(budget);
+        self.control.give_back(control);
         self.progress
             .store(self.opened.elapsed().as_millis() as u64, Ordering::Relaxed);
     }
@@ -514,7 +637,7 @@ impl Conn {
         }
         let mut out = Vec::new();
         write::auth_challenge(&mut out, &self.challenge);
-        self.outbox.send(out);
+        self.outbox.send_control(out);
     }
 
     /// Before an `auth-required:` answer: the client needs the challenge to
@@ -752,6 +875,59 @@ mod tests {
         assert!(!outboxes[1].is_cut_off(), "within its share");
         assert!(!outboxes[2].is_cut_off());
         assert_eq!(relay.cut_offs.load(std::sync::atomic::Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn answers_reach_a_connection_above_its_share_of_a_spent_budget() {
+        let relay = RelayMemory::new(4 << 20);
+        let big = Budget::new(16 << 20, Some(relay.clone()));
+        let other = Budget::new(16 << 20, Some(relay.clone()));
+        let (out, mut rx) = outbox(big.clone());
+        let (other_out, _rx2) = outbox(other);
+        let _m1 = relay.join(1, member(&out));
+        let _m2 = relay.join(2, member(&other_out));
+        assert!(big.take(4 << 20).is_ok());
+        assert!(big.must_wait(), "above its share of a spent budget");
+        let mut closed = Vec::new();
+        write::closed(
+            &mut closed,
+            "s",
+            "rate-limited: the relay is short of memory",
+        );
+        assert!(out.send_control(closed.clone()), "CLOSED");
+        assert!(out.send_eose("s"), "EOSE");
+        assert!(out.send_ok(&EventId::from_bytes([7; 32]), true, ""), "OK");
+        assert!(!out.is_cut_off(), "told, not cut off");
+        let Ok(Outgoing::Text(first)) = rx.try_recv() else {
+            panic!("no answer queued");
+        };
+        assert_eq!(first, closed);
+    }
+
+    #[test]
+    fn a_client_that_leaves_its_answers_unread_is_cut_off() {
+        // Its own budget is full: answers go to the control allowance.
+        let budget = Budget::new(1 << 10, None);
+        let (out, _rx) = outbox(budget.clone());
+        assert!(budget.take(1 << 10).is_ok());
+        let mut sent = 0;
+        while out.send_eose("a subscription") {
+            sent += 1;
+            assert!(sent < CONTROL_ALLOWANCE, "never cut off");
+        }
+        assert!(out.is_cut_off());
+        let eose = r#"["EOSE","a subscription"]"#.len();
+        assert_eq!(
+            sent,
+            CONTROL_ALLOWANCE / eose,
+            "the allowance, then cut off"
+        );
+        // One the client takes frees its room.
+        let (out, _rx) = outbox(Budget::new(0, None));
+        assert!(out.send_eose("x"));
+        out.sent((0, r#"["EOSE","x"]"#.len()));
+        assert_eq!(out.queued(), 0);
+        assert_eq!(out.control.used(), 0);
     }
 
     #[test]

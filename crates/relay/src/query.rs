@@ -168,8 +168,8 @@ pub struct Job {
     pub started: Instant,
     /// Results being sent (after the scan finished).
     delivery: Option<Delivery>,
-    /// Room held in the connection's budget for the results the scan
-    /// renders (REQ), given back when the scan ends.
+    /// Scan quota held for the results the scan rendered (REQ), taken as
+    /// they are found and given back when the scan ends.
     scan_room: Option<Held>,
     /// What the matches found so far hold (REQ), taken slice by slice
     /// from the connection's budget: when the relay's is spent and the
@@ -211,16 +211,11 @@ impl Job {
     pub fn req(shared: &Shared, sub: Arc<Sub>) -> Job {
         let limits = &shared.config.limits;
         // Results rendered while scanning take room in the connection's
-        // scan budget (a quarter of its budget), held until the scan ends,
-        // so its queries together never render more than that; later
-        // results are kept by serial and rendered as they are sent.
-        let budget = sub.outbox.scan_budget();
-        let room = budget.cap().saturating_sub(budget.used());
-        let (scan_room, room) = match budget.hold(room) {
-            Ok(held) => (Some(held), room),
-            Err(_) => (None, 0),
-        };
-        let render_bytes = room / sub.filters.len().max(1);
+        // scan quota (a quarter of its budget) as they are found, a step
+        // before each cursor's turn (`grant_render`), held until the scan
+        // ends, so its queries together never render more than that;
+        // later results are kept by serial and rendered as they are sent.
+        let scan_room = Some(sub.outbox.scan_budget().hold_none());
         let alone = sub.filters.len() == 1;
         let cursors = sub
             .filters
@@ -238,7 +233,7 @@ impl Job {
                     .gated(sub.gate.clone())
                     .with_records(sub.outbox.is_binary())
                     .as_stored(sub.outbox.as_stored())
-                    .rendering_at_most(render_bytes)
+                    .rendering_at_most(0)
             })
             .collect();
         let sub_matches = sub.outbox.budget().hold_none();
@@ -314,6 +309,51 @@ impl Job {
     }
 }
 
+/// Scan quota a REQ's current cursor may render in one turn, taken from
+/// the connection's scan quota before the turn; what it did not render is
+/// given back after it.
+const RENDER_STEP: usize = 256 << 10;
+
+impl Job {
+    /// Before the current cursor scans: up to [`RENDER_STEP`] more of the
+    /// connection's scan quota for it to render into; none while the
+    /// relay's budget is spent (its matches are rendered when sent, so a
+    /// scan under pressure holds little and stays within its share).
+    fn grant_render(&mut self) {
+        let Some(room) = &mut self.scan_room else {
+            return;
+        };
+        let quota = self.sub.outbox.scan_budget();
+        let short = self
+            .sub
+            .outbox
+            .budget()
+            .relay()
+            .is_some_and(|r| r.is_short());
+        let step = match short {
+            true => 0,
+            false => RENDER_STEP.min(quota.cap().saturating_sub(quota.used())),
+        };
+        let step = if room.grow(step).is_ok() { step } else { 0 };
+        let cursor = &mut self.cursors[self.current];
+        cursor.render_bytes = Some(cursor.rendered_bytes() + step);
+    }
+
+    /// After a cursor scanned: the scan quota held is what its cursors
+    /// rendered (a cursor renders past its grant by at most one match).
+    fn settle_render(&mut self) {
+        let Some(room) = &mut self.scan_room else {
+            return;
+        };
+        let rendered: usize = self.cursors.iter().map(|c| c.rendered_bytes()).sum();
+        match room.bytes().cmp(&rendered) {
+            std::cmp::Ordering::Greater => room.release(room.bytes() - rendered),
+            std::cmp::Ordering::Less => room.grow_anyway(rendered - room.bytes()),
+            std::cmp::Ordering::Equal => {}
+        }
+    }
+}
+
 /// Runs a worker until the relay stops.
 pub fn run(shared: Arc<Shared>) {
     let budget = shared.config.performance.query_slice.max(1);
@@ -373,7 +413,7 @@ fn close_job(job: &Job, reason: &str) {
     job.sub.cancelled.store(true, Ordering::Relaxed);
     let mut out = Vec::new();
     write::closed(&mut out, &job.sub.id, reason);
-    job.sub.outbox.send(out);
+    job.sub.outbox.send_control(out);
 }
 
 fn step(
@@ -391,6 +431,7 @@ fn step(
             if job.waiting_since.is_none() {
                 shared.metrics.limit_hit("relay_memory_bytes");
             }
+            job.sub.outbox.budget().make_room();
             let since = *job.waiting_since.get_or_insert_with(Instant::now);
             if since.elapsed() > Duration::from_secs(shared.config.limits.slow_reader_seconds) {
                 return Ok(Progress::Refused(
@@ -499,10 +540,13 @@ fn slice(
 ) -> Result<ScanStatus, crate::store::StoreError> {
     let now = crate::now();
     while job.current < job.cursors.len() {
+        job.grant_render();
         let filter = &job.sub.filters[job.current];
         let status = shared
             .store
-            .scan(filter, &mut job.cursors[job.current], budget, now)?;
+            .scan(filter, &mut job.cursors[job.current], budget, now);
+        job.settle_render();
+        let status = status?;
         if status == ScanStatus::More {
             return Ok(ScanStatus::More);
         }
@@ -527,7 +571,7 @@ fn finish_count(shared: &Shared, job: &Job) {
         out.truncate(out.len() - 2);
         out.extend_from_slice(b",\"approximate\":true}]");
     }
-    sub.outbox.send(out);
+    sub.outbox.send_control(out);
 }
 
 /// Hands a NEG-OPEN's items (or why there are none) to the connection's

@@ -50,7 +50,7 @@ pub struct RateLimiter {
     settings: RwLock<RateSettings>,
     hasher: std::collections::hash_map::RandomState,
     buckets: Vec<Mutex<HashMap<(Budget, Subject), Bucket>>>,
-    connections: Mutex<HashMap<IpAddr, usize>>,
+    connections: Mutex<HashMap<Group, usize>>,
 }
 
 impl RateLimiter {
@@ -128,37 +128,64 @@ impl RateLimiter {
         }
     }
 
-    /// Counts a new connection from `ip`; `None` when the address already
-    /// has `connections_per_ip` open. The guard gives the slot back.
-    pub fn connect(&self, ip: IpAddr) -> Option<ConnectionSlot<'_>> {
-        let max = self.settings().connections_per_ip;
-        let mut map = self.connections.lock().expect("connection counts");
-        let open = map.entry(ip).or_default();
-        if max > 0 && *open >= max {
-            if *open == 0 {
-                map.remove(&ip);
-            }
-            return None;
+    /// Counts a new connection from `address` (a [`client_key`]): in its
+    /// own count (`connections_per_ip`) and, for IPv6, in its /56's and
+    /// /48's (`connections_per_ipv6_56`, `connections_per_ipv6_48`). `Err`
+    /// names the setting of the first count that is full; nothing is
+    /// counted then. The guard gives the slot back.
+    ///
+    /// [`client_key`]: crate::address::client_key
+    pub fn connect(&self, address: IpAddr) -> Result<ConnectionSlot<'_>, &'static str> {
+        let (max, max_56, max_48) = {
+            let s = self.settings();
+            (
+                s.connections_per_ip,
+                s.connections_per_ipv6_56,
+                s.connections_per_ipv6_48,
+            )
+        };
+        let mut keys = [None; 3];
+        keys[0] = Some(((0, address), max, "connections_per_ip"));
+        if let Some([n56, n48]) = crate::address::wider_networks(address) {
+            keys[1] = Some((n56, max_56, "connections_per_ipv6_56"));
+            keys[2] = Some((n48, max_48, "connections_per_ipv6_48"));
         }
-        *open += 1;
-        Some(ConnectionSlot { limiter: self, ip })
+        let mut map = self.connections.lock().expect("connection counts");
+        for (key, max, setting) in keys.iter().flatten() {
+            if *max > 0 && map.get(key).is_some_and(|open| open >= max) {
+                return Err(setting);
+            }
+        }
+        for (key, _, _) in keys.iter().flatten() {
+            *map.entry(*key).or_default() += 1;
+        }
+        Ok(ConnectionSlot {
+            limiter: self,
+            keys: keys.map(|k| k.map(|(key, _, _)| key)),
+        })
     }
 }
+
+/// A connection group the connection counts keep: `(0, address)` for a
+/// client's own address, `(bits, network)` for a wider IPv6 network.
+type Group = (u8, IpAddr);
 
 /// One counted connection; dropping it frees the slot.
 #[derive(Debug)]
 pub struct ConnectionSlot<'a> {
     limiter: &'a RateLimiter,
-    ip: IpAddr,
+    keys: [Option<Group>; 3],
 }
 
 impl Drop for ConnectionSlot<'_> {
     fn drop(&mut self) {
         let mut map = self.limiter.connections.lock().expect("connection counts");
-        if let Some(open) = map.get_mut(&self.ip) {
-            *open -= 1;
-            if *open == 0 {
-                map.remove(&self.ip);
+        for key in self.keys.iter().flatten() {
+            if let Some(open) = map.get_mut(key) {
+                *open -= 1;
+                if *open == 0 {
+                    map.remove(key);
+                }
             }
         }
     }
@@ -236,8 +263,94 @@ mod tests {
         let ip: IpAddr = "192.0.2.1".parse().unwrap();
         let a = limiter.connect(ip).unwrap();
         let _b = limiter.connect(ip).unwrap();
-        assert!(limiter.connect(ip).is_none());
+        assert_eq!(limiter.connect(ip).unwrap_err(), "connections_per_ip");
         drop(a);
-        assert!(limiter.connect(ip).is_some());
+        assert!(limiter.connect(ip).is_ok());
+    }
+
+    /// The `i`-th /64 of 2001:db8:4b00::/48, as `client_key` gives it.
+    fn slash64(net: u16, i: u16) -> IpAddr {
+        let ip = format!("2001:db8:{net:x}:{i:x}:5a1e:7:1:{:x}", i ^ 0x55);
+        crate::address::client_key(ip.parse().unwrap(), 64)
+    }
+
+    /// A tunnel-broker /48 is 65,536 /64s, 32 connections each by the
+    /// per-address limit: it would take every one of `max_connections`'
+    /// 20,000 slots. Its /56s and the /48 as a whole are capped.
+    #[test]
+    fn one_48_spread_over_its_64s_takes_no_more_than_its_caps() {
+        let limiter = RateLimiter::new(RateSettings::default());
+        let defaults = RateSettings::default();
+        let (per_56, per_48) = (
+            defaults.connections_per_ipv6_56,
+            defaults.connections_per_ipv6_48,
+        );
+        assert!(per_56 > 0 && per_48 > per_56 && per_48 < 20_000);
+        // Every /64 of the /48 tries its 32 connections; the first /56
+        // gives out after its cap, then each /56 until the /48's is spent.
+        let mut held = Vec::new();
+        let mut refused = std::collections::BTreeMap::new();
+        for i in 0..=u16::MAX {
+            for _ in 0..defaults.connections_per_ip {
+                match limiter.connect(slash64(0x4b00, i)) {
+                    Ok(slot) => held.push(slot),
+                    Err(setting) => *refused.entry(setting).or_insert(0u64) += 1,
+                }
+            }
+        }
+        assert_eq!(held.len(), per_48, "the /48 holds its cap, no more");
+        assert!(
+            refused.contains_key("connections_per_ipv6_56"),
+            "{refused:?}"
+        );
+        assert!(
+            refused.contains_key("connections_per_ipv6_48"),
+            "{refused:?}"
+        );
+        // Another /48, and an IPv4 client, still connect.
+        assert!(limiter.connect(slash64(0x4b01, 0)).is_ok());
+        assert!(limiter.connect("192.0.2.9".parse().unwrap()).is_ok());
+        // Slots come back: one freed in the /48 lets one more in.
+        assert!(limiter.connect(slash64(0x4b00, 0xffff)).is_err());
+        held.pop();
+        let again = limiter.connect(slash64(0x4b00, 0xfffe));
+        assert!(again.is_ok(), "{:?}", again.err());
+        drop(again);
+        drop(held);
+        assert!(
+            limiter.connections.lock().unwrap().is_empty(),
+            "every count given back"
+        );
+    }
+
+    #[test]
+    fn a_56_is_capped_over_its_64s() {
+        let limiter = RateLimiter::new(RateSettings::default());
+        let per_56 = RateSettings::default().connections_per_ipv6_56;
+        // 256 /64s of one /56, one connection each.
+        let held: Vec<_> = (0..256u16)
+            .filter_map(|i| limiter.connect(slash64(0x4b00, 0x1200 | i)).ok())
+            .collect();
+        assert_eq!(held.len(), per_56);
+        assert_eq!(
+            limiter.connect(slash64(0x4b00, 0x12ff)).unwrap_err(),
+            "connections_per_ipv6_56"
+        );
+        // The next /56 of the same /48 is its own.
+        assert!(limiter.connect(slash64(0x4b00, 0x1300)).is_ok());
+    }
+
+    #[test]
+    fn a_cap_of_zero_is_no_cap() {
+        let limiter = RateLimiter::new(RateSettings {
+            connections_per_ip: 0,
+            connections_per_ipv6_56: 0,
+            connections_per_ipv6_48: 0,
+            ..RateSettings::default()
+        });
+        let held: Vec<_> = (0..2_000u16)
+            .map(|i| limiter.connect(slash64(0x4b00, i)).unwrap())
+            .collect();
+        assert_eq!(held.len(), 2_000);
     }
 }

@@ -60,9 +60,42 @@ const CLOSE_IDLE: u16 = 1001;
 /// How long the close frame of a connection that is cut off may take.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(1);
 
+/// How long the accept loop waits after `accept` failed (for a reason
+/// other than descriptors), so a persistent error does not spin it.
+const ACCEPT_BACK_OFF: Duration = Duration::from_millis(50);
+
+/// Where the accept loop takes connections from: the relay's TCP listener
+/// (tests give it others).
+pub(crate) trait Listener {
+    /// The next connection and its peer's address.
+    fn accept(
+        &self,
+    ) -> impl std::future::Future<Output = io::Result<(TcpStream, std::net::SocketAddr)>> + Send;
+}
+
+impl Listener for TcpListener {
+    fn accept(
+        &self,
+    ) -> impl std::future::Future<Output = io::Result<(TcpStream, std::net::SocketAddr)>> + Send
+    {
+        TcpListener::accept(self)
+    }
+}
+
 /// Accepts connections until `shutdown` is cancelled; each connection's
 /// task is tracked by [`Shared::tasks`].
 pub async fn serve(shared: Arc<Shared>, listener: TcpListener, shutdown: CancellationToken) {
+    accept_loop(shared, listener, shutdown, ACCEPT_BACK_OFF).await;
+}
+
+/// [`serve`] from any [`Listener`], waiting `back_off` after a failed
+/// `accept`; a stop ends the wait.
+pub(crate) async fn accept_loop<L: Listener>(
+    shared: Arc<Shared>,
+    listener: L,
+    shutdown: CancellationToken,
+    back_off: Duration,
+) {
     let tasks = shared.tasks.clone();
     let next_id = Arc::new(AtomicU64::new(1));
     // A descriptor kept in reserve: when `accept` fails for want of
@@ -81,17 +114,25 @@ pub async fn serve(shared: Arc<Shared>, listener: TcpListener, shutdown: Cancell
                 shared.metrics.limit_hit("descriptors");
                 tracing::warn!("accept failed: {e}; closing the newest connection");
                 drop(spare.take());
-                if let Ok(Ok((stream, _))) =
-                    tokio::time::timeout(Duration::from_millis(50), listener.accept()).await
-                {
-                    drop(stream);
+                tokio::select! {
+                    r = tokio::time::timeout(back_off, listener.accept()) => {
+                        if let Ok(Ok((stream, _))) = r {
+                            drop(stream);
+                        }
+                    }
+                    _ = shutdown.cancelled() => break,
                 }
                 spare = std::fs::File::open("/dev/null").ok();
                 continue;
             }
             Err(e) => {
                 tracing::warn!("accept failed: {e}");
-                tokio::time::sleep(Duration::from_millis(50)).await;
+                // A stop ends the wait: the relay does not sit out a
+                // back-off before it stops.
+                tokio::select! {
+                    () = tokio::time::sleep(back_off) => {}
+                    _ = shutdown.cancelled() => break,
+                }
                 continue;
             }
         };
@@ -273,7 +314,23 @@ async fn dictionary_reply(shared: &Shared, stream: &mut TcpStream, name: &str) -
                 set.bytes.len(),
                 set.hex
             );
-            [head.as_bytes(), &set.bytes].concat()
+            // The set is shared, never copied: slices of it are written a
+            // chunk at a time, each holding its room in the fetch budget
+            // until the socket took it, and the socket's send buffer is
+            // kept to a chunk, so a fetcher that does not read holds a
+            // chunk or two, not the set.
+            keep_send_buffer(stream, crate::dictionaries::FETCH_CHUNK);
+            let write = async {
+                stream.write_all(head.as_bytes()).await?;
+                for chunk in set.bytes.chunks(crate::dictionaries::FETCH_CHUNK) {
+                    let _room = shared.set_fetches.hold(chunk.len()).await;
+                    stream.write_all(chunk).await?;
+                }
+                stream.shutdown().await
+            };
+            return tokio::time::timeout(HEAD_TIMEOUT, write)
+                .await
+                .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "reply not read"))?;
         }
         None => {
             shared.metrics.limit_hit("unknown_dictionary");
@@ -295,7 +352,30 @@ async fn dictionary_reply(shared: &Shared, stream: &mut TcpStream, name: &str) -
         .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "reply not read"))?
 }
 
-/// HTTP 429 for an address over `rate.connections_per_ip`.
+/// Sets the socket's send buffer to `bytes` (the kernel doubles it for
+/// its bookkeeping), instead of letting it grow to megabytes for a client
+/// that does not read.
+fn keep_send_buffer(stream: &TcpStream, bytes: usize) {
+    use std::os::fd::AsRawFd;
+    let size = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    // SAFETY: setsockopt reads `size` (a c_int, as SO_SNDBUF takes) from a
+    // live descriptor the stream owns.
+    let failed = unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_SNDBUF,
+            std::ptr::addr_of!(size).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    } != 0;
+    if failed {
+        tracing::debug!("could not set a send buffer size");
+    }
+}
+
+/// HTTP 429 for an address over `rate.connections_per_ip` (or its IPv6
+/// network over `rate.connections_per_ipv6_56` or `…_48`).
 async fn too_many_from_address(stream: &mut TcpStream) -> io::Result<()> {
     http_reply(
         stream,
@@ -339,9 +419,9 @@ async fn connection(
     let prefix = shared.config.relay.ipv6_prefix;
     let early_slot = if shared.config.relay.real_ip_header.is_empty() {
         match shared.rate.connect(client_key(peer_ip, prefix)) {
-            Some(slot) => Some(slot),
-            None => {
-                shared.metrics.limit_hit("connections_per_ip");
+            Ok(slot) => Some(slot),
+            Err(setting) => {
+                shared.metrics.limit_hit(setting);
                 return too_many_from_address(&mut stream).await;
             }
         }
@@ -393,6 +473,7 @@ async fn connection(
                  # TYPE nostrwire_ingest_queue_bytes gauge\nnostrwire_ingest_queue_bytes {queued}\n"
             ));
             shared.memory.render_metrics(&mut body);
+            shared.set_fetches.render_metrics(&mut body);
             return http_reply_with(
                 &mut stream,
                 "200 OK",
@@ -443,9 +524,9 @@ async fn connection(
     let _slot = match early_slot {
         Some(slot) => slot,
         None => match shared.rate.connect(address) {
-            Some(slot) => slot,
-            None => {
-                shared.metrics.limit_hit("connections_per_ip");
+            Ok(slot) => slot,
+            Err(setting) => {
+                shared.metrics.limit_hit(setting);
                 return too_many_from_address(&mut stream).await;
             }
         },
@@ -622,7 +703,7 @@ async fn websocket(
                 Err(e) => {
                     let mut out = Vec::new();
                     nostrwire_event::message::write::notice(&mut out, &format!("error: {e}"));
-                    outbox.send(out);
+                    outbox.send_control(out);
                     outbox.close_with(e.close_code());
                     break 'connection;
                 }
@@ -661,7 +742,7 @@ async fn websocket(
                             "invalid: binary frames need the nostrwire.v1 subprotocol; send JSON text frames"
                         },
                     );
-                    outbox.send(out);
+                    outbox.send_control(out);
                 }
                 Message::Ping(payload) => outbox.pong(payload),
                 Message::Pong(_) => {}
@@ -805,24 +886,22 @@ async fn write_loop(
 ) {
     let mut out = Vec::new();
     let mut close = None;
+    let binary = outbox.is_binary();
     while let Some(first) = rx.recv().await {
         if outbox.is_cut_off() {
             break;
         }
         let mut next = Some(first);
-        let mut written = 0;
+        let mut written = (0, 0);
         while let Some(item) = next.take() {
+            let (budget, control) = item.room();
+            written = (written.0 + budget, written.1 + control);
             match item {
-                Outgoing::Text(text) => {
-                    written += text.len();
-                    frames.text(&mut out, &text, None);
-                }
-                Outgoing::Binary(frame) => {
-                    written += frame.len();
-                    frames.binary(&mut out, &frame, None);
-                }
+                Outgoing::Text(text) => frames.text(&mut out, &text, None),
+                Outgoing::Binary(frame) => frames.binary(&mut out, &frame, None),
+                Outgoing::Control(frame) if binary => frames.binary(&mut out, &frame, None),
+                Outgoing::Control(text) => frames.text(&mut out, &text, None),
                 Outgoing::Pong(payload) => {
-                    written += payload.len();
                     frames.control(&mut out, opcode::PONG, &payload, None);
                 }
                 Outgoing::Ping => frames.control(&mut out, opcode::PING, b"", None),
@@ -872,7 +951,7 @@ async fn write_loop(
     }
     if outbox.is_cut_off() {
         // What is queued is not sent: the client gets why, and the socket closes.
-        drop_queue(rx, &outbox, 0);
+        drop_queue(rx, &outbox, (0, 0));
         out.clear();
         match outbox.cut_off_notice() {
             Outgoing::Text(text) => frames.text(&mut out, &text, None),
@@ -892,17 +971,69 @@ async fn write_loop(
     .await;
 }
 
-/// Gives back the budget of everything still queued (and `in_hand` bytes
-/// taken from the queue but not written), so the connection's memory is
-/// freed as soon as the writer stops.
-fn drop_queue(mut rx: UnboundedReceiver<Outgoing>, outbox: &Outbox, in_hand: usize) {
+/// Gives back the room of everything still queued (and of what was taken
+/// from the queue but not written, `in_hand` as [`Outgoing::room`] counts
+/// it), so the connection's memory is freed as soon as the writer stops.
+fn drop_queue(mut rx: UnboundedReceiver<Outgoing>, outbox: &Outbox, in_hand: (usize, usize)) {
     rx.close();
-    let mut bytes = in_hand;
+    let mut room = in_hand;
     while let Ok(item) = rx.try_recv() {
-        bytes += match item {
-            Outgoing::Text(b) | Outgoing::Binary(b) | Outgoing::Pong(b) => b.len(),
-            Outgoing::Ping | Outgoing::Close(_) => 0,
-        };
+        let (budget, control) = item.room();
+        room = (room.0 + budget, room.1 + control);
     }
-    outbox.sent(bytes);
+    outbox.sent(room);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A listener whose every `accept` fails, and that says so each time.
+    struct Failing(tokio::sync::mpsc::UnboundedSender<()>);
+
+    impl Listener for Failing {
+        fn accept(
+            &self,
+        ) -> impl std::future::Future<Output = io::Result<(TcpStream, std::net::SocketAddr)>> + Send
+        {
+            let _ = self.0.send(());
+            std::future::ready(Err(io::Error::other("no buffer space available")))
+        }
+    }
+
+    /// A stop while the accept loop waits out its back-off after a failed
+    /// `accept` ends the loop then, not when the back-off is over (here an
+    /// hour, which the test would never see the end of).
+    #[test]
+    fn a_stop_during_the_accept_back_off_ends_the_loop() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = crate::Config::default();
+        config.relay.listen = "127.0.0.1:0".into();
+        config.relay.data = dir.path().to_path_buf();
+        let relay = crate::start(config).unwrap();
+        let shared = relay.shared.clone();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let ended = runtime.block_on(async {
+            let (tx, mut failed) = tokio::sync::mpsc::unbounded_channel();
+            let stop = CancellationToken::new();
+            let serving = tokio::spawn(accept_loop(
+                shared.clone(),
+                Failing(tx),
+                stop.clone(),
+                Duration::from_secs(3600),
+            ));
+            // The first accept failed: the loop waits out its back-off.
+            failed.recv().await.expect("the loop accepts");
+            stop.cancel();
+            tokio::time::timeout(Duration::from_secs(30), serving)
+                .await
+                .is_ok()
+        });
+        assert!(ended, "the accept loop sat out its back-off after the stop");
+        drop(shared);
+        relay.shutdown();
+    }
 }

@@ -28,7 +28,7 @@ pub struct Sessions {
 fn send_err(conn: &Conn, id: &str, message: &str) {
     let mut out = Vec::new();
     write::neg_err(&mut out, id, message);
-    conn.outbox.send(out);
+    conn.outbox.send_control(out);
 }
 
 fn send_msg(conn: &Conn, id: &str, message: &[u8]) {

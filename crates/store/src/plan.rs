@@ -309,6 +309,12 @@ impl QueryCursor {
         (self.found.len() + self.ranked.len()) * per_match + self.rendered
     }
 
+    /// Bytes of the matches rendered so far (see
+    /// [`QueryCursor::render_bytes`]).
+    pub fn rendered_bytes(&self) -> usize {
+        self.rendered
+    }
+
     /// Serials of every match so far (to union counts across filters).
     pub fn seen_serials(&self) -> impl Iterator<Item = u64> + '_ {
         self.seen.iter().copied()

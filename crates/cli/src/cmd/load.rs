@@ -28,7 +28,8 @@ pub struct Args {
     /// abuse-idle-flood, abuse-oversized-subs, abuse-deflate-bomb,
     /// abuse-quadratic-json, abuse-hostile-search, abuse-deletion-undo,
     /// abuse-auth-relayed, abuse-spread-slow-readers, abuse-spread-oversized-subs,
-    /// abuse-spread-heavy-queries, or abuse for all of them (not part of all).
+    /// abuse-spread-heavy-queries, abuse-spread-ipv6-48, or abuse for all of
+    /// them (not part of all).
     #[arg(long, default_value = "publish", value_delimiter = ',')]
     pub scenario: Vec<String>,
     /// Events (or queries) per scenario and round.

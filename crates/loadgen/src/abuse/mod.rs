@@ -569,6 +569,7 @@ async fn attack_body(attack: Attack, ctx: Ctx) -> Found {
         Attack::SpreadSlowReaders => spread_slow_readers(ctx).await,
         Attack::SpreadOversizedSubs => spread_oversized_subs(ctx).await,
         Attack::SpreadHeavyQueries => spread_heavy_queries(ctx).await,
+        Attack::SpreadIpv6_48 => spread_ipv6_48(ctx).await,
     }
 }
 

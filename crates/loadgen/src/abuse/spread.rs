@@ -34,6 +34,19 @@ impl Ctx {
     }
 }
 
+/// The IPv6 /48 the `spread-ipv6-48` attackers claim: 2001:db8:4b00::/48
+/// (in the documentation prefix, RFC 3849).
+const ATTACK_48: [u16; 3] = [0x2001, 0x0db8, 0x4b00];
+
+/// The `k`-th address of the `spread-ipv6-48` attack: in the `k`-th /64 of
+/// [`ATTACK_48`] (65,536 of them), with an interface id of its own, as
+/// SLAAC privacy addresses pick them.
+pub(super) fn slash64_address(k: usize) -> std::net::Ipv6Addr {
+    let [a, b, c] = ATTACK_48;
+    let lap = (k >> 16) as u16;
+    std::net::Ipv6Addr::new(a, b, c, k as u16, 0x5a1e, lap, 0x7, 0x1)
+}
+
 /// Opens `n` attacking connections over the addresses.
 async fn open_many(ctx: &Ctx, n: usize) -> (Vec<Conn>, usize) {
     let mut open = Vec::with_capacity(n);
@@ -150,6 +163,44 @@ pub(super) async fn spread_oversized_subs(mut ctx: Ctx) -> Found {
     f
 }
 
+/// `spread_connections` connections, the `i`-th claiming (through
+/// `X-Forwarded-For`, from the attacking loopback address, as a reverse
+/// proxy would forward it) an address in the `i`-th /64 of one /48: within
+/// every per-/64 limit, one tunnel broker's allocation. Each subscribes to
+/// nothing and holds its socket until the attack ends; how many the relay
+/// took and refused is counted. A relay that does not take client
+/// addresses from the header (`relay.real_ip_header`) sees them all come
+/// from one address.
+pub(super) async fn spread_ipv6_48(mut ctx: Ctx) -> Found {
+    let mut f = Found::default();
+    let p = ctx.p().clone();
+    let mut open = Vec::new();
+    let mut refused = 0usize;
+    for i in 0..p.spread_connections {
+        if ctx.over() {
+            break;
+        }
+        let mut target = ctx.attacker.clone();
+        target.url.forwarded_for = Some(slash64_address(i).into());
+        match Conn::open(&target, ctx.seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9)).await {
+            Ok(c) => open.push(c),
+            Err(_) => refused += 1,
+        }
+    }
+    let [a, b, c] = ATTACK_48;
+    f.metrics
+        .insert("attack_connections".into(), open.len() as f64);
+    f.metrics.insert("attack_refused".into(), refused as f64);
+    f.notes.push(format!(
+        "{} of {} connections from as many /64s of {a:x}:{b:x}:{c:x}::/48 (X-Forwarded-For) held open; {refused} refused",
+        open.len(),
+        open.len() + refused,
+    ));
+    ctx.hold().await;
+    drop(open);
+    f
+}
+
 /// `list_req`'s text with subscription id `X` replaced by `sub`.
 fn rename_sub(template: &[u8], sub: &str) -> Vec<u8> {
     // `["REQ","X",` is the start of every list_req message.
@@ -233,6 +284,23 @@ mod tests {
         assert!(all
             .iter()
             .all(|a| a.octets()[3] != 0 && a.octets()[3] != 255));
+    }
+
+    #[test]
+    fn ipv6_attackers_fill_distinct_64s_of_one_48() {
+        let n = 70_000;
+        let all: Vec<_> = (0..n).map(slash64_address).collect();
+        assert_eq!(all.iter().collect::<HashSet<_>>().len(), n);
+        let net = |ip: &std::net::Ipv6Addr, bits: u32| u128::from(*ip) >> (128 - bits);
+        assert!(
+            all.iter().all(|ip| net(ip, 48) == net(&all[0], 48)),
+            "one /48"
+        );
+        // The first 65,536 are each in a /64 of their own; then it wraps.
+        let slash64s: HashSet<_> = all[..65_536].iter().map(|ip| net(ip, 64)).collect();
+        assert_eq!(slash64s.len(), 65_536);
+        assert_eq!(net(&all[65_536], 64), net(&all[0], 64));
+        assert_eq!(all[3].to_string(), "2001:db8:4b00:3:5a1e:0:7:1");
     }
 
     #[test]

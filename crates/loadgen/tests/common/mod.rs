@@ -386,11 +386,19 @@ pub fn mixed_events(
 /// Our relay on a loopback port with a fresh database (durability `none`).
 /// Keep the directory alive as long as the relay.
 pub fn start_relay() -> (nostrwire_relay::Relay, tempfile::TempDir) {
+    start_relay_with(|_| {})
+}
+
+/// [`start_relay`] with settings of the test's own.
+pub fn start_relay_with(
+    adjust: impl FnOnce(&mut nostrwire_relay::Config),
+) -> (nostrwire_relay::Relay, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let mut config = nostrwire_relay::Config::default();
     config.relay.listen = "127.0.0.1:0".into();
     config.relay.data = dir.path().to_path_buf();
     config.storage.durability = nostrwire_store::Durability::None;
     config.storage.map_size_gib = 1;
+    adjust(&mut config);
     (nostrwire_relay::start(config).unwrap(), dir)
 }
