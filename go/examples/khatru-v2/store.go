@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/fiatjaf/eventstore/lmdb"
+	"github.com/nbd-wtf/go-nostr"
+)
+
+var errStoreClosed = errors.New("error: the store is closed")
+
+// guardedStore closes LMDB only once no call into it is running. khatru
+// keeps answering connections that outlive the HTTP server (they are
+// hijacked), and eventstore's LMDB backend holds a read transaction until
+// a query's results are all taken; closing the environment under either
+// crashes the process. Calls after Close fail.
+type guardedStore struct {
+	mu     sync.RWMutex
+	closed bool
+	db     *lmdb.LMDBBackend
+}
+
+// enter takes a read lock for one call; false when the store is closed.
+func (g *guardedStore) enter() bool {
+	g.mu.RLock()
+	if g.closed {
+		g.mu.RUnlock()
+		return false
+	}
+	return true
+}
+
+func (g *guardedStore) call(ctx context.Context, evt *nostr.Event, f func(context.Context, *nostr.Event) error) error {
+	if !g.enter() {
+		return errStoreClosed
+	}
+	defer g.mu.RUnlock()
+	return f(ctx, evt)
+}
+
+func (g *guardedStore) SaveEvent(ctx context.Context, evt *nostr.Event) error {
+	return g.call(ctx, evt, g.db.SaveEvent)
+}
+
+func (g *guardedStore) DeleteEvent(ctx context.Context, evt *nostr.Event) error {
+	return g.call(ctx, evt, g.db.DeleteEvent)
+}
+
+func (g *guardedStore) ReplaceEvent(ctx context.Context, evt *nostr.Event) error {
+	return g.call(ctx, evt, g.db.ReplaceEvent)
+}
+
+func (g *guardedStore) CountEvents(ctx context.Context, filter nostr.Filter) (int64, error) {
+	if !g.enter() {
+		return 0, errStoreClosed
+	}
+	defer g.mu.RUnlock()
+	return g.db.CountEvents(ctx, filter)
+}
+
+// QueryEvents takes every result from LMDB (ending its read transaction)
+// before handing them on, so a caller that stops reading, as khatru's
+// deleted-event check does after the first, holds no transaction open.
+func (g *guardedStore) QueryEvents(ctx context.Context, filter nostr.Filter) (chan *nostr.Event, error) {
+	if !g.enter() {
+		return nil, errStoreClosed
+	}
+	results, err := g.db.QueryEvents(ctx, filter)
+	if err != nil {
+		g.mu.RUnlock()
+		return nil, err
+	}
+	out := make(chan *nostr.Event)
+	go func() {
+		defer close(out)
+		var events []*nostr.Event
+		for evt := range results {
+			events = append(events, evt)
+		}
+		g.mu.RUnlock()
+		for _, evt := range events {
+			select {
+			case out <- evt:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
+}
+
+// Close waits for the calls running, then closes LMDB.
+func (g *guardedStore) Close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.closed {
+		g.closed = true
+		g.db.Close()
+	}
+}
