@@ -40,9 +40,12 @@ echo "== python: build venv (maturin, pytest from PyPI)"
 python3 -m venv "$work/build"
 "$work/build/bin/pip" install -q --disable-pip-version-check maturin==1.16.0
 
+# The wheel stays in $CARGO_TARGET_DIR/wheels/ (only the one built now), where
+# scripts/interop-matrix.sh takes it instead of building it again.
 echo "== python: maturin build --release (abi3 wheel)"
-"$work/build/bin/maturin" build --release -m "$here/Cargo.toml" -o "$work/wheels" -q
-wheel="$(ls "$work"/wheels/nostrwire-*-abi3-*.whl)"
+rm -f "$CARGO_TARGET_DIR"/wheels/nostrwire-*.whl
+"$work/build/bin/maturin" build --release -m "$here/Cargo.toml" -o "$CARGO_TARGET_DIR/wheels" -q
+wheel="$(ls "$CARGO_TARGET_DIR"/wheels/nostrwire-*-abi3-*.whl)"
 echo "built $(basename "$wheel")"
 
 # Pythons 3.9–3.13 (pyenv's, else on PATH): one wheel for all of them.

@@ -49,12 +49,26 @@ pub async fn dictionary_set(url: &WsUrl, hash: &SetHash) -> Result<&'static Dict
         .windows(4)
         .position(|w| w == b"\r\n\r\n")
         .ok_or_else(|| bad("no HTTP reply".into()))?;
-    let status = String::from_utf8_lossy(&reply[..end]);
-    if !status.starts_with("HTTP/1.1 200") {
-        let line = status.lines().next().unwrap_or("").to_string();
+    let head = String::from_utf8_lossy(&reply[..end]);
+    if !head.starts_with("HTTP/1.1 200") {
+        let line = head.lines().next().unwrap_or("").to_string();
         return Err(bad(format!("the relay answered `{line}`")));
     }
-    let file = &reply[end + 4..];
+    let chunked = head.lines().skip(1).any(|line| {
+        line.split_once(':').is_some_and(|(name, value)| {
+            name.trim().eq_ignore_ascii_case("transfer-encoding")
+                && value.to_ascii_lowercase().contains("chunked")
+        })
+    });
+    let body = &reply[end + 4..];
+    let dechunked;
+    let file = match chunked {
+        true => {
+            dechunked = dechunk(body).ok_or_else(|| bad("a malformed chunked reply".into()))?;
+            &dechunked[..]
+        }
+        false => body,
+    };
     if <[u8; 32]>::from(Sha256::digest(file)) != *hash {
         return Err(bad("the file does not hash to its name".into()));
     }
@@ -62,6 +76,32 @@ pub async fn dictionary_set(url: &WsUrl, hash: &SetHash) -> Result<&'static Dict
     let set: &'static DictSet = Box::leak(Box::new(set));
     sets.insert(*hash, set);
     Ok(set)
+}
+
+/// The body of an HTTP/1.1 reply sent with `Transfer-Encoding: chunked`
+/// (RFC 9112 §7.1), as servers that do not know a body's length ahead of
+/// time send it; `None` when the chunks do not add up.
+fn dechunk(mut body: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    loop {
+        let line_end = body.windows(2).position(|w| w == b"\r\n")?;
+        let line = std::str::from_utf8(&body[..line_end]).ok()?;
+        // Chunk extensions (`;name=value`) follow the size and are ignored.
+        let size = line.split(';').next()?.trim();
+        let size = usize::from_str_radix(size, 16).ok()?;
+        body = &body[line_end + 2..];
+        if size == 0 {
+            return Some(out);
+        }
+        if size > MAX_SET_BYTES.saturating_sub(out.len()) || body.len() < size + 2 {
+            return None;
+        }
+        out.extend_from_slice(&body[..size]);
+        if &body[size..size + 2] != b"\r\n" {
+            return None;
+        }
+        body = &body[size + 2..];
+    }
 }
 
 /// What a `nostrwire.v2` connection holds.
@@ -97,6 +137,28 @@ pub fn batch_len(frame: &[u8], sub: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn chunked_replies_are_read_whole() {
+        assert_eq!(
+            dechunk(b"5\r\nhello\r\n7;ext=1\r\n, world\r\n0\r\n\r\n").as_deref(),
+            Some(&b"hello, world"[..])
+        );
+        assert_eq!(dechunk(b"0\r\n\r\n").as_deref(), Some(&b""[..]));
+        assert_eq!(dechunk(b"5\r\nhel"), None, "a chunk cut short");
+        assert_eq!(
+            dechunk(b"5\r\nhelloXX0\r\n\r\n"),
+            None,
+            "no CRLF after the data"
+        );
+        assert_eq!(dechunk(b"zz\r\n"), None, "a size that is not hex");
+        assert_eq!(dechunk(b"5\r\nhello\r\n"), None, "no last chunk");
+        assert_eq!(
+            dechunk(b"ffffffffffffffff\r\n"),
+            None,
+            "a size over the limit"
+        );
+    }
 
     #[test]
     fn batch_len_reads_the_header() {

@@ -19,6 +19,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -33,6 +34,9 @@ type run struct {
 	FirstMS float64 `json:"first_ms"`
 	LastMS  float64 `json:"last_ms"`
 	EOSEMS  float64 `json:"eose_ms"`
+	// CPUMS is the CPU time of this process (all its threads) from the
+	// REQ to EOSE: the client's work, whatever else the machine runs.
+	CPUMS   float64 `json:"cpu_ms"`
 	Invalid uint64  `json:"invalid,omitempty"`
 }
 
@@ -139,6 +143,7 @@ func measure(name, url string, filter nostr.Filter) (run, error) {
 	}
 	defer finish()
 	ms := func() float64 { return float64(time.Since(start).Microseconds()) / 1000 }
+	cpu0 := cpuMS()
 	for {
 		select {
 		case ev := <-events:
@@ -152,6 +157,7 @@ func measure(name, url string, filter nostr.Filter) (run, error) {
 			res.LastMS = ms()
 		case <-eose:
 			res.EOSEMS = ms()
+			res.CPUMS = cpuMS() - cpu0
 			// go-nostr delivers stored events before EOSE; so does the
 			// client package. Anything later is not part of the REQ.
 			return res, nil
@@ -159,6 +165,13 @@ func measure(name, url string, filter nostr.Filter) (run, error) {
 			return res, ctx.Err()
 		}
 	}
+}
+
+// cpuMS is the user and system CPU time of the process so far.
+func cpuMS() float64 {
+	var u syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &u)
+	return float64(u.Utime.Nano()+u.Stime.Nano()) / 1e6
 }
 
 func median(xs []float64) float64 {
@@ -174,24 +187,34 @@ func median(xs []float64) float64 {
 }
 
 func summarize(clients []string, runs []run) {
-	base := 0.0
-	fmt.Fprintf(os.Stderr, "%-16s %8s %12s %12s %12s %10s\n", "client", "events", "first ms", "last ms", "min-max", "vs go-nostr")
+	var base, baseCPU float64
+	fmt.Fprintf(os.Stderr, "%-15s %7s %9s %9s %13s %8s %9s %8s\n", "client", "events", "first ms", "last ms", "last min-max", "vs", "cpu ms", "vs")
 	for _, c := range clients {
-		var first, last []float64
+		var first, last, cpu []float64
 		n := 0
 		for _, r := range runs {
 			if r.Client == c {
 				first = append(first, r.FirstMS)
 				last = append(last, r.LastMS)
+				cpu = append(cpu, r.CPUMS)
 				n = r.Events
 			}
 		}
-		m := median(last)
-		if c == "go-nostr-json" {
-			base = m
+		if len(last) == 0 {
+			continue
 		}
-		fmt.Fprintf(os.Stderr, "%-16s %8d %12.1f %12.1f %5.0f-%-6.0f %9.2fx\n", c, n, median(first), m,
-			slices.Min(last), slices.Max(last), base/m)
+		m, mc := median(last), median(cpu)
+		if c == "go-nostr-json" {
+			base, baseCPU = m, mc
+		}
+		ratio := func(b, x float64) string {
+			if b == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.2fx", b/x)
+		}
+		fmt.Fprintf(os.Stderr, "%-15s %7d %9.1f %9.1f %6.0f-%-6.0f %8s %9.1f %8s\n", c, n, median(first), m,
+			slices.Min(last), slices.Max(last), ratio(base, m), mc, ratio(baseCPU, mc))
 	}
 }
 
