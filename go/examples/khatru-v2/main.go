@@ -67,7 +67,7 @@ func newRelay(data, dicts string, maxLimit, cacheMiB int) (*khatru.Relay, *khatr
 	relay := khatru.NewRelay()
 	relay.Info.Name = "khatru with nostrwire.v2"
 	relay.StoreEvent = append(relay.StoreEvent, db.SaveEvent)
-	relay.QueryEvents = append(relay.QueryEvents, uniqueEvents(db.QueryEvents))
+	relay.QueryEvents = append(relay.QueryEvents, db.QueryEvents)
 	relay.CountEvents = append(relay.CountEvents, db.CountEvents)
 	relay.DeleteEvent = append(relay.DeleteEvent, db.DeleteEvent)
 	relay.ReplaceEvent = append(relay.ReplaceEvent, db.ReplaceEvent)

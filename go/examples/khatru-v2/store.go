@@ -60,34 +60,40 @@ func (g *guardedStore) CountEvents(ctx context.Context, filter nostr.Filter) (in
 	return g.db.CountEvents(ctx, filter)
 }
 
-// QueryEvents takes every result from LMDB (ending its read transaction)
-// before handing them on, so a caller that stops reading, as khatru's
-// deleted-event check does after the first, holds no transaction open.
+// QueryEvents takes every result from LMDB before it returns them: LMDB's
+// read transaction is over by then (eventstore's backend holds it until
+// its results are all taken, and khatru's deleted-event check takes one),
+// and the results come in a buffered channel, with no goroutine between
+// the store and the caller. eventstore's backend builds every result
+// inside its transaction anyway, so nothing arrives later for it.
+//
+// Each event comes once: the backend runs one index scan per value of a
+// filter's tag (or author, or kind) and merges them without removing
+// repeats, so an event carrying two of the values asked for
+// (`{"#p":[A,B]}` and an event tagging both) would otherwise reach the
+// client twice, over JSON and over nostrwire.v2 alike.
 func (g *guardedStore) QueryEvents(ctx context.Context, filter nostr.Filter) (chan *nostr.Event, error) {
 	if !g.enter() {
 		return nil, errStoreClosed
 	}
+	defer g.mu.RUnlock()
 	results, err := g.db.QueryEvents(ctx, filter)
 	if err != nil {
-		g.mu.RUnlock()
 		return nil, err
 	}
-	out := make(chan *nostr.Event)
-	go func() {
-		defer close(out)
-		var events []*nostr.Event
-		for evt := range results {
+	var events []*nostr.Event
+	seen := make(map[string]struct{})
+	for evt := range results {
+		if _, ok := seen[evt.ID]; !ok {
+			seen[evt.ID] = struct{}{}
 			events = append(events, evt)
 		}
-		g.mu.RUnlock()
-		for _, evt := range events {
-			select {
-			case out <- evt:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
+	}
+	out := make(chan *nostr.Event, len(events))
+	for _, evt := range events {
+		out <- evt
+	}
+	close(out)
 	return out, nil
 }
 
