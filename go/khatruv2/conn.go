@@ -486,6 +486,9 @@ func (c *conn) handleReq(env *nostr.ReqEnvelope) {
 				continue
 			}
 			for evt := range ch {
+				if reqCtx.Err() != nil {
+					continue // closed by the client or gone: drain only
+				}
 				modified := false
 				if len(rl.OverwriteResponseEvent) > 0 {
 					for _, ovw := range rl.OverwriteResponseEvent {

@@ -56,16 +56,18 @@ func main() {
 }
 
 // newRelay is the whole setup: a khatru relay on LMDB and the v2 handler
-// around it. Everything but the two khatruv2 lines is plain khatru.
+// around it. The khatruv2 lines are the handler's; the rest is plain khatru
+// (with LMDB behind guardedStore, so that it closes safely).
 func newRelay(data, dicts string, maxLimit, cacheMiB int) (*khatru.Relay, *khatruv2.Handler, func(), error) {
-	db := &lmdb.LMDBBackend{Path: data, MaxLimit: maxLimit}
-	if err := db.Init(); err != nil {
+	backend := &lmdb.LMDBBackend{Path: data, MaxLimit: maxLimit}
+	if err := backend.Init(); err != nil {
 		return nil, nil, nil, err
 	}
+	db := &guardedStore{db: backend}
 	relay := khatru.NewRelay()
 	relay.Info.Name = "khatru with nostrwire.v2"
 	relay.StoreEvent = append(relay.StoreEvent, db.SaveEvent)
-	relay.QueryEvents = append(relay.QueryEvents, uniqueEvents(db.QueryEvents))
+	relay.QueryEvents = append(relay.QueryEvents, db.QueryEvents)
 	relay.CountEvents = append(relay.CountEvents, db.CountEvents)
 	relay.DeleteEvent = append(relay.DeleteEvent, db.DeleteEvent)
 	relay.ReplaceEvent = append(relay.ReplaceEvent, db.ReplaceEvent)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -471,5 +472,51 @@ func TestGoClientOverV2(t *testing.T) {
 		if reason != "" || len(want) == 0 || !slices.Equal(ids(got), ids(want)) {
 			t.Fatalf("filter %v: v2 %d events, JSON %d (%q)", f, len(got), len(want), reason)
 		}
+	}
+}
+
+// Without a dictionary set the relay announces none (an empty 0x07),
+// serves no set, and sends records uncompressed.
+func TestNoDictionaries(t *testing.T) {
+	r := startRelay(t, nil)
+	h, err := khatruv2.New(r.relay, khatruv2.Options{NoDictionaries: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h}
+	go srv.Serve(ln)
+	defer srv.Close()
+	pub := dialV2(t, r, true)
+	sk := nostr.GeneratePrivateKey()
+	for i := 0; i < 3; i++ {
+		if ok, msg := pub.publish(signed(t, sk, 1, strings.Repeat("compressible text ", 20+i))); !ok {
+			t.Fatal(msg)
+		}
+	}
+	d := websocket.Dialer{Subprotocols: []string{"nostrwire.v2"}}
+	ws, _, err := d.Dial("ws://"+ln.Addr().String(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	if _, f, err := ws.ReadMessage(); err != nil || string(f) != "\x07" {
+		t.Fatalf("first frame %x (%v), want an empty 0x07", f, err)
+	}
+	ws.WriteMessage(websocket.BinaryMessage, []byte("\x00[\"REQ\",\"s\",{\"kinds\":[1]}]"))
+	_, f, err := ws.ReadMessage()
+	if err != nil || f[0] != 0x06 || f[1] != 1 || f[3] != 3 || f[6] != nwb.FormEvent {
+		t.Fatalf("batch %x (%v): want 3 uncompressed records", f[:min(len(f), 8)], err)
+	}
+	res, err := http.Get("http://" + ln.Addr().String() + "/dictionaries/" + r.handler.Set().HashHex())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 404 {
+		t.Fatalf("a relay without a set served one: %d", res.StatusCode)
 	}
 }
