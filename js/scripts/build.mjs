@@ -82,6 +82,27 @@ const zstdBuild = await build({
 });
 const zstdBytes = zstdBuild.outputFiles[0].contents;
 const zstd = { min: zstdBytes.length, gzip: gzipSync(zstdBytes, { level: 9 }).length };
-const report = { entry: main, total, files: sizes, zstd };
+// `nostrwire/pool` on top of the entry, as a bundler adds it to a page that
+// uses the package: the entry and the pool bundled together, less the entry
+// alone (both without the WebAssembly chunk, which is the same).
+const minGzip = async (contents) => {
+  const out = await build({
+    stdin: { contents, resolveDir: join(root, 'src'), loader: 'ts' },
+    bundle: true,
+    minify: true,
+    format: 'esm',
+    platform: 'browser',
+    target: 'es2022',
+    write: false,
+    external: ['./verifier-wasm-bytes.js'],
+    logLevel: 'warning',
+  });
+  const bytes = out.outputFiles[0].contents;
+  return { min: bytes.length, gzip: gzipSync(bytes, { level: 9 }).length };
+};
+const withPool = await minGzip("export * from './index.ts'; export * from './simple-pool.ts';");
+const alone = await minGzip("export * from './index.ts';");
+const pool = { min: withPool.min - alone.min, gzip: withPool.gzip - alone.gzip };
+const report = { entry: main, total, files: sizes, zstd, pool };
 writeFileSync(join(dir, 'sizes.json'), JSON.stringify(report, null, 2) + '\n');
-console.log(`browser bundle: entry ${main.min} B min, ${main.gzip} B gzip; with the WebAssembly verifier ${total.min} B min, ${total.gzip} B gzip; nostrwire/zstd adds ${zstd.min} B min, ${zstd.gzip} B gzip`);
+console.log(`browser bundle: entry ${main.min} B min, ${main.gzip} B gzip; with the WebAssembly verifier ${total.min} B min, ${total.gzip} B gzip; nostrwire/zstd adds ${zstd.min} B min, ${zstd.gzip} B gzip; nostrwire/pool adds ${pool.min} B min, ${pool.gzip} B gzip`);
