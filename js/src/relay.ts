@@ -423,7 +423,7 @@ export class Relay {
       }
       case 'eose': {
         const sub = this.openSubs.get(frame.subId);
-        if (sub) this.enqueue({ sub, eose: true });
+        if (sub) this.eoseArrived(sub);
         return;
       }
       case 'ok':
@@ -551,7 +551,7 @@ export class Relay {
       }
       case 'EOSE': {
         const sub = this.openSubs.get(msg[1]);
-        if (sub) this.enqueue({ sub, eose: true });
+        if (sub) this.eoseArrived(sub);
         return;
       }
       case 'CLOSED': {
@@ -609,6 +609,13 @@ export class Relay {
       if (this.batch.length >= BATCH) this.flush();
     }
     if (!this.draining && !this.holdDrain) void this.drain();
+  }
+
+  // EOSE is delivered after the events before it, which may still be
+  // verified; `eoseArrived` says the relay sent it.
+  private eoseArrived(sub: Subscription): void {
+    sub.eoseArrived = true;
+    this.enqueue({ sub, eose: true });
   }
 
   // Subscription messages go through one queue, so that verification can
@@ -821,7 +828,7 @@ export class Relay {
           this.reconnectTimer = undefined;
           this.reconnectAttempts = 0;
           for (const sub of this.openSubs.values()) {
-            sub.eosed = false;
+            sub.eosed = sub.eoseArrived = false;
             if (sub.lastEmitted !== undefined) for (const f of sub.filters) f.since = sub.lastEmitted + 1;
             this.sendMessage(JSON.stringify(['REQ', sub.id, ...sub.filters]));
           }
@@ -883,6 +890,8 @@ export class Relay {
 export class Subscription {
   closed = false;
   eosed = false;
+  /** The relay sent EOSE (`oneose` follows once the events before it are delivered). */
+  eoseArrived = false;
   /** The newest `created_at` delivered to `onevent` (a reconnection asks from just after it). */
   lastEmitted: number | undefined;
   /** Events the relay sent that never reached `onevent`, by reason. */

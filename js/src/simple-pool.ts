@@ -49,7 +49,11 @@ export interface SubscribeManyParams {
   /** Once, when every relay's subscription closed, with each relay's reason. */
   onclose?: (reasons: { url: string; reason: string }[]) => void;
   alreadyHaveEvent?: (id: string) => boolean;
-  /** Milliseconds each relay has to send EOSE before it counts as sent. Default 4,400. */
+  /**
+   * Milliseconds each relay has to send EOSE before it counts as sent
+   * (one that sent it in time is waited for while its events are
+   * verified). Default 4,400.
+   */
   maxWait?: number;
   abort?: AbortSignal;
   /** Signs NIP-42 AUTH when a relay closes the REQ with `auth-required: `; the REQ is sent once more. */
@@ -285,8 +289,10 @@ export class AbstractSimplePool {
       this.busy(relay);
       subs.push(sub);
       if (closing !== null) return sub.close(closing);
+      // A relay that sent EOSE in time is waited for while the events
+      // before it are verified.
       clearTimeout(timers[i]);
-      if (!eosed[i]) timers[i] = setTimeout(() => handleEose(i), params.maxWait || relay.publishTimeout);
+      if (!eosed[i]) timers[i] = setTimeout(() => sub.eoseArrived || handleEose(i), params.maxWait || relay.publishTimeout);
     };
     groups.forEach(async ([url, filters], i) => {
       if (this.allowConnectingToRelay?.(url, ['read', filters]) === false) {
