@@ -7,64 +7,33 @@
 // up the same way.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import WebSocket from 'ws';
 import { finalizeEvent, generateSecretKey, getPublicKey, verifyEvent as toolsVerify } from 'nostr-tools/pure';
 import * as toolsPool from 'nostr-tools/pool';
 import * as ourPool from '../dist/simple-pool.js';
-import { Relay, useWebSocketImplementation } from '../dist/index.js';
-import { startRelay, haveBinary, bin } from './relay-process.mjs';
-import { startKhatru, haveKhatru } from './khatru-process.mjs';
+import { useWebSocketImplementation } from '../dist/index.js';
+import { haveBinary } from './relay-process.mjs';
+import { haveKhatru } from './khatru-process.mjs';
 import { scriptedRelayServer } from './scripted-relay.mjs';
+import { KINDS, poolEvents, threeRelays } from './pool-relays.mjs';
 
 toolsPool.useWebSocketImplementation(WebSocket);
 ourPool.useWebSocketImplementation(WebSocket);
 useWebSocketImplementation(WebSocket);
 const skip = (!haveBinary && 'no nostrwire binary (set NOSTRWIRE_BIN)') || (!haveKhatru && 'no khatru relay (js/scripts/build-khatru.sh)');
-const repo = new URL('../..', import.meta.url).pathname;
 
 const NEWEST = Math.floor(Date.now() / 1000) - 3600;
-const FILTER = { kinds: [1, 6, 7], since: NEWEST - 1000, until: NEWEST, limit: 1000 };
-
-// Generated events one second apart; relay i holds those whose index
-// modulo 3 is not i: every event is on two of the three relays.
-let events = [];
-const holds = (i) => events.filter((_, k) => k % 3 !== i);
-const ids = (list) => list.map((e) => e.id).sort();
-
-async function load(url, list) {
-  const r = await Relay.connect(url, { transport: 'json' });
-  await Promise.all(list.map((e) => r.publish(e)));
-  r.close();
-}
-
-// A nostrwire relay with the binary transport, one without, and khatru,
-// each holding its share.
-async function threeRelays() {
-  const [v2, json, khatru] = [await startRelay(), await startRelay({ config: '[websocket]\nbinary = false\n' }), await startKhatru()];
-  const relays = [v2, json, khatru];
-  await Promise.all(relays.map((r, i) => load(r.url, holds(i))));
-  return { urls: relays.map((r) => r.url), stop: () => Promise.all(relays.map((r) => r.stop())) };
-}
+const FILTER = { kinds: KINDS, since: NEWEST - 2000, until: NEWEST, limit: 1000 };
 
 let set;
+let events = [];
 before(async () => {
   if (skip) return;
-  const file = join(mkdtempSync(join(tmpdir(), 'nostrwire-pool-')), 'events.jsonl');
-  execFileSync(bin, ['generate', '--count', '400', '--seed', '45', '--newest', String(NEWEST), '--out', file], { cwd: repo });
-  // Notes, reposts and reactions that do not expire: every relay keeps each.
-  events = readFileSync(file, 'utf8')
-    .trim()
-    .split('\n')
-    .map((l) => JSON.parse(l))
-    .filter((e) => FILTER.kinds.includes(e.kind) && !e.tags.some((t) => t[0] === 'expiration'));
-  set = await threeRelays();
+  events = poolEvents({ count: 200, seed: 45, newest: NEWEST }).events;
+  set = await threeRelays(events);
 });
 after(() => set?.stop());
-
+const ids = (list) => list.map((e) => e.id).sort();
 
 test('three relays, three implementations: each negotiates its own transport, the union arrives once', { skip }, async () => {
   const pool = new ourPool.SimplePool();
@@ -211,7 +180,7 @@ test('an app moved from nostr-tools\' SimplePool by its import alone: the same e
   const sk = generateSecretKey();
   const results = [];
   for (const mod of [toolsPool, ourPool]) {
-    const relays = await threeRelays();
+    const relays = await threeRelays(events);
     try {
       results.push(await app(mod, relays.urls, sk));
     } finally {
