@@ -2,7 +2,7 @@
 // `subscribe`, `publish`, `count`, `auth`, `close`), speaking nostrwire.v2
 // or v1 when the relay answers with one and NIP-01 JSON otherwise.
 
-import { heldDictionarySet, dictionarySet } from './dictionaries.js';
+import { heldDictionarySet, dictionarySet, type SetFetchLimits } from './dictionaries.js';
 import { NwbError } from './errors.js';
 import { DEFAULT_LIMITS, type Limits } from './limits.js';
 import { decodeRecord, decompressInto, decompressedSize, type ZstdDecoder } from './record.js';
@@ -79,6 +79,14 @@ export interface RelayOptions {
   workerUrl?: URL | string;
   /** Decoding limits for binary frames (spec/nwb.md §9). */
   limits?: Limits;
+  /**
+   * nostrwire.v2: milliseconds a fetch of the relay's dictionary set may
+   * take, from the request to its last byte; records arrive uncompressed
+   * meanwhile, and after a failure. Default 30,000.
+   */
+  dictionarySetTimeout?: number;
+  /** nostrwire.v2: the largest dictionary set file fetched, in bytes. Default 16 MiB. */
+  maxDictionarySetBytes?: number;
   /** Milliseconds to wait for the WebSocket to open. Default 4400. */
   connectionTimeout?: number;
   websocketImplementation?: unknown;
@@ -146,6 +154,19 @@ function defaultLimits(l: Limits): boolean {
   );
 }
 
+// The verifier checks a record against the default limits, as the record
+// decoder does by default: a record that other limits let through (more
+// tags, say) is verified as its event instead when a limit is above its
+// default.
+function withinDefaults(l: Limits): boolean {
+  return (
+    l.maxRecordBytes <= DEFAULT_LIMITS.maxRecordBytes &&
+    l.maxTags <= DEFAULT_LIMITS.maxTags &&
+    l.maxTagElements <= DEFAULT_LIMITS.maxTagElements &&
+    l.maxStringBytes <= DEFAULT_LIMITS.maxStringBytes
+  );
+}
+
 type Pending<T> = { resolve: (v: T) => void; reject: (e: Error) => void; timer: ReturnType<typeof setTimeout> };
 const BATCH = 64;
 const TIMED_OUT = new Error('connection timed out');
@@ -187,7 +208,10 @@ export class Relay {
   private readonly wanted: Transport;
   private readonly verify: ((event: Event) => boolean) | false;
   private readonly limits: Limits;
+  // The package's verifier takes this client's records as bytes.
+  private readonly recordsVerified: boolean;
   private readonly Impl: WebSocketConstructor | undefined;
+  private readonly setLimits: SetFetchLimits;
   private challenge: string | undefined;
   private serial = 0;
   // Per event id, the calls waiting for an OK in the order the EVENTs were
@@ -224,7 +248,9 @@ export class Relay {
     this.wanted = opts.transport ?? 'auto';
     this.verify = opts.verifyEvent === undefined ? defaultVerify : opts.verifyEvent;
     this.limits = opts.limits ?? DEFAULT_LIMITS;
+    this.recordsVerified = this.verify === defaultVerify && withinDefaults(this.limits);
     this.connectionTimeout = opts.connectionTimeout ?? 4400;
+    this.setLimits = { timeout: opts.dictionarySetTimeout, maxBytes: opts.maxDictionarySetBytes };
     this.Impl = opts.websocketImplementation as WebSocketConstructor | undefined;
     const workers = opts.workers ?? 0;
     this.reconnects = opts.enableReconnect ?? false;
@@ -447,7 +473,7 @@ export class Relay {
   // verification the bytes are not kept, and a scratch buffer serves every
   // record.
   private onBatch(sub: Subscription, frame: BatchFrame): void {
-    const keep = this.verify === defaultVerify;
+    const keep = this.recordsVerified;
     const wasm = this.rendersBatches();
     if (wasm) {
       const set = this.decoder ? dictionarySetFile(this.decoder) : null;
@@ -535,7 +561,7 @@ export class Relay {
     void heldDictionarySet(this.url, hash)
       .then((decoder) => {
         if (decoder) hold(decoder);
-        else void dictionarySet(this.url, hash).then(hold, failed);
+        else void dictionarySet(this.url, hash, this.setLimits).then(hold, failed);
       }, failed)
       .finally(() => named?.());
   }
@@ -630,10 +656,20 @@ export class Relay {
     const items = this.batch;
     if (items.length === 0 || !this.pool) return;
     this.batch = [];
-    // Records (nostrwire.v2) go to the workers as bytes, events as objects.
-    const verdicts = items[0]!.record
-      ? this.pool.verifyRecords(items.map((i) => i.record!))
-      : this.pool.verify(items.map((i) => i.event));
+    // Records (nostrwire.v2 batches) go to the workers as bytes, events as
+    // objects: a JSON EVENT can follow batch records on one connection, so
+    // each kind is sent on its own.
+    const records = items.filter((i) => i.record);
+    if (records.length > 0) {
+      this.awaitVerdicts(records, this.pool.verifyRecords(records.map((i) => i.record!)));
+    }
+    if (records.length < items.length) {
+      const events = records.length === 0 ? items : items.filter((i) => !i.record);
+      this.awaitVerdicts(events, this.pool.verify(events.map((i) => i.event)));
+    }
+  }
+
+  private awaitVerdicts(items: EventItem[], verdicts: Promise<boolean[]>): void {
     items.forEach((item, k) => {
       item.verdict = verdicts.then((v) => v[k] === true);
     });

@@ -24,6 +24,8 @@ interface Exports {
   nw_sha256_many(count: number, len: number): number;
   nw_render_records(len: number, at: number, count: number, cap: number, recordsCap: number): number;
   nw_zstd_load_set(len: number): number;
+  nw_zstd_sets(): number;
+  nw_zstd_use_set(index: number): number;
   nw_check_list(len: number, count: number): number;
 }
 
@@ -74,8 +76,9 @@ export interface WasmVerifier {
    */
   renderRecords(list: Uint8Array, count: number, set?: Uint8Array | null, withRecords?: boolean): Rendered;
   /**
-   * Prepares the dictionaries of set file `set` for `renderRecords`, unless
-   * they are the ones held; false when the module refuses the set.
+   * Prepares the dictionaries of set file `set` for `renderRecords` and
+   * uses them, unless the module holds them prepared already (a few sets);
+   * false when the module refuses the set.
    */
   holdDictionarySet(set: Uint8Array): boolean;
   /** Forgets the parsed keys it caches (for benchmarks of cold caches). */
@@ -154,6 +157,11 @@ const wellFormed: (s: string) => boolean =
     ? (s) => (s as string & { isWellFormed(): boolean }).isWellFormed()
     : (s) => !LONE_SURROGATE.test(s);
 
+// `nw_zstd_use_set`'s index of the decoder without dictionaries, and what
+// `Verifier.currentSet` is then.
+const NO_SET_INDEX = 0xffff_ffff;
+const NO_SET = new Uint8Array(0);
+
 // Packing outcome for one event besides "packed".
 const SHAPE = -1; // id, pubkey or sig is not lowercase hex of its length: invalid
 const OTHER = -2; // something the WebAssembly side does not serialize: JavaScript decides
@@ -163,8 +171,10 @@ class Verifier implements WasmVerifier {
   private view = new DataView(this.buf.buffer);
   private at = 0;
   private readonly index: number[] = [];
-  // The dictionary set file loaded into the module, or null.
-  private heldSet: Uint8Array | null = null;
+  // The dictionary set files the module holds prepared, in its order, and
+  // the one in use (NO_SET: none; null: not known).
+  private readonly heldSets: Uint8Array[] = [];
+  private currentSet: Uint8Array | null = NO_SET;
   private refusedSet: Uint8Array | null = null;
 
   constructor(private readonly x: Exports) {}
@@ -310,22 +320,49 @@ class Verifier implements WasmVerifier {
     return this.call(items.length / 128, (c, l) => this.x.nw_verify_signatures(c, l)).slice();
   }
 
-  // A set the module refuses (it checks what the JavaScript decoder does,
-  // and that zstd takes each dictionary) leaves the one it held; records
-  // that name its dictionaries are then left to the JavaScript decoder.
+  // The module holds a few sets prepared (crates/verify-wasm, zstd.rs
+  // `MAX_HELD_SETS`): a page reading several relays switches between their
+  // sets without preparing one again. A set the module refuses (it checks
+  // what the JavaScript decoder does, and that zstd takes each dictionary)
+  // is not used: the module then decodes with no dictionaries, and leaves
+  // records that name one to the JavaScript decoder.
   holdDictionarySet(set: Uint8Array): boolean {
-    if (set === this.heldSet) return true;
-    if (set === this.refusedSet) return false;
+    if (set === this.currentSet) return true;
+    if (set === this.refusedSet) {
+      this.useNoSet();
+      return false;
+    }
+    const index = this.heldSets.indexOf(set);
+    if (index >= 0 && this.x.nw_zstd_use_set(index) === 0) {
+      this.currentSet = set;
+      return true;
+    }
     const ptr = this.x.nw_reserve(0, set.length);
+    let loaded = false;
     if (ptr !== 0) {
       new Uint8Array(this.x.memory.buffer, ptr, set.length).set(set);
-      if (this.x.nw_zstd_load_set(set.length) >= 0) {
-        this.heldSet = set;
-        return true;
-      }
+      loaded = this.x.nw_zstd_load_set(set.length) >= 0;
+    }
+    // The sets loaded last may have made way for it; it is the last one.
+    const held = this.x.nw_zstd_sets();
+    this.heldSets.length = Math.min(this.heldSets.length, loaded ? held - 1 : held);
+    if (loaded) {
+      this.heldSets.push(set);
+      this.currentSet = set;
+      return true;
     }
     this.refusedSet = set;
+    this.currentSet = null;
+    this.useNoSet();
     return false;
+  }
+
+  // The decoder without dictionaries: records that name one are left to
+  // the JavaScript decoder, never read with another relay's set.
+  private useNoSet(): void {
+    if (this.currentSet === NO_SET) return;
+    this.x.nw_zstd_use_set(NO_SET_INDEX);
+    this.currentSet = NO_SET;
   }
 
   clearKeyCache(): void {
@@ -334,6 +371,7 @@ class Verifier implements WasmVerifier {
 
   renderRecords(list: Uint8Array, count: number, set?: Uint8Array | null, withRecords = false): Rendered {
     if (set) this.holdDictionarySet(set);
+    else this.useNoSet();
     const len = list.length;
     // Records decompress to about three times their size and their JSON
     // adds ~150 bytes each; a list that renders larger takes more calls.

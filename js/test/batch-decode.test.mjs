@@ -7,10 +7,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import WebSocket, { WebSocketServer } from 'ws';
+import WebSocket from 'ws';
 import { finalizeEvent, generateSecretKey } from 'nostr-tools/pure';
 import { Relay, useWebSocketImplementation, decodeRecord, encodeEvent, initVerifier, verifiedSymbol, NwbError, DEFAULT_LIMITS } from '../dist/index.js';
 import { varint } from './helpers.mjs';
+import { scriptedRelayV2, batchFrame, eoseFrame } from './scripted-relay.mjs';
 
 useWebSocketImplementation(WebSocket);
 const repo = resolve(new URL('../..', import.meta.url).pathname);
@@ -82,25 +83,14 @@ test('a record with several faults reports the first in record order', () => {
 // A nostrwire.v2 relay that names no set and answers each REQ with one batch
 // of `entries` (stored records) and EOSE.
 async function batchRelay(t, entries) {
-  const server = new WebSocketServer({ host: '127.0.0.1', port: 0, handleProtocols: (p) => (p.has('nostrwire.v2') ? 'nostrwire.v2' : false) });
-  await new Promise((r) => server.once('listening', r));
-  server.on('connection', (ws) => {
-    ws.send(Buffer.from([0x07]));
-    ws.on('message', (data) => {
-      if (data[0] !== 0x00) return;
-      const [type, id] = JSON.parse(String(data.subarray(1)));
-      if (type !== 'REQ') return;
-      const sid = Buffer.from(id);
-      const parts = [Buffer.from([0x06, sid.length]), sid, varint(entries.length)];
-      for (const r of entries) parts.push(varint(r.length), Buffer.from(r));
-      ws.send(Buffer.concat(parts));
-      ws.send(Buffer.concat([Buffer.from([0x05]), sid]));
-    });
+  const relay = await scriptedRelayV2(t, {
+    onReq: (ws, id) => {
+      ws.send(batchFrame(id, entries));
+      ws.send(eoseFrame(id));
+    },
   });
-  t.after(() => server.close());
-  return `ws://127.0.0.1:${server.address().port}`;
+  return relay.url;
 }
-
 
 async function receive(url, opts) {
   const r = await Relay.connect(url, { transport: 'v2', ...opts });

@@ -6,7 +6,7 @@ import { copyFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startRelay, haveBinary } from './relay-process.mjs';
-import { scriptedRelay } from './scripted-relay.mjs';
+import { scriptedRelay, scriptedRelayV2, batchFrame, eoseFrame, jsonEventFrame } from './scripted-relay.mjs';
 import { bundlePage, serveDir, launch, openPage, haveChromium } from './browser/harness.mjs';
 
 const noBrowser = !haveChromium && 'no chromium (js/scripts/install-chromium.sh)';
@@ -81,6 +81,33 @@ test('Chromium, verifier workers: events the app already has are never handed to
   assert.equal(result.workerFailure, null);
   assert.deepEqual(result.got, [{ id: events[1].id, verified: true }]);
   assert.equal(result.posted, 1, 'only the event the app lacks is verified');
+});
+
+test('Chromium, verifier workers: JSON EVENT frames among nostrwire.v2 batches are each verified as what they are', { skip: noBrowser }, async (t) => {
+  const { generateSecretKey, finalizeEvent } = await import('nostr-tools/pure');
+  const { encodeEvent } = await import('../dist/index.js');
+  const sk = generateSecretKey();
+  const now = Math.floor(Date.now() / 1000);
+  const events = Array.from({ length: 40 }, (_, i) => finalizeEvent({ kind: 1, created_at: now, tags: [], content: `m${i}` }, sk));
+  const forged = (e) => ({ ...e, content: `${e.content} forged` });
+  // Records, then JSON events while the workers verify the first batch,
+  // then records again: a forged one of each kind.
+  const relay = await scriptedRelayV2(t, {
+    onReq: (ws, id) => {
+      ws.send(batchFrame(id, events.slice(0, 10).map((e) => encodeEvent(e))));
+      ws.send(batchFrame(id, [...events.slice(10, 20), forged(events[20])].map((e) => encodeEvent(e))));
+      for (const e of [...events.slice(21, 30), forged(events[30])]) ws.send(jsonEventFrame(id, e));
+      ws.send(batchFrame(id, events.slice(31).map((e) => encodeEvent(e))));
+      ws.send(eoseFrame(id));
+    },
+  });
+  const result = await page.evaluate((u) => window.throughWorkers(u), relay.url);
+  assert.equal(result.workerFailure, null);
+  assert.equal(result.eose, true);
+  const want = events.filter((_, i) => i !== 20 && i !== 30).map((e) => ({ id: e.id, verified: true }));
+  assert.deepEqual(result.got, want);
+  assert.deepEqual(result.dropped, { invalid: 2, unmatched: 0 });
+  assert.deepEqual(page.errors, []);
 });
 
 test('Chromium falls back to JSON against a relay with the binary transport off', { skip }, async () => {

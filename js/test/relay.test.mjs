@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import WebSocket from 'ws';
 import { generateSecretKey, getPublicKey, finalizeEvent } from 'nostr-tools/pure';
 import { Relay as ToolsRelay, useWebSocketImplementation as useToolsWebSocket } from 'nostr-tools/relay';
-import { Relay, useWebSocketImplementation, verifiedSymbol } from '../dist/index.js';
+import { Relay, useWebSocketImplementation, verifiedSymbol, DEFAULT_LIMITS } from '../dist/index.js';
 import { startRelay, haveBinary } from './relay-process.mjs';
 import { scriptedRelay } from './scripted-relay.mjs';
 
@@ -112,6 +112,33 @@ test('auto falls back to JSON when the relay has the binary transport off', { sk
   exercise(jsonOnly.url, 'auto', 'json'));
 test('binary insists: connecting fails against a JSON-only relay', { skip }, async () => {
   await assert.rejects(Relay.connect(jsonOnly.url, { transport: 'binary' }));
+});
+
+// A relay's store decodes records with the default limits, so a scripted
+// relay serves what a relay with wider limits would.
+test('limits above the defaults: an event with more tags than the defaults allow arrives verified over JSON, v1 and v2; its forgery does not', async (t) => {
+  const sk = generateSecretKey();
+  const tags = Array.from({ length: DEFAULT_LIMITS.maxTags + 1 }, (_, i) => ['t', `n${i}`]);
+  const event = finalizeEvent({ kind: 1, created_at: now(), tags, content: 'many tags' }, sk);
+  const forged = { ...event, content: 'forged' };
+  const url = await scriptedRelay(t, [event, forged], { v2: true });
+  const limits = { ...DEFAULT_LIMITS, maxTags: 30_000 };
+  for (const transport of ['json', 'v1', 'v2']) {
+    const r = await Relay.connect(url, { transport, limits });
+    assert.equal(r.transport, transport);
+    const dropped = [];
+    const got = await new Promise((resolve) => {
+      const seen = [];
+      r.subscribe([{}], {
+        onevent: (e) => seen.push([e.id, e.content, e.tags.length, e[verifiedSymbol]]),
+        oninvalidevent: (e, reason) => dropped.push([e.content, reason]),
+        oneose: () => resolve(seen),
+      });
+    });
+    assert.deepEqual(got, [[event.id, event.content, tags.length, true]], transport);
+    assert.deepEqual(dropped, [['forged', 'invalid']], transport);
+    r.close();
+  }
 });
 
 test('events that do not verify never reach onevent', { skip }, async (t) => {

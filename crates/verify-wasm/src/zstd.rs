@@ -512,22 +512,35 @@ fn check_frame(frame: &[u8]) -> Result<(), ZstdError> {
     Ok(())
 }
 
+/// The most dictionary sets the wasm build holds prepared at once: a page
+/// reading several relays, each with its own set, switches between them
+/// without preparing a set again.
+pub const MAX_HELD_SETS: usize = 4;
+
+/// The most memory the held sets take together (each at most
+/// [`MAX_MEMORY_BYTES`] on its own).
+pub const MAX_HELD_BYTES: usize = 64 << 20;
+
 /// The WebAssembly interface. Memory from the linker's `__heap_base`
 /// (8-aligned) is laid out as
 ///
 /// ```text
-/// [ decoder: Zstd::memory_needed(set) bytes ][ region of nw_reserve ... ]
+/// [ no-set decoder ][ held set 0 ]...[ held set n-1 ][ region of nw_reserve ... ]
 /// ```
 ///
-/// so the region `nw_reserve` hands out (verdicts, then input) starts where
-/// the decoder ends ([`region_start`]): without a set the decoder is the
-/// `ZSTD_DCtx` alone (about 95 KB on wasm32); loading a set moves the
-/// region up or down, so callers ask `nw_reserve` again after
-/// `nw_zstd_load_set`, as they do before every call. At most
-/// [`MAX_MEMORY_BYTES`] (64 MiB) for the decoder.
+/// The decoder without dictionaries is the `ZSTD_DCtx` alone (about 95 KB
+/// on wasm32); each held set is a decoder with its dictionaries
+/// ([`Zstd::memory_needed`] bytes). The region `nw_reserve` hands out
+/// (verdicts, then input) starts after the last held set
+/// ([`region_start`]): loading a set moves it, so callers ask
+/// `nw_reserve` again after `nw_zstd_load_set`, as they do before every
+/// call. Up to [`MAX_HELD_SETS`] sets and [`MAX_HELD_BYTES`] are held; a
+/// set that does not fit replaces the sets loaded last, as many as it
+/// takes. One of them (or the no-set decoder) is in use:
+/// `nw_zstd_load_set` selects the set it loads, `nw_zstd_use_set` another.
 #[cfg(target_arch = "wasm32")]
 pub(crate) mod wasm {
-    use super::{parse_record, Zstd, ZstdError};
+    use super::{parse_record, Zstd, ZstdError, MAX_HELD_BYTES, MAX_HELD_SETS};
     use core::arch::wasm32::{memory_grow, memory_size};
     use core::cell::UnsafeCell;
 
@@ -538,29 +551,58 @@ pub(crate) mod wasm {
     struct Global<T>(UnsafeCell<T>);
     // SAFETY: wasm32-unknown-unknown without the atomics feature has one thread.
     unsafe impl<T> Sync for Global<T> {}
-    /// The decoder's bytes after `base()`; 0 before the first call.
-    static USED: Global<usize> = Global(UnsafeCell::new(0));
-    static DECODER: Global<Option<Zstd<'static>>> = Global(UnsafeCell::new(None));
+
+    /// The decoders and where their memory ends.
+    struct Held {
+        /// The decoder without dictionaries, made on first use.
+        plain: Option<Zstd<'static>>,
+        /// The held sets, in the order they were loaded (and lie in memory).
+        sets: [Option<Zstd<'static>>; MAX_HELD_SETS],
+        /// Where each held set's memory ends.
+        ends: [usize; MAX_HELD_SETS],
+        count: usize,
+        /// The set in use; `None`: the decoder without dictionaries.
+        current: Option<usize>,
+    }
+
+    static HELD: Global<Held> = Global(UnsafeCell::new(Held {
+        plain: None,
+        sets: [None, None, None, None],
+        ends: [0; MAX_HELD_SETS],
+        count: 0,
+        current: None,
+    }));
+
+    /// SAFETY: single-threaded instance; callers keep the reference for
+    /// one export call and take no second one meanwhile.
+    fn held() -> &'static mut Held {
+        unsafe { &mut *HELD.0.get() }
+    }
 
     fn base() -> usize {
         // Only the address of the linker's symbol is taken.
         (core::ptr::addr_of!(__heap_base) as usize + 7) & !7
     }
 
-    /// The bytes the decoder takes: what the loaded set needs, or a
-    /// context without dictionaries.
-    fn used() -> usize {
-        // SAFETY: single-threaded instance; no reference to USED is kept.
-        match unsafe { *USED.0.get() } {
-            // The size of a context without dictionaries cannot fail.
-            0 => Zstd::memory_needed(None).unwrap_or(0),
-            n => n,
+    /// Where the held sets start: after the decoder without dictionaries.
+    fn sets_start() -> usize {
+        // The size of a context without dictionaries cannot fail.
+        base() + Zstd::memory_needed(None).unwrap_or(0)
+    }
+
+    /// Where held set `i` starts (`i == count`: where the next one would).
+    fn start(h: &Held, i: usize) -> usize {
+        if i == 0 {
+            sets_start()
+        } else {
+            h.ends[i - 1]
         }
     }
 
-    /// Where the region of `nw_reserve` starts: after the decoder.
+    /// Where the region of `nw_reserve` starts: after the held sets.
     pub(crate) fn region_start() -> usize {
-        base() + used()
+        let h = held();
+        start(h, h.count)
     }
 
     /// Grows memory to at least `end` bytes.
@@ -581,24 +623,26 @@ pub(crate) mod wasm {
         unsafe { core::slice::from_raw_parts_mut(at as *mut u64, words) }
     }
 
-    /// The decoder, made without dictionaries if none was loaded.
+    /// The decoder in use: a held set's, or the one without dictionaries
+    /// (made on first use).
     pub(crate) fn decoder() -> Result<&'static mut Zstd<'static>, ZstdError> {
-        // SAFETY: single-threaded instance; the only reference handed out
-        // lives for one export call.
-        let slot = unsafe { &mut *DECODER.0.get() };
-        if slot.is_none() {
-            let need = used();
-            ensure(base() + need)?;
-            // SAFETY: [base, base + need) is the decoder's and nothing
+        let h = held();
+        if let Some(i) = h.current {
+            return h.sets[i].as_mut().ok_or(ZstdError::NoMemory(0));
+        }
+        if h.plain.is_none() {
+            let need = sets_start() - base();
+            ensure(sets_start())?;
+            // SAFETY: [base, sets_start) is this decoder's and nothing
             // else's; memory holds it (above).
             let memory = unsafe { words(base(), need / 8) };
-            *slot = Some(Zstd::new(memory, None)?);
+            h.plain = Some(Zstd::new(memory, None)?);
         }
         // Set just above.
-        slot.as_mut().ok_or(ZstdError::NoMemory(0))
+        h.plain.as_mut().ok_or(ZstdError::NoMemory(0))
     }
 
-    /// The `len` input bytes at the region's start, if memory holds them.
+    /// The `len` input bytes at `at`, if memory holds them.
     fn input(at: usize, len: usize) -> Option<&'static [u8]> {
         if at + len > memory_size(0) * 65536 {
             return None;
@@ -608,55 +652,88 @@ pub(crate) mod wasm {
     }
 
     fn load(len: usize) -> Result<usize, ZstdError> {
-        let at = region_start();
+        let h = held();
+        let at = start(h, h.count);
         let set = input(at, len).ok_or(ZstdError::NoMemory(at + len))?;
+        // The file's structure is checked here, before any set makes way.
         let need = Zstd::memory_needed(Some(set))?;
-        // A trial after the input first: a set zstd refuses leaves the
-        // loaded one in place.
-        let trial = (at + len + 7) & !7;
-        ensure(trial + need)?;
-        // SAFETY: past the input, inside memory (above); dropped at once.
-        Zstd::new(unsafe { words(trial, need / 8) }, Some(set))?;
-        // Then in place: the input moves to where the region will start.
-        // SAFETY: single-threaded; the old decoder is dropped before its
-        // memory is overwritten.
-        unsafe { *DECODER.0.get() = None };
-        let to = base() + need;
-        ensure(to + len)?;
-        // SAFETY: both ranges are inside memory; `copy` allows overlap.
-        unsafe { core::ptr::copy(at as *const u8, to as *mut u8, len) };
-        // SAFETY: single-threaded.
-        unsafe { *USED.0.get() = need };
-        // SAFETY: [base, base + need) is the decoder's; the set is after it.
-        let set = unsafe { core::slice::from_raw_parts(to as *const u8, len) };
-        let memory = unsafe { words(base(), need / 8) };
-        match Zstd::new(memory, Some(set)) {
-            Ok(zstd) => {
-                let count = zstd.dictionaries();
-                // SAFETY: single-threaded.
-                unsafe { *DECODER.0.get() = Some(zstd) };
-                Ok(count)
-            }
-            Err(e) => {
-                // Not reached (the trial passed): back to no dictionaries.
-                // SAFETY: single-threaded.
-                unsafe { *USED.0.get() = 0 };
-                Err(e)
-            }
+        // The sets loaded last make way for it, as many as it takes.
+        let mut keep = h.count;
+        while keep > 0
+            && (keep == MAX_HELD_SETS || start(h, keep) - sets_start() + need > MAX_HELD_BYTES)
+        {
+            keep -= 1;
         }
+        if keep < h.count {
+            // Sets make way only for a set zstd takes: a trial in free
+            // memory first (a set loaded beside them needs none: refused,
+            // it leaves them as they were).
+            let trial = (at + len + 7) & !7;
+            ensure(trial + need)?;
+            // SAFETY: past the input, inside memory (above); dropped at once.
+            Zstd::new(unsafe { words(trial, need / 8) }, Some(set))?;
+        }
+        for slot in &mut h.sets[keep..] {
+            *slot = None;
+        }
+        h.count = keep;
+        if h.current.is_some_and(|i| i >= keep) {
+            h.current = None;
+        }
+        // The input moves past where the decoder goes, which zstd reads
+        // while it prepares the dictionaries into their own copies.
+        let to = start(h, keep);
+        ensure(to + need + len)?;
+        // SAFETY: both ranges are inside memory, past the kept sets;
+        // `copy` allows overlap.
+        unsafe { core::ptr::copy(at as *const u8, (to + need) as *mut u8, len) };
+        // SAFETY: [to + need, + len) is inside memory and only read.
+        let set = unsafe { core::slice::from_raw_parts((to + need) as *const u8, len) };
+        // SAFETY: [to, to + need) is past the kept sets and nothing else's.
+        let zstd = Zstd::new(unsafe { words(to, need / 8) }, Some(set))?;
+        let count = zstd.dictionaries();
+        h.sets[keep] = Some(zstd);
+        h.ends[keep] = to + need;
+        h.count = keep + 1;
+        h.current = Some(keep);
+        Ok(count)
     }
 
     /// Loads the set file (spec/nwb.md §11.2) of `len` bytes placed at the
-    /// input address (`nw_reserve(0, len)`), replacing the loaded set: the
-    /// number of dictionaries, or a negative [`ZstdError::code`]. A refused
-    /// set leaves the loaded one in place. The region moves: call
-    /// `nw_reserve` again.
+    /// input address (`nw_reserve(0, len)`) as the last held set and uses
+    /// it: the number of dictionaries, or a negative [`ZstdError::code`].
+    /// A refused set leaves the held sets, and the one in use, as they
+    /// were. The region moves: call `nw_reserve` again.
     #[no_mangle]
     pub extern "C" fn nw_zstd_load_set(len: u32) -> i32 {
         match load(len as usize) {
             Ok(count) => count as i32,
             Err(e) => e.code(),
         }
+    }
+
+    /// How many sets are held: the last loaded is `nw_zstd_sets() - 1`.
+    #[no_mangle]
+    pub extern "C" fn nw_zstd_sets() -> u32 {
+        held().count as u32
+    }
+
+    /// Uses held set `index` (in load order) for what follows, or with
+    /// `u32::MAX` the decoder without dictionaries: 0, or -1 if no set is
+    /// held there.
+    #[no_mangle]
+    pub extern "C" fn nw_zstd_use_set(index: u32) -> i32 {
+        let h = held();
+        if index == u32::MAX {
+            h.current = None;
+            return 0;
+        }
+        let i = index as usize;
+        if i >= h.count {
+            return -1;
+        }
+        h.current = Some(i);
+        0
     }
 
     /// Decompresses the magicless frame of `len` bytes at the input address

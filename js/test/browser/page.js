@@ -89,4 +89,23 @@ window.withWorkers = async (url, have) => {
     Worker.prototype.postMessage = post;
   }
 };
+// Subscribes through verifier workers (nostrwire.v2) until EOSE: the events
+// that arrive, with their verdicts, and what was dropped.
+window.throughWorkers = async (url) => {
+  const r = await Relay.connect(url, { transport: 'v2', workers: 2 });
+  const out = await new Promise((resolve) => {
+    const got = [];
+    const timer = setTimeout(() => resolve({ got, eose: false }), 10000);
+    const sub = r.subscribe([{}], {
+      onevent: (e) => got.push({ id: e.id, verified: e[verifiedSymbol] }),
+      oneose: () => {
+        clearTimeout(timer);
+        resolve({ got, eose: true, dropped: { ...sub.dropped } });
+      },
+    });
+  });
+  out.workerFailure = r.workerFailure?.message ?? null;
+  r.close();
+  return out;
+};
 window.ready = true;
