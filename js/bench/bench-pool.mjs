@@ -13,7 +13,7 @@
 // event handed to `onevent`, verified. Writes results.json and README.md
 // to --out.
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir, cpus, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { build } from 'esbuild';
@@ -21,7 +21,7 @@ import { gzipSync } from 'node:zlib';
 import { bin } from '../test/relay-process.mjs';
 import { scriptedRelayServer } from '../test/scripted-relay.mjs';
 import { KINDS, poolEvents, threeRelays } from '../test/pool-relays.mjs';
-import { bundlePage, serveDir, launch, openPage } from '../test/browser/harness.mjs';
+import { servePage, launch, openPage } from '../test/browser/harness.mjs';
 import { checkArgs } from './args.mjs';
 
 checkArgs('usage: scripts/bench-browser.sh --pool [--out DIR] [--rounds N] [--sizes 1000,10000]', {
@@ -79,11 +79,7 @@ const packageSizes = {
 };
 
 // ---------------------------------------------------------------- runs
-const pageDir = join(work, 'page');
-mkdirSync(pageDir);
-await bundlePage(resolve(root, 'js/test/browser/pool-page.js'), pageDir, { minify: true });
-copyFileSync(resolve(root, 'js/dist/browser/verify-worker.js'), join(pageDir, 'verify-worker.js'));
-const site = await serveDir(pageDir);
+const site = await servePage(resolve(root, 'js/test/browser/pool-page.js'), { minify: true });
 const browser = await launch();
 const chromium = await browser.version();
 

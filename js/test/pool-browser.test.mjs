@@ -7,14 +7,11 @@
 // the same events, each once.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { copyFileSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { haveBinary } from './relay-process.mjs';
 import { haveKhatru } from './khatru-process.mjs';
 import { scriptedRelayServer } from './scripted-relay.mjs';
 import { KINDS, poolEvents, threeRelays } from './pool-relays.mjs';
-import { bundlePage, serveDir, launch, openPage, haveChromium } from './browser/harness.mjs';
+import { servePage, launch, openPage, haveChromium } from './browser/harness.mjs';
 
 const skip =
   (!haveChromium && 'no chromium (js/scripts/install-chromium.sh)') ||
@@ -32,10 +29,7 @@ before(async () => {
   stalled = await scriptedRelayServer(events, { stall: true });
   // It sends a tenth of the events first, then drops the connection.
   dropping = await scriptedRelayServer(events.slice(0, 60), { closeAfter: 40 });
-  const dir = mkdtempSync(join(tmpdir(), 'nostrwire-pool-page-'));
-  await bundlePage(new URL('./browser/pool-page.js', import.meta.url).pathname, dir);
-  copyFileSync(new URL('../dist/browser/verify-worker.js', import.meta.url).pathname, join(dir, 'verify-worker.js'));
-  site = await serveDir(dir);
+  site = await servePage(new URL('./browser/pool-page.js', import.meta.url).pathname);
   browser = await launch();
   page = await openPage(browser, site.url);
 });
