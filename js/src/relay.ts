@@ -848,7 +848,7 @@ export class Relay {
   // The socket closed without `close()`: with `enableReconnect`, the
   // subscriptions wait for the next connection.
   private dropped(): void {
-    if (!this.reconnects) return this.closed();
+    if (!this.reconnects) return this.closed(false, true);
     this.closed(true);
     this.reconnect();
   }
@@ -878,7 +878,9 @@ export class Relay {
 
   // `keepSubs`: the connection dropped and another is coming; the
   // subscriptions stay open and nothing is told.
-  private closed(keepSubs = false): void {
+  // `queued`: the subscriptions are told after the events that came before
+  // the connection dropped (some may still be verified).
+  private closed(keepSubs = false, queued = false): void {
     if (!this.ws) return;
     this.ws.onmessage = this.ws.onclose = null;
     this.ws = null;
@@ -902,16 +904,20 @@ export class Relay {
       p.reject(new Error('relay connection closed'));
     }
     this.counts.clear();
-    if (!keepSubs) this.finish();
+    if (!keepSubs) this.finish(queued);
   }
 
   // The subscriptions and the caller are told the connection is gone.
-  private finish(): void {
+  private finish(queued = false): void {
     for (const sub of this.openSubs.values()) {
+      if (queued) {
+        this.enqueue({ sub, closed: 'relay connection closed' });
+        continue;
+      }
       sub.closed = true;
       sub.onclose?.('relay connection closed');
     }
-    this.openSubs.clear();
+    if (!queued) this.openSubs.clear();
     this.onclose?.();
   }
 

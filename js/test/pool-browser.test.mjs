@@ -45,7 +45,9 @@ const sorted = (ids) => [...ids].sort();
 
 async function run(client) {
   const urls = [...relays.urls, stalled.url, dropping.url];
-  return page.evaluate((o) => window.poolRun(o), { client, urls, filter, maxWait: 3000 });
+  // Closed once every event came and oneose fired (the stalled relay's
+  // maxWait), whichever is last.
+  return page.evaluate((o) => window.poolRun(o), { client, urls, filter, maxWait: 3000, expect: events.length, waitForEose: true });
 }
 
 const results = {};

@@ -31,12 +31,14 @@ new PerformanceObserver((list) => {
 
 /**
  * Connects `client`'s pool to `urls` (timed apart), then one
- * `subscribeMany` of `filter`, closed at the pool's `oneose`. Returns the
+ * `subscribeMany` of `filter`, closed at the pool's `oneose` or, with
+ * `expect`, once that many events were handed on (and `oneose` came, with
+ * `waitForEose`). Returns the
  * ids handed to `onevent` in order, when the last came, how many copies the
  * relays delivered and how many events were verified, each relay's
  * transport and `onclose` reason, the long tasks, and the bytes.
  */
-window.poolRun = async ({ client, urls, filter, maxWait = 4400 }) => {
+window.poolRun = async ({ client, urls, filter, maxWait = 4400, expect = Infinity, waitForEose = false }) => {
   let verified = 0;
   let pool;
   if (client === 'tools-wasm') {
@@ -63,6 +65,7 @@ window.poolRun = async ({ client, urls, filter, maxWait = 4400 }) => {
   let last = 0;
   let eoseAt = 0;
   const t0 = performance.now();
+  window.poolProgress = () => ({ events: ids.length, delivered, invalid, eoses });
   const reasons = await new Promise((resolve) => {
     const sub = pool.subscribeMany(urls, filter, {
       maxWait,
@@ -73,6 +76,7 @@ window.poolRun = async ({ client, urls, filter, maxWait = 4400 }) => {
       onevent: (e) => {
         ids.push(e.id);
         last = performance.now();
+        if (ids.length === expect && (eoses > 0 || !waitForEose)) sub.close();
       },
       oninvalidevent: (e, reason) => {
         if (reason !== 'unmatched') invalid++;
@@ -80,7 +84,7 @@ window.poolRun = async ({ client, urls, filter, maxWait = 4400 }) => {
       oneose: () => {
         eoses++;
         eoseAt = performance.now();
-        sub.close();
+        if (!waitForEose || ids.length >= expect) sub.close();
       },
       onclose: resolve,
     });
