@@ -5,7 +5,10 @@
 # in about 10 s from an empty target directory), type-checks and runs every
 # JavaScript test: vectors, the corpus through Rust and back, the verifier
 # against noble and the Rust codec, the Relay client against live relays in
-# Node, and the same in headless Chromium together with the relay's web page.
+# Node, and the same in headless Chromium together with the relay's web page;
+# the pool against nostr-tools' pool tests and against a nostrwire relay and
+# khatru at once (khatru is built from the Go module proxy where Go is
+# installed; without Go those tests are skipped).
 #   NOSTRWIRE_BIN=target/release/nostrwire js/ci.sh
 # NOSTRWIRE_BIN (relative to the repository root, or absolute) must be a
 # built `nostrwire`; the default is target/release/nostrwire.
@@ -28,6 +31,7 @@ npm ci --no-audit --no-fund --silent
 
 echo "== js: build and type-check"
 node scripts/build.mjs
+scripts/build-khatru.sh   # the pool's tests read from khatru too (needs Go)
 npx tsc --noEmit -p .
 
 echo "== js: tests (Node and headless Chromium)"

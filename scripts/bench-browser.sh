@@ -7,8 +7,13 @@
 # Builds the release binary and the js/ package, installs Chromium if it is
 # missing, and writes results.json, report.md and chart.svg to DIR
 # (default bench-runs/<date>-browser).
+#   scripts/bench-browser.sh --pool [--out DIR] [--rounds N] [--sizes 1000,10000]
+# The pool rows instead (js/bench/bench-pool.mjs): three relays at once
+# (nostrwire with v2, nostrwire JSON-only, khatru, built by
+# js/scripts/build-khatru.sh), nostr-tools' pool with nostr-wasm against the
+# package's; README.md and results.json in DIR (default bench-runs/<date>-pool).
 set -euo pipefail
-case " $* " in *" -h "*|*" --help "*) sed -n '2,9p' "$0"; exit 0 ;; esac
+case " $* " in *" -h "*|*" --help "*) sed -n '2,13p' "$0"; exit 0 ;; esac
 cd "$(dirname "$0")/.."
 export NOSTRWIRE_BIN="${NOSTRWIRE_BIN:-target/release/nostrwire}"
 if [ "$NOSTRWIRE_BIN" = target/release/nostrwire ]; then
@@ -17,5 +22,12 @@ fi
 js/scripts/install-chromium.sh
 (cd js && npm ci --no-audit --no-fund --silent && node scripts/build.mjs)
 source scripts/lib/bench-lock.sh
+case " $* " in
+    *" --pool "*)
+        js/scripts/build-khatru.sh
+        [ -x js/test-output/khatru-relay ] || { echo "bench-browser.sh: --pool needs Go for the khatru relay" >&2; exit 1; }
+        bench_lock
+        exec node js/bench/bench-pool.mjs "$@" ;;
+esac
 bench_lock
 exec node js/bench/bench-browser.mjs "$@"

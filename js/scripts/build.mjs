@@ -67,21 +67,32 @@ for (const f of readdirSync(dir).filter((f) => f.endsWith('.js') && f !== 'verif
 }
 const main = sizes['nostrwire.js'];
 const total = Object.values(sizes).reduce((a, s) => ({ min: a.min + s.min, gzip: a.gzip + s.gzip }), { min: 0, gzip: 0 });
-// The opt-in zstd decoder (`nostrwire/zstd`) on its own, as a bundler adds
-// it to a page: measured, not shipped as a bundle (it shares NwbError with
-// the entry).
-const zstdBuild = await build({
-  entryPoints: [join(root, 'src/zstd.ts')],
-  bundle: true,
-  minify: true,
-  format: 'esm',
-  platform: 'browser',
-  target: 'es2022',
-  write: false,
-  logLevel: 'warning',
-});
-const zstdBytes = zstdBuild.outputFiles[0].contents;
-const zstd = { min: zstdBytes.length, gzip: gzipSync(zstdBytes, { level: 9 }).length };
-const report = { entry: main, total, files: sizes, zstd };
+// A module bundled and minified, as a bundler adds it to a page: its size
+// minified and gzipped.
+const minGzip = async (contents) => {
+  const out = await build({
+    stdin: { contents, resolveDir: join(root, 'src'), loader: 'ts' },
+    bundle: true,
+    minify: true,
+    format: 'esm',
+    platform: 'browser',
+    target: 'es2022',
+    write: false,
+    external: ['./verifier-wasm-bytes.js'],
+    logLevel: 'warning',
+  });
+  const bytes = out.outputFiles[0].contents;
+  return { min: bytes.length, gzip: gzipSync(bytes, { level: 9 }).length };
+};
+// The opt-in zstd decoder (`nostrwire/zstd`) on its own: measured, not
+// shipped as a bundle (it shares NwbError with the entry).
+const zstd = await minGzip("export * from './zstd.ts';");
+// `nostrwire/pool` on top of the entry, as a bundler adds it to a page that
+// uses the package: the entry and the pool bundled together, less the entry
+// alone (both without the WebAssembly chunk, which is the same).
+const withPool = await minGzip("export * from './index.ts'; export * from './simple-pool.ts';");
+const alone = await minGzip("export * from './index.ts';");
+const pool = { min: withPool.min - alone.min, gzip: withPool.gzip - alone.gzip };
+const report = { entry: main, total, files: sizes, zstd, pool };
 writeFileSync(join(dir, 'sizes.json'), JSON.stringify(report, null, 2) + '\n');
-console.log(`browser bundle: entry ${main.min} B min, ${main.gzip} B gzip; with the WebAssembly verifier ${total.min} B min, ${total.gzip} B gzip; nostrwire/zstd adds ${zstd.min} B min, ${zstd.gzip} B gzip`);
+console.log(`browser bundle: entry ${main.min} B min, ${main.gzip} B gzip; with the WebAssembly verifier ${total.min} B min, ${total.gzip} B gzip; nostrwire/zstd adds ${zstd.min} B min, ${zstd.gzip} B gzip; nostrwire/pool adds ${pool.min} B min, ${pool.gzip} B gzip`);

@@ -90,6 +90,18 @@ export interface RelayOptions {
   /** Milliseconds to wait for the WebSocket to open. Default 4400. */
   connectionTimeout?: number;
   websocketImplementation?: unknown;
+  /**
+   * After a connection drops (not after `close()`), connects again after
+   * `resubscribeBackoff`'s delays and sends each open subscription's REQ
+   * again, with `since` just after the newest event it delivered; no
+   * `onclose` fires meanwhile. Default false.
+   */
+  enableReconnect?: boolean;
+  /**
+   * Verifier workers shared with other relays (a pool's): used instead of
+   * `workers`, and left running by `close()`.
+   */
+  verifierPool?: VerifierPool;
 }
 
 /**
@@ -115,6 +127,8 @@ export interface SubscriptionParams {
    */
   alreadyHaveEvent?: (id: string) => boolean;
   id?: string;
+  /** Names the subscription `label:N` where no `id` is given. */
+  label?: string;
 }
 
 type BatchInProgress = {
@@ -155,6 +169,7 @@ function withinDefaults(l: Limits): boolean {
 
 type Pending<T> = { resolve: (v: T) => void; reject: (e: Error) => void; timer: ReturnType<typeof setTimeout> };
 const BATCH = 64;
+const TIMED_OUT = new Error('connection timed out');
 // nostrwire.v2 batches: the most decompressed bytes one buffer holds, and
 // the largest record decompressed into the shared scratch (unverified).
 const BATCH_BUFFER_MAX = 4 << 20;
@@ -181,7 +196,11 @@ export class Relay {
   dictionarySet: { hash: string | null; held: boolean } | null = null;
   onclose: (() => void) | null = null;
   onnotice: (message: string) => void = () => {};
+  /** NIP-42: when set, answers each AUTH challenge with an event it signs. */
+  onauth: ((template: EventTemplate) => Promise<Event>) | undefined;
   publishTimeout = 4400;
+  /** With `enableReconnect`: milliseconds before each attempt, the last repeated. */
+  resubscribeBackoff = [10_000, 10_000, 10_000, 20_000, 20_000, 30_000, 60_000];
   connectionTimeout: number;
   readonly openSubs = new Map<string, Subscription>();
 
@@ -219,6 +238,10 @@ export class Relay {
   private holdDrain = false;
   private firstSet: Promise<void> | null = null;
   private named: (() => void) | null = null;
+  private readonly sharedPool: boolean;
+  private readonly reconnects: boolean;
+  private reconnectAttempts = 0;
+  private reconnectTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(url: string, opts: RelayOptions = {}) {
     this.url = url;
@@ -230,7 +253,10 @@ export class Relay {
     this.setLimits = { timeout: opts.dictionarySetTimeout, maxBytes: opts.maxDictionarySetBytes };
     this.Impl = opts.websocketImplementation as WebSocketConstructor | undefined;
     const workers = opts.workers ?? 0;
-    if (workers > 0 && this.verify === defaultVerify && typeof Worker !== 'undefined') {
+    this.reconnects = opts.enableReconnect ?? false;
+    this.sharedPool = opts.verifierPool !== undefined;
+    if (opts.verifierPool && this.verify === defaultVerify) this.pool = opts.verifierPool;
+    else if (workers > 0 && this.verify === defaultVerify && typeof Worker !== 'undefined') {
       this.pool = new VerifierPool(workers, opts.workerUrl ?? new URL('./verify-worker.js', import.meta.url));
     }
   }
@@ -271,7 +297,8 @@ export class Relay {
         } catch (e) {
           // A relay without the binary transport omits the header, and
           // browsers and `ws` then fail the handshake: try again with JSON.
-          if (this.wanted !== 'auto') throw e;
+          // One that did not answer in time is not waited for twice.
+          if (this.wanted !== 'auto' || e === TIMED_OUT) throw e;
         }
       }
       if (!this.ws) await this.open(undefined);
@@ -295,7 +322,7 @@ export class Relay {
       const timer = setTimeout(() => {
         ws.onopen = ws.onerror = ws.onclose = null;
         ws.close();
-        reject(new Error('connection timed out'));
+        reject(TIMED_OUT);
       }, this.connectionTimeout);
       ws.onopen = () => {
         clearTimeout(timer);
@@ -322,7 +349,7 @@ export class Relay {
 
   private listen(ws: WebSocketLike): void {
     ws.onerror = null;
-    ws.onclose = () => this.closed();
+    ws.onclose = () => this.dropped();
     ws.onmessage = (ev) => {
       this.inbound.push(ev.data);
       if (!this.pumping) void this.pump(ws);
@@ -422,7 +449,7 @@ export class Relay {
       }
       case 'eose': {
         const sub = this.openSubs.get(frame.subId);
-        if (sub) this.enqueue({ sub, eose: true });
+        if (sub) this.eoseArrived(sub);
         return;
       }
       case 'ok':
@@ -550,7 +577,7 @@ export class Relay {
       }
       case 'EOSE': {
         const sub = this.openSubs.get(msg[1]);
-        if (sub) this.enqueue({ sub, eose: true });
+        if (sub) this.eoseArrived(sub);
         return;
       }
       case 'CLOSED': {
@@ -579,7 +606,9 @@ export class Relay {
       case 'NOTICE':
         return this.onnotice(String(msg[1]));
       case 'AUTH':
-        if (typeof msg[1] === 'string') this.challenge = msg[1];
+        if (typeof msg[1] !== 'string') return;
+        this.challenge = msg[1];
+        if (this.onauth) this.auth(this.onauth).catch(() => {});
         return;
     }
   }
@@ -606,6 +635,13 @@ export class Relay {
       if (this.batch.length >= BATCH) this.flush();
     }
     if (!this.draining && !this.holdDrain) void this.drain();
+  }
+
+  // EOSE is delivered after the events before it, which may still be
+  // verified; `eoseArrived` says the relay sent it.
+  private eoseArrived(sub: Subscription): void {
+    sub.eoseArrived = true;
+    this.enqueue({ sub, eose: true });
   }
 
   // Subscription messages go through one queue, so that verification can
@@ -683,6 +719,7 @@ export class Relay {
       if (verdict === false || (verdict === undefined && this.verify && !this.verifyItem(item))) {
         return sub.drop(event, 'invalid');
       }
+      if (!(event.created_at <= sub.lastEmitted!)) sub.lastEmitted = event.created_at;
       sub.onevent(event);
     } else if ('eose' in item) {
       if (sub.eosed || sub.closed) return;
@@ -789,7 +826,7 @@ export class Relay {
   }
 
   subscribe(filters: Filter[], params: SubscriptionParams = {}): Subscription {
-    const id = params.id ?? `sub:${++this.serial}`;
+    const id = params.id ?? `${params.label ?? 'sub'}:${++this.serial}`;
     const sub = new Subscription(this, id, filters, params);
     this.sendMessage(JSON.stringify(['REQ', id, ...filters]));
     this.openSubs.set(id, sub);
@@ -798,13 +835,52 @@ export class Relay {
 
   close(): void {
     const ws = this.ws;
-    this.closed();
+    const reconnecting = this.reconnectTimer !== undefined;
+    clearTimeout(this.reconnectTimer);
+    this.reconnectTimer = undefined;
+    if (ws) this.closed();
+    else if (reconnecting) this.finish();
     ws?.close();
-    this.pool?.close();
+    if (!this.sharedPool) this.pool?.close();
     this.pool = null;
   }
 
-  private closed(): void {
+  // The socket closed without `close()`: with `enableReconnect`, the
+  // subscriptions wait for the next connection.
+  private dropped(): void {
+    if (!this.reconnects) return this.closed(false, true);
+    this.closed(true);
+    this.reconnect();
+  }
+
+  private reconnect(): void {
+    const backoff = this.resubscribeBackoff;
+    const delay = backoff[Math.min(this.reconnectAttempts++, backoff.length - 1)] ?? 10_000;
+    this.reconnectTimer = setTimeout(() => {
+      this.connect().then(
+        () => {
+          // `close()` was called while this attempt was under way.
+          if (this.reconnectTimer === undefined) return this.close();
+          this.reconnectTimer = undefined;
+          this.reconnectAttempts = 0;
+          for (const sub of this.openSubs.values()) {
+            sub.eosed = sub.eoseArrived = false;
+            if (sub.lastEmitted !== undefined) for (const f of sub.filters) f.since = sub.lastEmitted + 1;
+            this.sendMessage(JSON.stringify(['REQ', sub.id, ...sub.filters]));
+          }
+        },
+        () => {
+          if (this.reconnectTimer !== undefined) this.reconnect();
+        },
+      );
+    }, delay);
+  }
+
+  // `keepSubs`: the connection dropped and another is coming; the
+  // subscriptions stay open and nothing is told.
+  // `queued`: the subscriptions are told after the events that came before
+  // the connection dropped (some may still be verified).
+  private closed(keepSubs = false, queued = false): void {
     if (!this.ws) return;
     this.ws.onmessage = this.ws.onclose = null;
     this.ws = null;
@@ -817,11 +893,7 @@ export class Relay {
     this.batchInProgress = null;
     this.named?.();
     this.named = null;
-    for (const sub of this.openSubs.values()) {
-      sub.closed = true;
-      sub.onclose?.('relay connection closed');
-    }
-    this.openSubs.clear();
+    this.challenge = undefined;
     for (const p of [...this.publishes.values()].flat()) {
       clearTimeout(p.timer);
       p.reject(new Error('relay connection closed'));
@@ -832,6 +904,20 @@ export class Relay {
       p.reject(new Error('relay connection closed'));
     }
     this.counts.clear();
+    if (!keepSubs) this.finish(queued);
+  }
+
+  // The subscriptions and the caller are told the connection is gone.
+  private finish(queued = false): void {
+    for (const sub of this.openSubs.values()) {
+      if (queued) {
+        this.enqueue({ sub, closed: 'relay connection closed' });
+        continue;
+      }
+      sub.closed = true;
+      sub.onclose?.('relay connection closed');
+    }
+    if (!queued) this.openSubs.clear();
     this.onclose?.();
   }
 
@@ -846,6 +932,10 @@ export class Relay {
 export class Subscription {
   closed = false;
   eosed = false;
+  /** The relay sent EOSE (`oneose` follows once the events before it are delivered). */
+  eoseArrived = false;
+  /** The newest `created_at` delivered to `onevent` (a reconnection asks from just after it). */
+  lastEmitted: number | undefined;
   /** Events the relay sent that never reached `onevent`, by reason. */
   readonly dropped: Record<DropReason, number> = { invalid: 0, unmatched: 0 };
   onevent: (event: Event) => void;

@@ -2,12 +2,9 @@
 // against live relays, over both transports and with the JSON fallback.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { copyFileSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { startRelay, haveBinary } from './relay-process.mjs';
 import { scriptedRelay, scriptedRelayV2, batchFrame, eoseFrame, jsonEventFrame } from './scripted-relay.mjs';
-import { bundlePage, serveDir, launch, openPage, haveChromium } from './browser/harness.mjs';
+import { servePage, launch, openPage, haveChromium } from './browser/harness.mjs';
 
 const noBrowser = !haveChromium && 'no chromium (js/scripts/install-chromium.sh)';
 const skip = noBrowser || (!haveBinary && 'no nostrwire binary (set NOSTRWIRE_BIN)');
@@ -19,11 +16,7 @@ before(async () => {
     relay = await startRelay();
     jsonOnly = await startRelay({ config: '[websocket]\nbinary = false\n' });
   }
-  const dir = mkdtempSync(join(tmpdir(), 'nostrwire-js-page-'));
-  await bundlePage(new URL('./browser/page.js', import.meta.url).pathname, dir);
-  // The page's bundle starts workers from beside itself, as the package's does.
-  copyFileSync(new URL('../dist/browser/verify-worker.js', import.meta.url).pathname, join(dir, 'verify-worker.js'));
-  site = await serveDir(dir);
+  site = await servePage(new URL('./browser/page.js', import.meta.url).pathname);
   browser = await launch();
   page = await openPage(browser, site.url);
 });

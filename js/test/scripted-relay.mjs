@@ -2,6 +2,9 @@
 // lets through: one that answers every REQ with the same events and EOSE
 // over JSON or nostrwire.v1 (as the client asks), and a nostrwire.v2 one
 // that sends what the test builds (batches, JSON frames, its HTTP replies).
+// The first, with `stall`, takes the connection and then answers nothing;
+// with `closeAfter: n`, sends n events of a REQ and drops the connection
+// (no EOSE); with `delay`, waits that many milliseconds before answering.
 import { createServer } from 'node:http';
 import { WebSocketServer } from 'ws';
 import { encodeEvent, eventFrame } from '../dist/index.js';
@@ -12,7 +15,14 @@ import { varint } from './helpers.mjs';
  * speaks nostrwire.v2 too when offered (no dictionary set; the events as
  * one batch of records).
  */
-export async function scriptedRelay(t, events, { v2 = false } = {}) {
+export async function scriptedRelay(t, events, opts = {}) {
+  const relay = await scriptedRelayServer(events, opts);
+  t.after(() => relay.stop());
+  return relay.url;
+}
+
+/** As `scriptedRelay`, resolving to `{ url, stop }`. */
+export async function scriptedRelayServer(events, { v2 = false, stall = false, closeAfter = Infinity, delay = 0 } = {}) {
   const server = new WebSocketServer({
     host: '127.0.0.1',
     port: 0,
@@ -21,14 +31,17 @@ export async function scriptedRelay(t, events, { v2 = false } = {}) {
   await new Promise((r) => server.once('listening', r));
   server.on('connection', (ws) => {
     if (ws.protocol === 'nostrwire.v2') ws.send(Buffer.from([0x07]));
-    ws.on('message', (data) => {
+    ws.on('message', async (data) => {
+      if (stall) return;
+      if (delay) await new Promise((r) => setTimeout(r, delay));
       const binary = ws.protocol !== '';
       const [type, id] = JSON.parse(String(binary ? data.subarray(1) : data));
       if (type !== 'REQ') return;
       const sid = Buffer.from(id);
       if (ws.protocol === 'nostrwire.v2') ws.send(batchFrame(id, events.map((e) => encodeEvent(e))));
       else {
-        for (const e of events) {
+        for (const [i, e] of events.entries()) {
+          if (i === closeAfter) return ws.terminate();
           if (binary) ws.send(Buffer.concat([Buffer.from([0x03, sid.length]), sid, eventFrame(e).subarray(1)]));
           else ws.send(JSON.stringify(['EVENT', id, e]));
         }
@@ -36,8 +49,14 @@ export async function scriptedRelay(t, events, { v2 = false } = {}) {
       ws.send(binary ? eoseFrame(id) : JSON.stringify(['EOSE', id]));
     });
   });
-  t.after(() => server.close());
-  return `ws://127.0.0.1:${server.address().port}`;
+  return {
+    url: `ws://127.0.0.1:${server.address().port}`,
+    stop: () =>
+      new Promise((r) => {
+        for (const c of server.clients) c.terminate();
+        server.close(r);
+      }),
+  };
 }
 
 /** A nostrwire.v2 batch frame (0x06) of stored records for subscription `subId`. */

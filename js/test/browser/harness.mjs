@@ -3,7 +3,8 @@
 // puppeteer-core.
 import { build } from 'esbuild';
 import { createServer } from 'node:http';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { extname, join, normalize } from 'node:path';
 
 export const chromiumPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
@@ -45,6 +46,18 @@ export async function serveDir(dir) {
   });
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
   return { url: `http://127.0.0.1:${server.address().port}/`, close: () => new Promise((r) => server.close(r)) };
+}
+
+/**
+ * Bundles page script `entry` into a temporary directory, with the
+ * package's `verify-worker.js` beside it (the page's bundle starts workers
+ * from beside itself, as the package's does), and serves it.
+ */
+export async function servePage(entry, opts) {
+  const dir = mkdtempSync(join(tmpdir(), 'nostrwire-js-page-'));
+  await bundlePage(entry, dir, opts);
+  copyFileSync(new URL('../../dist/browser/verify-worker.js', import.meta.url).pathname, join(dir, 'verify-worker.js'));
+  return serveDir(dir);
 }
 
 export async function launch(extraArgs = []) {
