@@ -42,6 +42,9 @@ struct Waiting {
     parked: [VecDeque<(Instant, Job)>; 2],
     /// Set when the relay stops: the workers end.
     closed: bool,
+    /// Workers asleep in [`Queue::pop`]: a new job wakes one only when
+    /// there is one (a wake-up is a system call, paid by every REQ).
+    idle: usize,
 }
 
 /// Index entries the first slice of a new query examines (then twice as
@@ -66,6 +69,7 @@ impl Default for Queue {
                 jobs: AddressTurns::new(QUANTUM_MICROS),
                 parked: Default::default(),
                 closed: false,
+                idle: 0,
             }),
             ready: Condvar::new(),
         }
@@ -76,12 +80,13 @@ impl Queue {
     /// Adds a job at the back of its connection's queue.
     pub fn push(&self, job: Job) {
         let (address, conn, cost) = (job.sub.address, job.sub.conn, job.cost);
-        self.state
-            .lock()
-            .expect("query queue")
-            .jobs
-            .push(address, conn, job, cost);
-        self.ready.notify_one();
+        let mut state = self.state.lock().expect("query queue");
+        state.jobs.push(address, conn, job, cost);
+        let wake = state.idle > 0;
+        drop(state);
+        if wake {
+            self.ready.notify_one();
+        }
     }
 
     /// Charges a client address for work that cost more than its job was
@@ -134,6 +139,7 @@ impl Queue {
                 .iter()
                 .filter_map(|q| q.front().map(|(at, _)| *at))
                 .min();
+            state.idle += 1;
             state = match wake {
                 Some(wake) => {
                     let left = wake.saturating_duration_since(now);
@@ -141,6 +147,7 @@ impl Queue {
                 }
                 None => self.ready.wait(state).expect("query queue"),
             };
+            state.idle -= 1;
         }
     }
 
