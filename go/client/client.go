@@ -100,7 +100,9 @@ type Relay struct {
 	jobs    chan job
 	invalid atomic.Uint64
 	check   *nwb.Verifier
-	// compressed counts the compressed records received.
+	// batched and compressed count the records received in batches and
+	// those of them that were compressed.
+	batched    atomic.Uint64
 	compressed atomic.Uint64
 }
 
@@ -148,6 +150,12 @@ func (r *Relay) Negotiated() string { return r.negotiated }
 // Invalid counts the events dropped because their record did not decode
 // or their id or signature did not verify.
 func (r *Relay) Invalid() uint64 { return r.invalid.Load() }
+
+// Records returns how many records arrived in nostrwire.v2 batches and how
+// many of them were compressed (with or without a dictionary).
+func (r *Relay) Records() (batched, compressed uint64) {
+	return r.batched.Load(), r.compressed.Load()
+}
 
 // Challenge returns the relay's last NIP-42 challenge.
 func (r *Relay) Challenge() string {
@@ -408,6 +416,7 @@ func (r *Relay) handleBinary(b []byte) {
 		if sub == nil {
 			return
 		}
+		r.batched.Add(uint64(len(f.Records)))
 		it := &item{sub: sub, events: make([]*nostr.Event, len(f.Records))}
 		it.pending.Add(len(it.events))
 		r.enqueue(it)

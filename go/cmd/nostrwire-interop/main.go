@@ -64,6 +64,14 @@ type result struct {
 	Queries    map[string][]string `json:"queries"`
 	Live       []string            `json:"live"`
 	Refused    []refusal           `json:"refused"`
+	// Records: how many records the main connection received in batches
+	// and how many of them compressed (v2 only).
+	Records *records `json:"records,omitempty"`
+}
+
+type records struct {
+	Batched    uint64 `json:"batched"`
+	Compressed uint64 `json:"compressed"`
 }
 
 func main() {
@@ -160,6 +168,10 @@ func run(url, tr, casePath string, w io.Writer) (int, error) {
 		out.Refused = append(out.Refused, ref)
 	}
 
+	if r.Negotiated() == transport.Protocol {
+		b, c := r.Records()
+		out.Records = &records{Batched: b, Compressed: c}
+	}
 	enc := json.NewEncoder(w)
 	if err := enc.Encode(out); err != nil {
 		return 1, err

@@ -18,10 +18,16 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 )
 
-// Binary returns the nostrwire relay binary: $NOSTRWIRE_BIN, else
+// Binary returns the nostrwire relay binary: $NOSTRWIRE_BIN (a relative
+// path is taken from the current directory, else from repoRoot), else
 // target/release/nostrwire under repoRoot; "" when neither exists.
 func Binary(repoRoot string) string {
 	if b := os.Getenv("NOSTRWIRE_BIN"); b != "" {
+		if _, err := os.Stat(b); err != nil && !filepath.IsAbs(b) {
+			if abs, err := filepath.Abs(filepath.Join(repoRoot, b)); err == nil {
+				return abs
+			}
+		}
 		return b
 	}
 	b, _ := filepath.Abs(filepath.Join(repoRoot, "target", "release", "nostrwire"))
