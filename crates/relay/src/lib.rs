@@ -14,6 +14,7 @@
 //!   JetStream stream shared by several relays, applied in stream order.
 
 pub mod address;
+pub mod admin;
 pub mod cluster;
 pub mod config;
 pub mod dictionaries;

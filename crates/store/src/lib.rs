@@ -43,7 +43,7 @@ use nostrwire_wire::EventView;
 pub use admitted::Admitted;
 pub use lmdb::{LmdbStore, OpenOptions, INDEX_TXN_WRITES};
 pub use plan::{AsStored, QueryCursor, ScanStatus};
-pub use writer::{writer_inbox, Committed, Submission, Write, Writer, WriterOptions};
+pub use writer::{writer_inbox, Committed, Submission, Task, Write, Writer, WriterOptions};
 
 /// Who may see an event a query found: the relay's read policy (NIP-42
 /// restricted kinds), consulted for every candidate of a scan.
@@ -277,6 +277,12 @@ pub trait EventStore: Send + Sync + 'static {
     fn dictionary_file(&self) -> Option<Arc<[u8]>> {
         None
     }
+
+    /// Removes the stored events with these ids, in one transaction, and
+    /// returns how many were stored (an operator's removal: no tombstone
+    /// is left, so an event removed can be published again). Called by
+    /// the writer ([`Write::Task`]).
+    fn remove_ids(&self, ids: &[EventId]) -> StoreResult<usize>;
 
     /// Removes events whose NIP-40 expiration is at or before `now`; returns how many.
     fn purge_expired(&self, now: u64, max: usize) -> StoreResult<usize>;

@@ -259,6 +259,19 @@ impl EventStore for LmdbStore {
         }
     }
 
+    fn remove_ids(&self, ids: &[EventId]) -> StoreResult<usize> {
+        let mut wtxn = self.env.write_txn()?;
+        let mut removed = 0;
+        for id in ids {
+            if let Some(serial) = self.serial_of(&wtxn, id)? {
+                removed += self.remove(&mut wtxn, serial)? as usize;
+            }
+        }
+        self.delete_applied_removals(&mut wtxn)?;
+        wtxn.commit()?;
+        Ok(removed)
+    }
+
     fn purge_expired(&self, now: u64, max: usize) -> StoreResult<usize> {
         let mut wtxn = self.env.write_txn()?;
         let mut serials = Vec::new();
