@@ -284,6 +284,14 @@ pub trait EventStore: Send + Sync + 'static {
     /// the writer ([`Write::Task`]).
     fn remove_ids(&self, ids: &[EventId]) -> StoreResult<usize>;
 
+    /// The value stored under the operator's setting `key` (the relay's
+    /// NIP-86 moderation lists), read from a fresh snapshot.
+    fn setting(&self, key: &str) -> StoreResult<Option<Vec<u8>>>;
+
+    /// Stores `value` under the operator's setting `key`, in a
+    /// transaction of its own. Called by the writer ([`Write::Task`]).
+    fn put_setting(&self, key: &str, value: &[u8]) -> StoreResult<()>;
+
     /// Removes events whose NIP-40 expiration is at or before `now`; returns how many.
     fn purge_expired(&self, now: u64, max: usize) -> StoreResult<usize>;
 

@@ -272,6 +272,21 @@ impl EventStore for LmdbStore {
         Ok(removed)
     }
 
+    fn setting(&self, key: &str) -> StoreResult<Option<Vec<u8>>> {
+        let txn = self.env.read_txn()?;
+        Ok(self
+            .meta
+            .get(&txn, &schema::setting_key(key))?
+            .map(<[u8]>::to_vec))
+    }
+
+    fn put_setting(&self, key: &str, value: &[u8]) -> StoreResult<()> {
+        let mut wtxn = self.env.write_txn()?;
+        self.meta.put(&mut wtxn, &schema::setting_key(key), value)?;
+        wtxn.commit()?;
+        Ok(())
+    }
+
     fn purge_expired(&self, now: u64, max: usize) -> StoreResult<usize> {
         let mut wtxn = self.env.write_txn()?;
         let mut serials = Vec::new();

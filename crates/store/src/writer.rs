@@ -62,7 +62,10 @@ pub enum Write<T> {
 
 /// A job for the writer thread ([`Write::Task`]); it reports its outcome
 /// itself (through a channel it holds).
-pub struct Task(Box<dyn FnOnce(&dyn EventStore) + Send>);
+pub struct Task(Job);
+
+/// What a [`Task`] runs.
+type Job = Box<dyn FnOnce(&dyn EventStore) + Send>;
 
 impl Task {
     /// A job calling `job` with the store on the writer thread.

@@ -2,7 +2,12 @@
 //! stored events a filter matches on the query planner REQs use
 //! ([`matching`]) and remove them through the one writer ([`remove`]);
 //! `nostrwire scan` and `delete` run them on the data directory, the
-//! relay's NIP-86 endpoint on its own writer.
+//! relay's NIP-86 endpoint ([`nip86`], authorized by [`nip98`]) on its own
+//! writer, beside the operators' lists it keeps ([`moderation`]).
+
+pub mod moderation;
+pub mod nip86;
+pub mod nip98;
 
 use crossbeam_channel::Sender;
 use nostrwire_event::{EventId, Filter};
