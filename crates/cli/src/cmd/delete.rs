@@ -27,6 +27,14 @@ pub struct Args {
     /// are printed as JSON Lines, and their count on standard error.
     #[arg(long)]
     pub yes: bool,
+    /// While a relay holds the database: a file holding the hex secret key
+    /// of one of its `admin.pubkeys`, to ask the relay's writer for the
+    /// removal (NIP-86 `deleteevents`, authorized by NIP-98).
+    #[arg(long)]
+    pub admin_key: Option<std::path::PathBuf>,
+    /// The running relay's HTTP URL (default: `http://` and `relay.listen`).
+    #[arg(long)]
+    pub relay: Option<String>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -52,10 +60,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let store = match nostrwire_relay::open_store(&config, true) {
         Ok(store) => store,
         Err(e) if is_busy(&e) => {
-            anyhow::bail!(
-                "{e:#}: a running relay holds the database; remove the events through its \
-                 NIP-86 endpoint (docs/operations.md)"
-            )
+            let Some(key) = &args.admin_key else {
+                anyhow::bail!(
+                    "{e:#}: a running relay holds the database; give --admin-key to remove the \
+                     events through its writer (NIP-86, docs/operations.md)"
+                )
+            };
+            let url = args
+                .relay
+                .clone()
+                .unwrap_or_else(|| format!("http://{}/", config.relay.listen));
+            return through_relay(&url, key, &filter);
         }
         Err(e) => return Err(e),
     };
@@ -85,6 +100,62 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         "removed {removed} events ({} matched the filter)",
         ids.len()
     ));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Asks the relay at `url` to remove what `filter` matches (NIP-86
+/// `deleteevents`), signed with the admin key in `key_file`.
+fn through_relay(
+    url: &str,
+    key_file: &std::path::Path,
+    filter: &nostrwire_event::Filter,
+) -> anyhow::Result<ExitCode> {
+    use anyhow::Context;
+    use std::io::Read;
+    let hex = std::fs::read_to_string(key_file)
+        .with_context(|| format!("cannot read {}", key_file.display()))?;
+    let secret = nostrwire_event::hex::decode_array::<32>(hex.trim().as_bytes())
+        .ok()
+        .and_then(nostrwire_event::Keys::from_secret_bytes)
+        .with_context(|| format!("{} does not hold a hex secret key", key_file.display()))?;
+    let (host, path) = url
+        .strip_prefix("http://")
+        .map(|rest| rest.split_at(rest.find('/').unwrap_or(rest.len())))
+        .context("--relay: give the relay's plain http:// URL (its listen address)")?;
+    let path = if path.is_empty() { "/" } else { path };
+    let body = format!(
+        r#"{{"method":"deleteevents","params":[{}]}}"#,
+        filter.to_json()
+    );
+    let authorization = nostrwire_relay::admin::nip98::authorization(
+        &secret,
+        &format!("http://{host}{path}"),
+        "POST",
+        body.as_bytes(),
+        nostrwire_relay::now(),
+    );
+    let mut stream = std::net::TcpStream::connect(host)
+        .with_context(|| format!("cannot reach the relay at {host}"))?;
+    write!(
+        stream,
+        "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: {}\r\n\
+         Authorization: {authorization}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        nostrwire_relay::admin::nip86::CONTENT_TYPE,
+        body.len()
+    )?;
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply)?;
+    let (head, answer) = reply.split_once("\r\n\r\n").unwrap_or((&reply, ""));
+    let answer: serde_json::Value = serde_json::from_str(answer)
+        .with_context(|| format!("the relay answered {}", head.lines().next().unwrap_or("")))?;
+    if let Some(error) = answer.get("error").and_then(|e| e.as_str()) {
+        anyhow::bail!("the relay refused: {error}");
+    }
+    let result = &answer["result"];
+    eprintln!(
+        "removed {} events through the relay ({} matched the filter)",
+        result["removed"], result["matched"]
+    );
     Ok(ExitCode::SUCCESS)
 }
 

@@ -82,7 +82,7 @@ fn same_url(u: &str, url: &str) -> bool {
 }
 
 fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    nostrwire_event::hex::encode(bytes)
 }
 
 /// The `Authorization` header value authorizing `body` for `method` on
