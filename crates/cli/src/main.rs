@@ -30,6 +30,12 @@ enum Command {
     Import(cmd::import::Args),
     /// Write stored events as JSON Lines, newest first.
     Export(cmd::export::Args),
+    /// Print the stored events a filter matches (JSON Lines, newest first),
+    /// found as a REQ finds them; read-only, safe beside a running relay.
+    Scan(cmd::scan::Args),
+    /// Remove the stored events a filter matches: a dry run that prints
+    /// them unless --yes; through the one writer (docs/operations.md).
+    Delete(cmd::delete::Args),
     /// Write a compacted copy of the relay database: index pages packed
     /// full, without the free pages LMDB keeps for reuse; safe while the
     /// relay runs.
@@ -123,6 +129,8 @@ fn main() -> ExitCode {
         Command::Relay(args) => cmd::relay::run(args),
         Command::Import(args) => cmd::import::run(args),
         Command::Export(args) => cmd::export::run(args),
+        Command::Scan(args) => cmd::scan::run(args),
+        Command::Delete(args) => cmd::delete::run(args),
         Command::Compact(args) => cmd::compact::run(args),
         Command::Generate(args) => cmd::generate::run(args),
         Command::Verify(args) => cmd::verify::run(args),

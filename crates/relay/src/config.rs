@@ -268,6 +268,12 @@ settings! {
     plugin_timeout_ms: u64 = 2_000; reloadable = false;
         "How long the plugin may take to answer one event before the event is refused (and the plugin restarted)."
 
+    [admin: AdminSettings] "Relay management over HTTP (NIP-86 with NIP-98 authorization; docs/operations.md)."
+    pubkeys: Vec<String> = Vec::new(); reloadable = true;
+        "Public keys (hex) allowed to manage the relay through NIP-86 on its HTTP port. Empty: the management API answers every call 401."
+    window_seconds: u64 = 60; reloadable = false;
+        "How far a NIP-98 authorization event's created_at may be from the relay's clock, in seconds."
+
     [rate: RateSettings] "Rate limits (token buckets). Unauthenticated connections share one bucket per IP address; an authenticated connection uses its pubkey's bucket when the pubkey rates are set. 0 turns a limit off."
     events_per_second: f64 = 0.0; reloadable = true;
         "EVENT messages per second per IP address, sustained."
@@ -386,6 +392,12 @@ impl Config {
             "relay.ipv6_prefix must be between 1 and 128, not {}",
             self.relay.ipv6_prefix
         );
+        for key in &self.admin.pubkeys {
+            anyhow::ensure!(
+                nostrwire_event::PublicKey::from_hex(key).is_ok(),
+                "admin.pubkeys: {key:?} is not a public key (64 hex characters)"
+            );
+        }
         self.cluster.validate()?;
         let plugin = &self.policy.plugin;
         anyhow::ensure!(

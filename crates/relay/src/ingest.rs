@@ -711,7 +711,7 @@ pub fn check_event<E: SignedFields>(
             "invalid: kind 22242 is only used for AUTH",
         ));
     }
-    if let Some(message) = policy.refuses(event.pubkey(), event.kind()) {
+    if let Some(message) = policy.refuses(event.id(), event.pubkey(), event.kind()) {
         return Err(Refusal::new("policy", message));
     }
     if let Some(message) = policy.pow_refusal(event.id()) {

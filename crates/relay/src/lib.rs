@@ -14,6 +14,7 @@
 //!   JetStream stream shared by several relays, applied in stream order.
 
 pub mod address;
+pub mod admin;
 pub mod cluster;
 pub mod config;
 pub mod dictionaries;
@@ -86,8 +87,13 @@ pub struct Shared {
     pub search_indexer: Option<Arc<search::SearchIndexer>>,
     /// The query pool's queue (connections take turns).
     pub queries: query::Queue,
-    /// Publishing rules (`[policy]` lists), replaced on reload.
+    /// Publishing rules (`[policy]` lists and the NIP-86 ones), replaced
+    /// on reload and on each NIP-86 change.
     write_policy: RwLock<Arc<policy::WritePolicy>>,
+    /// The operators' NIP-86 lists, as stored.
+    moderation: RwLock<Arc<admin::moderation::Moderation>>,
+    /// Held while a NIP-86 change is stored and put in force.
+    pub(crate) admin_lock: std::sync::Mutex<()>,
     /// Token buckets and connection counts (`[rate]`).
     pub rate: ratelimit::RateLimiter,
     /// Cancelled when the relay is told to stop: the accept loop, every
@@ -140,12 +146,35 @@ impl Shared {
             .clone()
     }
 
+    /// The operators' NIP-86 lists in force.
+    pub fn moderation(&self) -> Arc<admin::moderation::Moderation> {
+        self.moderation
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Puts NIP-86 lists (already stored) in force: ingest's policy, and
+    /// the next connection and NIP-11 document.
+    pub(crate) fn set_moderation(&self, moderation: admin::moderation::Moderation) {
+        let moderation = Arc::new(moderation);
+        let mut policy = self.write_policy.write().unwrap_or_else(|e| e.into_inner());
+        *policy = Arc::new(policy.with_moderation(moderation.clone()));
+        *self.moderation.write().unwrap_or_else(|e| e.into_inner()) = moderation;
+    }
+
+    /// The NIP-11 settings in force: the configuration as last reloaded,
+    /// with the name, description and icon NIP-86 changed.
+    pub fn info_config(&self) -> Config {
+        self.moderation().apply_info(&self.current_config())
+    }
+
     /// Applies the reloadable settings of `new` (see [`Reloader::reload`]).
     fn reload(&self, new: &Config) -> anyhow::Result<Vec<&'static str>> {
         new.validate()?;
         let mut current = Config::clone(&self.current_config());
         let need_restart = current.reload_from(new);
-        let policy = policy::WritePolicy::from_config(&current)?;
+        let policy = policy::WritePolicy::from_config(&current)?.with_moderation(self.moderation());
         self.rate.set_settings(current.rate.clone());
         *self.write_policy.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(policy);
         *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(current);
@@ -316,8 +345,10 @@ impl Reloader {
 /// Starts a relay with `config`; returns once it is listening.
 pub fn start(config: Config) -> anyhow::Result<Relay> {
     config.validate()?;
-    let write_policy = policy::WritePolicy::from_config(&config)?;
     let store: Arc<dyn EventStore> = Arc::new(open_store(&config, true)?);
+    let moderation = Arc::new(admin::moderation::Moderation::load(&*store)?);
+    let write_policy =
+        policy::WritePolicy::from_config(&config)?.with_moderation(moderation.clone());
     let listener = std::net::TcpListener::bind(&config.relay.listen)
         .with_context(|| format!("cannot listen on {}", config.relay.listen))?;
     listener.set_nonblocking(true)?;
@@ -388,6 +419,8 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
         search_indexer,
         queries: query::Queue::default(),
         write_policy: RwLock::new(Arc::new(write_policy)),
+        moderation: RwLock::new(moderation),
+        admin_lock: std::sync::Mutex::default(),
         rate,
         stop: CancellationToken::new(),
         tasks: TaskTracker::new(),

@@ -20,6 +20,9 @@ pub fn supported_nips(config: &Config) -> Vec<u32> {
     if config.policy.min_pow_difficulty > 0 {
         nips.push(13);
     }
+    if !config.admin.pubkeys.is_empty() {
+        nips.extend([86, 98]);
+    }
     nips.sort_unstable();
     nips
 }

@@ -21,6 +21,8 @@ pub struct WritePolicy {
     kinds_deny: HashSet<u16>,
     pubkeys_allow: HashSet<PublicKey>,
     min_pow: u32,
+    /// The operators' NIP-86 lists.
+    moderation: Arc<crate::admin::moderation::Moderation>,
 }
 
 impl WritePolicy {
@@ -39,7 +41,19 @@ impl WritePolicy {
             kinds_deny: p.kinds_deny.iter().copied().collect(),
             pubkeys_allow,
             min_pow: u32::from(p.min_pow_difficulty),
+            moderation: Arc::default(),
         })
+    }
+
+    /// The same rules with the operators' NIP-86 lists.
+    pub fn with_moderation(&self, moderation: Arc<crate::admin::moderation::Moderation>) -> Self {
+        WritePolicy {
+            kinds_allow: self.kinds_allow.clone(),
+            kinds_deny: self.kinds_deny.clone(),
+            pubkeys_allow: self.pubkeys_allow.clone(),
+            min_pow: self.min_pow,
+            moderation,
+        }
     }
 
     /// The `pow:` refusal when `id` has less proof of work (NIP-13) than
@@ -76,8 +90,12 @@ impl WritePolicy {
         })
     }
 
-    /// The `blocked:` reason, if the lists refuse this author or kind.
-    pub fn refuses(&self, author: &PublicKey, kind: Kind) -> Option<&'static str> {
+    /// The `blocked:` reason, if the lists (`[policy]`'s, then NIP-86's)
+    /// refuse this event, author or kind.
+    pub fn refuses(&self, id: &EventId, author: &PublicKey, kind: Kind) -> Option<&'static str> {
+        if let Some(refusal) = self.moderation.refuses(id, author, kind) {
+            return Some(refusal);
+        }
         let kind = kind.as_u16();
         if self.kinds_deny.contains(&kind)
             || (!self.kinds_allow.is_empty() && !self.kinds_allow.contains(&kind))
@@ -320,13 +338,15 @@ mod tests {
         config.policy.kinds_deny = vec![7];
         config.policy.pubkeys_allow = vec![member.to_hex()];
         let policy = WritePolicy::from_config(&config).unwrap();
-        assert!(policy.refuses(&member, Kind(1)).is_none());
         assert!(policy
-            .refuses(&member, Kind(7))
+            .refuses(&EventId::from_bytes([0; 32]), &member, Kind(1))
+            .is_none());
+        assert!(policy
+            .refuses(&EventId::from_bytes([0; 32]), &member, Kind(7))
             .unwrap()
             .starts_with("blocked:"));
         assert!(policy
-            .refuses(&stranger, Kind(1))
+            .refuses(&EventId::from_bytes([0; 32]), &stranger, Kind(1))
             .unwrap()
             .starts_with("blocked:"));
         config.policy.pubkeys_allow = vec!["nothex".into()];

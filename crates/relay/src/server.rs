@@ -214,6 +214,12 @@ struct Request {
     extensions: String,
     accept_nostr: bool,
     accept_html: bool,
+    /// `Content-Type: application/nostr+json+rpc` (NIP-86).
+    rpc: bool,
+    /// The `Authorization` header (NIP-98).
+    authorization: Option<String>,
+    /// The `Content-Length` header.
+    content_length: Option<usize>,
 }
 
 fn parse_head(head: &[u8], real_ip_header: &str) -> Option<Request> {
@@ -260,6 +266,10 @@ fn parse_head(head: &[u8], real_ip_header: &str) -> Option<Request> {
             .join(","),
         accept_nostr: lower("accept").is_some_and(|v| v.contains("application/nostr+json")),
         accept_html: lower("accept").is_some_and(|v| v.contains("text/html")),
+        rpc: lower("content-type")
+            .is_some_and(|v| v.starts_with(crate::admin::nip86::CONTENT_TYPE)),
+        authorization: values("authorization").next(),
+        content_length: values("content-length").next().and_then(|v| v.parse().ok()),
     })
 }
 
@@ -281,8 +291,8 @@ async fn http_reply_with(
     cors: bool,
 ) -> io::Result<()> {
     let cors = if cors {
-        "Access-Control-Allow-Origin: *\r\nAccess-Control-Allow-Headers: *\r\n\
-         Access-Control-Allow-Methods: GET, OPTIONS\r\n"
+        "Access-Control-Allow-Origin: *\r\nAccess-Control-Allow-Headers: Authorization, *\r\n\
+         Access-Control-Allow-Methods: GET, POST, OPTIONS\r\n"
     } else {
         ""
     };
@@ -446,6 +456,29 @@ async fn connection(
     };
     let ip = request.forwarded_ip.unwrap_or(peer_ip);
     let address = client_key(ip, prefix);
+    if shared.moderation().blocks(ip) {
+        shared.metrics.limit_hit("blocked_ip");
+        return http_reply(&mut stream, "403 Forbidden", "text/plain", "blocked\n").await;
+    }
+    if !request.upgrade && request.rpc && request.method == "POST" {
+        use crate::admin::nip86;
+        let answer =
+            match nip86::read_body(&mut stream, &head[head_len..], request.content_length).await {
+                Ok(body) => {
+                    let host = request.host.as_deref().unwrap_or("");
+                    let url = format!("http://{host}{}", request.path);
+                    nip86::call(shared, &url, request.authorization.as_deref(), body).await
+                }
+                Err(answer) => answer,
+            };
+        return http_reply(
+            &mut stream,
+            answer.status,
+            nip86::CONTENT_TYPE,
+            &answer.body,
+        )
+        .await;
+    }
     if !request.upgrade {
         if request.method == "OPTIONS" {
             return http_reply(&mut stream, "204 No Content", "text/plain", "").await;
@@ -489,8 +522,7 @@ async fn connection(
             }
         }
         if request.accept_nostr {
-            let body =
-                crate::nip11::document(&shared.current_config(), &shared.dictionaries.names());
+            let body = crate::nip11::document(&shared.info_config(), &shared.dictionaries.names());
             return http_reply(&mut stream, "200 OK", "application/nostr+json", &body).await;
         }
         if let Some((content_type, body)) =

@@ -43,7 +43,9 @@ use nostrwire_wire::EventView;
 pub use admitted::Admitted;
 pub use lmdb::{LmdbStore, OpenOptions, INDEX_TXN_WRITES};
 pub use plan::{AsStored, QueryCursor, ScanStatus};
-pub use writer::{writer_inbox, Committed, LogPosition, Submission, Write, Writer, WriterOptions};
+pub use writer::{
+    writer_inbox, Committed, LogPosition, Submission, Task, Write, Writer, WriterOptions,
+};
 
 /// Who may see an event a query found: the relay's read policy (NIP-42
 /// restricted kinds), consulted for every candidate of a scan.
@@ -297,6 +299,20 @@ pub trait EventStore: Send + Sync + 'static {
     fn dictionary_file(&self) -> Option<Arc<[u8]>> {
         None
     }
+
+    /// Removes the stored events with these ids, in one transaction, and
+    /// returns how many were stored (an operator's removal: no tombstone
+    /// is left, so an event removed can be published again). Called by
+    /// the writer ([`Write::Task`]).
+    fn remove_ids(&self, ids: &[EventId]) -> StoreResult<usize>;
+
+    /// The value stored under the operator's setting `key` (the relay's
+    /// NIP-86 moderation lists), read from a fresh snapshot.
+    fn setting(&self, key: &str) -> StoreResult<Option<Vec<u8>>>;
+
+    /// Stores `value` under the operator's setting `key`, in a
+    /// transaction of its own. Called by the writer ([`Write::Task`]).
+    fn put_setting(&self, key: &str, value: &[u8]) -> StoreResult<()>;
 
     /// Removes events whose NIP-40 expiration is at or before `now`; returns how many.
     fn purge_expired(&self, now: u64, max: usize) -> StoreResult<usize>;

@@ -84,6 +84,12 @@ pub mod table {
 /// transaction of the batch that reached it.
 pub const APPLIED_SEQUENCE: &[u8] = b"applied_sequence";
 
+/// `meta` key of an operator's setting ([`crate::EventStore::setting`]):
+/// `setting:` and its name; the value is the setting's own.
+pub fn setting_key(name: &str) -> Vec<u8> {
+    [b"setting:".as_slice(), name.as_bytes()].concat()
+}
+
 /// Length of the `created_at ‖ serial` suffix.
 pub const TIME_SUFFIX: usize = 16;
 

@@ -259,6 +259,34 @@ impl EventStore for LmdbStore {
         }
     }
 
+    fn remove_ids(&self, ids: &[EventId]) -> StoreResult<usize> {
+        let mut wtxn = self.env.write_txn()?;
+        let mut removed = 0;
+        for id in ids {
+            if let Some(serial) = self.serial_of(&wtxn, id)? {
+                removed += self.remove(&mut wtxn, serial)? as usize;
+            }
+        }
+        self.delete_applied_removals(&mut wtxn)?;
+        wtxn.commit()?;
+        Ok(removed)
+    }
+
+    fn setting(&self, key: &str) -> StoreResult<Option<Vec<u8>>> {
+        let txn = self.env.read_txn()?;
+        Ok(self
+            .meta
+            .get(&txn, &schema::setting_key(key))?
+            .map(<[u8]>::to_vec))
+    }
+
+    fn put_setting(&self, key: &str, value: &[u8]) -> StoreResult<()> {
+        let mut wtxn = self.env.write_txn()?;
+        self.meta.put(&mut wtxn, &schema::setting_key(key), value)?;
+        wtxn.commit()?;
+        Ok(())
+    }
+
     fn purge_expired(&self, now: u64, max: usize) -> StoreResult<usize> {
         let mut wtxn = self.env.write_txn()?;
         let mut serials = Vec::new();

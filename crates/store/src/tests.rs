@@ -759,3 +759,51 @@ fn the_writer_applies_a_log_only_in_order_from_where_the_store_stands() {
     to_writer.send(Write::Shutdown).unwrap();
     writer.join();
 }
+
+#[test]
+fn a_task_on_the_writer_removes_exactly_the_ids_it_names() {
+    use crate::{writer_inbox, Task, Write, Writer, WriterOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let store: std::sync::Arc<dyn EventStore> = std::sync::Arc::new(open(dir.path()));
+    let (to_writer, inbox) = writer_inbox(16);
+    let (done, answers) = std::sync::mpsc::channel();
+    let options = WriterOptions {
+        max_batch: 64,
+        linger: std::time::Duration::ZERO,
+    };
+    let writer = Writer::spawn(store.clone(), options, inbox, None, Collect(done)).unwrap();
+    let keys = Keys::derive(5, 2);
+    let notes: Vec<_> = (0..10).map(|i| note(&keys, &format!("note {i}"))).collect();
+    let batch = (0..10).map(|i| submission(notes[i].1.clone(), i as u32));
+    to_writer.send(Write::Batch(batch.collect())).unwrap();
+    answers.recv().unwrap();
+
+    // Even ids, and one never stored.
+    let mut doomed: Vec<EventId> = notes.iter().step_by(2).map(|(id, _)| *id).collect();
+    doomed.push(note(&keys, "never stored").0);
+    let (tell, removed) = std::sync::mpsc::channel();
+    let ids = doomed.clone();
+    to_writer
+        .send(Write::Task(Task::new(move |store| {
+            tell.send(store.remove_ids(&ids).unwrap()).unwrap();
+        })))
+        .unwrap();
+    assert_eq!(removed.recv().unwrap(), 5);
+    for (i, (id, _)) in notes.iter().enumerate() {
+        let expected = match i % 2 {
+            0 => Presence::Absent,
+            _ => Presence::Stored,
+        };
+        assert_eq!(store.presence(id).unwrap(), expected, "note {i}");
+    }
+    let mut cursor = QueryCursor::new(100);
+    while store.scan(&Filter::new(), &mut cursor, 1_000, 0).unwrap() == ScanStatus::More {}
+    assert_eq!(cursor.into_results().len(), 5);
+    // No tombstone: a removed event may be stored again.
+    to_writer
+        .send(Write::Event(Box::new(submission(notes[0].1.clone(), 100))))
+        .unwrap();
+    assert!(matches!(answers.recv().unwrap()[0].1, Verdict::Stored(_)));
+    to_writer.send(Write::Shutdown).unwrap();
+    writer.join();
+}

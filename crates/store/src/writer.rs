@@ -65,8 +65,33 @@ pub enum Write<T> {
     Batch(Vec<Submission<T>>),
     /// Remove expired events (NIP-40), up to 10,000 at a time.
     Purge,
+    /// Run a job that writes the database (an operator's removal, a
+    /// setting) on the writer thread, between two commits: the one place
+    /// anything besides the writer's batches writes, so it never waits on
+    /// another writer or makes one wait.
+    Task(Task),
     /// Commit what is queued, sync and exit.
     Shutdown,
+}
+
+/// A job for the writer thread ([`Write::Task`]); it reports its outcome
+/// itself (through a channel it holds).
+pub struct Task(Job);
+
+/// What a [`Task`] runs.
+type Job = Box<dyn FnOnce(&dyn EventStore) + Send>;
+
+impl Task {
+    /// A job calling `job` with the store on the writer thread.
+    pub fn new(job: impl FnOnce(&dyn EventStore) + Send + 'static) -> Task {
+        Task(Box::new(job))
+    }
+}
+
+impl std::fmt::Debug for Task {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Task")
+    }
 }
 
 /// What the writer's owner does with a batch once the writer is through
@@ -153,6 +178,7 @@ fn run<T>(
     // position comes, then kept with each commit.
     let mut log = None;
     let mut purge = false;
+    let mut tasks: Vec<Task> = Vec::new();
     let mut stop = false;
     // Stored events may be waiting for their index entries.
     let mut unindexed = true;
@@ -188,6 +214,7 @@ fn run<T>(
                 Write::Event(s) => batch.push(*s),
                 Write::Batch(mut events) => batch.append(&mut events),
                 Write::Purge => purge = true,
+                Write::Task(task) => tasks.push(task),
                 Write::Shutdown => stop = true,
             }
             if stop || batch.len() >= max_batch {
@@ -212,6 +239,17 @@ fn run<T>(
             if training.is_none() && store.wants_dictionaries().unwrap_or(false) {
                 training = train_dictionaries(store);
             }
+        }
+        if !tasks.is_empty() {
+            for Task(job) in tasks.drain(..) {
+                job(&**store);
+            }
+            // What a job removed leaves the search index and the trailing
+            // indexes to catch up with.
+            if let Some(search) = search {
+                search.committed();
+            }
+            unindexed = true;
         }
         if purge {
             purge = false;
