@@ -251,6 +251,10 @@ pub fn open_store(config: &Config, writer: bool) -> anyhow::Result<LmdbStore> {
         index_txn_writes: config.storage.index_txn_writes.max(1),
         auto_dictionaries: config.storage.auto_dictionaries,
         writer_lock: writer,
+        max_record_bytes: config
+            .limits
+            .max_message_bytes
+            .max(nostrwire_wire::Limits::DEFAULT.max_record_bytes),
         ..OpenOptions::default()
     };
     LmdbStore::open(&config.relay.data, &options).with_context(|| {
@@ -392,6 +396,7 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
                     fanout_tx: fanout_tx.clone(),
                     public_url: config.public_url(),
                     listen: addr.to_string(),
+                    record_limits: wire_limits,
                 },
             )
         })

@@ -127,6 +127,10 @@ impl Admitted {
     }
 }
 
+/// Decodes an admitted record under limits bounded by its own length
+/// ([`nostrwire_wire::Limits::within`]): it passed the admitting relay's
+/// limits already, which may be above the defaults.
 fn decode_record(record: &[u8]) -> StoreResult<EventView<'_>> {
-    EventView::decode(record).map_err(|e| StoreError::Corrupt(format!("admitted record: {e}")))
+    EventView::decode_with(record, &nostrwire_wire::Limits::within(record.len()))
+        .map_err(|e| StoreError::Corrupt(format!("admitted record: {e}")))
 }

@@ -97,6 +97,8 @@ pub struct LmdbStore {
     /// Records smaller than this are stored raw unless a dictionary serves
     /// their kind.
     pub(crate) compress_min_bytes: usize,
+    /// [`OpenOptions::max_record_bytes`].
+    pub(crate) max_record_bytes: usize,
     /// zstd level of stored records (and of a trained set).
     pub(crate) compression_level: i32,
     /// Stored events after which a database without dictionaries trains
@@ -169,6 +171,11 @@ pub struct OpenOptions {
     /// process that wrote them. On by default; `export` and `compact`
     /// turn it off, so they run beside a relay.
     pub writer_lock: bool,
+    /// The largest record a stored compressed one may decompress to
+    /// (checked before allocating; a corrupt value cannot make the store
+    /// allocate more): at least the largest record ever stored. A relay
+    /// passes the larger of `[limits] max_message_bytes` and the default.
+    pub max_record_bytes: usize,
 }
 
 impl Default for OpenOptions {
@@ -188,6 +195,7 @@ impl Default for OpenOptions {
             index_txn_writes: INDEX_TXN_WRITES,
             auto_dictionaries: 0,
             writer_lock: true,
+            max_record_bytes: nostrwire_wire::Limits::DEFAULT.max_record_bytes,
         }
     }
 }

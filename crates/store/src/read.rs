@@ -14,7 +14,7 @@ use crate::lmdb::{Db, LmdbStore};
 use crate::plan::{AsStored, Plan, QueryCursor, ScanStatus};
 use crate::schema::{self, key};
 use crate::trailing::waiting_row;
-use crate::value::{decode, split_value, unpack, Loaded};
+use crate::value::{decode, split_value, Loaded};
 use crate::{Found, StoreError, StoreResult};
 
 /// One prefix of a time-ordered index walked newest → oldest: the entries
@@ -229,7 +229,7 @@ impl LmdbStore {
             };
             let whole = self.whole_value(txn, &key, value)?;
             let (expires, stored) = split_value(&whole)?;
-            let record = unpack(self.dicts(), stored)?;
+            let record = self.unpack(stored)?;
             return self.consider_with(
                 serial,
                 (expires, record),

@@ -235,7 +235,7 @@ impl EventStore for LmdbStore {
         };
         let whole = self.whole_value(&txn, &key, value)?;
         let (_, stored) = crate::value::split_value(&whole)?;
-        let record = crate::value::unpack(self.dicts(), stored)?;
+        let record = self.unpack(stored)?;
         let view = crate::value::decode(&record)?;
         let (form, stored) = match as_stored.keeps(stored) {
             true => (crate::read::Form::Stored, stored),
@@ -490,6 +490,7 @@ impl LmdbStore {
             dict_file: RwLock::new(dict_file.map(Arc::from)),
             compress: options.compression_level != 0,
             compress_min_bytes: options.compress_min_bytes,
+            max_record_bytes: options.max_record_bytes,
             compression_level: options.compression_level.max(1),
             auto_dictionaries: options.auto_dictionaries,
             env: env.clone(),

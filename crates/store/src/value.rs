@@ -140,8 +140,13 @@ fn has_dictionary(dicts: &DictSet, record: &[u8]) -> bool {
 }
 
 /// The event record inside a stored one: borrowed when stored raw,
-/// decompressed (on this thread's context) when stored compressed.
-pub(crate) fn unpack<'a>(dicts: &'static DictSet, stored: &'a [u8]) -> StoreResult<Cow<'a, [u8]>> {
+/// decompressed (on this thread's context) when stored compressed, if it
+/// announces at most `max_record_bytes` (checked before allocating).
+pub(crate) fn unpack<'a>(
+    dicts: &'static DictSet,
+    stored: &'a [u8],
+    max_record_bytes: usize,
+) -> StoreResult<Cow<'a, [u8]>> {
     if stored.first() != Some(&nostrwire_wire::COMPRESSED_V1) {
         return Ok(Cow::Borrowed(stored));
     }
@@ -157,17 +162,35 @@ pub(crate) fn unpack<'a>(dicts: &'static DictSet, stored: &'a [u8]) -> StoreResu
         }
         let (_, decompressor) = slot.as_mut().expect("just set");
         let record = decompressor
-            .record(stored, &nostrwire_wire::Limits::default())
+            .record(
+                stored,
+                &nostrwire_wire::Limits {
+                    max_record_bytes,
+                    ..nostrwire_wire::Limits::DEFAULT
+                },
+            )
             .map_err(|e| corrupt(&e))?;
         Ok(Cow::Owned(record.to_vec()))
     })
 }
 
+/// Decodes a record the store holds or was handed as admitted, under
+/// limits bounded by its own length ([`nostrwire_wire::Limits::within`]):
+/// it was admitted under the relay's limits, whatever they were (raised
+/// above the defaults, or lowered since), and reading it again must not
+/// refuse it.
 pub(crate) fn decode(record: &[u8]) -> StoreResult<EventView<'_>> {
-    EventView::decode(record).map_err(|e| StoreError::Corrupt(e.to_string()))
+    EventView::decode_with(record, &nostrwire_wire::Limits::within(record.len()))
+        .map_err(|e| StoreError::Corrupt(e.to_string()))
 }
 
 impl LmdbStore {
+    /// The event record inside a stored one ([`unpack`] with this store's
+    /// dictionaries and [`OpenOptions::max_record_bytes`](crate::OpenOptions::max_record_bytes)).
+    pub(crate) fn unpack<'a>(&self, stored: &'a [u8]) -> StoreResult<Cow<'a, [u8]>> {
+        unpack(self.dicts(), stored, self.max_record_bytes)
+    }
+
     /// The expiration and the event record of a stored event.
     pub(crate) fn load<'t>(
         &self,
@@ -256,14 +279,11 @@ impl LmdbStore {
         match self.whole_value(txn, key, value)? {
             Cow::Borrowed(value) => {
                 let (expires, stored) = split_value(value)?;
-                Ok((expires, unpack(self.dicts(), stored)?))
+                Ok((expires, self.unpack(stored)?))
             }
             Cow::Owned(value) => {
                 let (expires, stored) = split_value(&value)?;
-                Ok((
-                    expires,
-                    Cow::Owned(unpack(self.dicts(), stored)?.into_owned()),
-                ))
+                Ok((expires, Cow::Owned(self.unpack(stored)?.into_owned())))
             }
         }
     }

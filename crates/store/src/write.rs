@@ -13,7 +13,7 @@ use crate::lmdb::LmdbStore;
 use crate::read::TimeWalk;
 use crate::schema::{self, key};
 use crate::search;
-use crate::value::{decode, split_value, unpack, FLAG_EXPIRES, FLAG_KIND, FLAG_SPLIT};
+use crate::value::{decode, split_value, FLAG_EXPIRES, FLAG_KIND, FLAG_SPLIT};
 use crate::{Admitted, StoreResult, Verdict};
 
 /// Everything indexable about one event, derived from its record only.
@@ -173,7 +173,7 @@ impl LmdbStore {
         };
         let value = self.whole_value(wtxn, &sb, value)?.into_owned();
         let (expires, stored) = split_value(&value)?;
-        let record = unpack(self.dicts(), stored)?.into_owned();
+        let record = self.unpack(stored)?.into_owned();
         let view = decode(&record)?;
         // The search index may hold its postings: they are taken out from
         // this copy (`index_search`).

@@ -44,6 +44,31 @@ impl Limits {
     }
 }
 
+impl Limits {
+    /// Limits that no well-formed record of `len` bytes can exceed: for
+    /// decoding again a record that was admitted earlier, under whatever
+    /// policy limits applied then (a store's own records, a relay's
+    /// admitted events), without refusing what was admitted and without
+    /// knowing those limits.
+    ///
+    /// This is as safe as any other limits because every count and length
+    /// in a record is bounded by its size: each tag takes at least two
+    /// bytes, each element at least one, each byte of text one byte, and a
+    /// hex element's text is twice its bytes (hence `2 * len` for
+    /// strings). The decoder allocates nothing by these counts, so its work
+    /// stays bounded by `len`. Bytes from the network are decoded under the
+    /// receiver's policy limits instead: their size alone does not bound
+    /// what the receiver admits.
+    pub const fn within(len: usize) -> Limits {
+        Limits {
+            max_record_bytes: len,
+            max_tags: len,
+            max_tag_elements: len,
+            max_string_bytes: len.saturating_mul(2),
+        }
+    }
+}
+
 impl From<&nostrwire_event::Limits> for Limits {
     fn from(json: &nostrwire_event::Limits) -> Limits {
         Limits::from_json(json)

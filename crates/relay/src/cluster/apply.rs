@@ -213,7 +213,7 @@ async fn check_gap(
 /// own admitted event when they wait for it, otherwise the record admitted
 /// here.
 fn forward(state: &State, sequence: u64, record: &[u8]) -> Result<(), ClusterError> {
-    let id = EventView::decode(record)
+    let id = EventView::decode_with(record, &state.record_limits)
         .map(|view| *view.id())
         .map_err(|e| ClusterError::Record(e.to_string()))?;
     let waiting = {
@@ -263,7 +263,7 @@ fn forward(state: &State, sequence: u64, record: &[u8]) -> Result<(), ClusterErr
 }
 
 fn admit(state: &State, record: &[u8]) -> Result<crate::store::Admitted, ClusterError> {
-    let json = EventView::decode(record)
+    let json = EventView::decode_with(record, &state.record_limits)
         .map_err(|e| ClusterError::Record(e.to_string()))?
         .to_json_bytes();
     Ok(state.store.admit(record.to_vec(), json)?)

@@ -80,6 +80,8 @@ struct State {
     store: Arc<dyn EventStore>,
     writer_tx: Sender<WriterMsg>,
     fanout_tx: Sender<FanoutMsg>,
+    /// [`Links::record_limits`].
+    record_limits: nostrwire_wire::Limits,
     /// Set once connected and the stream exists.
     context: OnceLock<jetstream::Context>,
     /// Woken when `context` is set.
@@ -159,6 +161,7 @@ impl State {
             store: links.store,
             writer_tx: links.writer_tx,
             fanout_tx: links.fanout_tx,
+            record_limits: links.record_limits,
             context: OnceLock::new(),
             connected: Notify::new(),
             waiters: Mutex::new(Waiters::new(applied)),
@@ -183,6 +186,7 @@ impl State {
             fanout_tx: crossbeam_channel::unbounded().0,
             public_url: String::new(),
             listen: "test".into(),
+            record_limits: nostrwire_wire::Limits::DEFAULT,
         };
         State::new(&ClusterSettings::default(), links, applied)
     }
@@ -214,6 +218,9 @@ pub struct Links {
     pub public_url: String,
     /// The listen address (the default node name).
     pub listen: String,
+    /// The limits the stream's records are decoded under: this node's own
+    /// (`[limits]`), which every node of the cluster admits under.
+    pub record_limits: nostrwire_wire::Limits,
 }
 
 impl Cluster {

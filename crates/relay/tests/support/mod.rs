@@ -71,6 +71,8 @@ pub struct Client {
     pub binary: bool,
     /// Speaks `nostrwire.v2` (then `binary` is set too).
     pub v2: Option<V2State>,
+    /// The limits it reads the relay's messages with (JSON and records).
+    pub limits: nostrwire_event::Limits,
 }
 
 /// What a `nostrwire.v2` test client knows and has counted.
@@ -112,6 +114,7 @@ impl Client {
         Client {
             ws,
             challenge: None,
+            limits: nostrwire_event::Limits::DEFAULT,
             binary: false,
             v2: None,
         }
@@ -133,6 +136,7 @@ impl Client {
         Client {
             ws,
             challenge: None,
+            limits: nostrwire_event::Limits::DEFAULT,
             binary: answer.is_some(),
             v2: (answer.as_deref() == Some(transport::SUBPROTOCOL_V2)).then(V2State::default),
         }
@@ -199,6 +203,7 @@ impl Client {
         Client {
             ws,
             challenge: None,
+            limits: nostrwire_event::Limits::DEFAULT,
             binary: true,
             v2: None,
         }
@@ -250,6 +255,7 @@ impl Client {
         Client {
             ws,
             challenge: None,
+            limits: nostrwire_event::Limits::DEFAULT,
             binary: false,
             v2: None,
         }
@@ -389,7 +395,7 @@ impl Client {
                 },
                 Message::Binary(b) => {
                     assert!(self.binary, "binary frame on a JSON connection");
-                    match transport::decode_relay(&b, &Default::default())
+                    match transport::decode_relay(&b, &self.wire_limits())
                         .unwrap_or_else(|e| panic!("relay sent a bad frame {b:?}: {e}"))
                     {
                         RelayFrame::Json(json) => String::from_utf8(json.to_vec()).unwrap(),
@@ -412,7 +418,7 @@ impl Client {
                 Message::Close(_) => return None,
                 _ => continue,
             };
-            let parsed = RelayMessage::parse(text.as_bytes())
+            let parsed = RelayMessage::parse_with(text.as_bytes(), &self.limits)
                 .unwrap_or_else(|e| panic!("relay sent unparseable {text}: {e}"));
             if let RelayMessage::Auth(challenge) = &parsed {
                 self.challenge = Some(challenge.to_string());
@@ -458,7 +464,8 @@ impl Client {
     /// rest kept for `recv`), or `None` for a frame `recv` does not return
     /// (the relay's set) or a JSON message (then queued as text).
     fn v2_frame(&mut self, b: &[u8]) -> Option<Got> {
-        let frame = transport::decode_relay_v2(b, &Default::default())
+        let limits = self.wire_limits();
+        let frame = transport::decode_relay_v2(b, &limits)
             .unwrap_or_else(|e| panic!("relay sent a bad v2 frame: {e}"));
         let v2 = self.v2.as_mut().unwrap();
         match frame {
@@ -478,12 +485,10 @@ impl Client {
                         Some(0) => v2.plain += 1,
                         Some(_) => v2.with_dictionary += 1,
                     }
-                    let record = decompressor
-                        .record(stored, &Default::default())
-                        .unwrap_or_else(|e| {
-                            panic!("relay sent a record this client cannot read: {e}")
-                        });
-                    let view = nostrwire_wire::EventView::decode(record).unwrap();
+                    let record = decompressor.record(stored, &limits).unwrap_or_else(|e| {
+                        panic!("relay sent a record this client cannot read: {e}")
+                    });
+                    let view = nostrwire_wire::EventView::decode_with(record, &limits).unwrap();
                     view.verify().expect("relay served an invalid event");
                     v2.pending
                         .push_back(Got::Event(subscription_id.into(), view.to_event()));
@@ -492,7 +497,7 @@ impl Client {
             }
             RelayFrame::Json(json) => {
                 let text = String::from_utf8(json.to_vec()).unwrap();
-                let parsed = RelayMessage::parse(text.as_bytes()).unwrap();
+                let parsed = RelayMessage::parse_with(text.as_bytes(), &self.limits).unwrap();
                 match parsed {
                     RelayMessage::Auth(c) => {
                         self.challenge = Some(c.to_string());
@@ -524,6 +529,11 @@ impl Client {
     }
 
     /// Asserts nothing arrives for a short while.
+    /// The record limits matching [`Client::limits`].
+    fn wire_limits(&self) -> nostrwire_wire::Limits {
+        nostrwire_wire::Limits::from_json(&self.limits)
+    }
+
     pub async fn expect_silence(&mut self) {
         if let Some(got) = self.recv_timeout(Duration::from_millis(300)).await {
             panic!("expected silence, got {got:?}");

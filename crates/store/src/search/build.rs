@@ -12,7 +12,7 @@ use crate::schema::{self, Posting};
 use crate::search::fresh::FreshTerms;
 use crate::search::index::{self as search_index, SearchIndex};
 use crate::search::{self, EventTerms};
-use crate::value::{decode, unpack};
+use crate::value::decode;
 use crate::{StoreError, StoreResult};
 
 /// While the search index is built, its progress is logged each time its
@@ -271,7 +271,7 @@ impl LmdbStore {
                 if serial > from && partial.is_none_or(|p| serial > p) {
                     continue;
                 }
-                let record = unpack(self.dicts(), stored)?;
+                let record = self.unpack(stored)?;
                 if let Some(terms) = EventTerms::of(&decode(&record)?) {
                     removals.push((serial, terms));
                 }
