@@ -30,6 +30,9 @@ enum Command {
     Import(cmd::import::Args),
     /// Write stored events as JSON Lines, newest first.
     Export(cmd::export::Args),
+    /// Reconcile the database with a relay (NIP-77) and move what differs:
+    /// down, up or both; a summary of what moved and what was refused, why.
+    Sync(cmd::sync::Args),
     /// Write a compacted copy of the relay database: index pages packed
     /// full, without the free pages LMDB keeps for reuse; safe while the
     /// relay runs.
@@ -124,6 +127,7 @@ fn main() -> ExitCode {
         Command::Import(args) => cmd::import::run(args),
         Command::Export(args) => cmd::export::run(args),
         Command::Compact(args) => cmd::compact::run(args),
+        Command::Sync(args) => cmd::sync::run(args),
         Command::Generate(args) => cmd::generate::run(args),
         Command::Verify(args) => cmd::verify::run(args),
         Command::Load(args) => cmd::load::run(*args),

@@ -15,4 +15,5 @@ pub mod import;
 pub mod inspect;
 pub mod load;
 pub mod relay;
+pub mod sync;
 pub mod verify;
