@@ -33,6 +33,9 @@ enum Command {
     /// Reconcile the database with a relay (NIP-77) and move what differs:
     /// down, up or both; a summary of what moved and what was refused, why.
     Sync(cmd::sync::Args),
+    /// Move to nostrwire from another relay (docs/migrate-from-strfry.md).
+    #[command(subcommand)]
+    Migrate(cmd::migrate::Command),
     /// Write a compacted copy of the relay database: index pages packed
     /// full, without the free pages LMDB keeps for reuse; safe while the
     /// relay runs.
@@ -128,6 +131,7 @@ fn main() -> ExitCode {
         Command::Export(args) => cmd::export::run(args),
         Command::Compact(args) => cmd::compact::run(args),
         Command::Sync(args) => cmd::sync::run(args),
+        Command::Migrate(command) => cmd::migrate::run(command),
         Command::Generate(args) => cmd::generate::run(args),
         Command::Verify(args) => cmd::verify::run(args),
         Command::Load(args) => cmd::load::run(*args),

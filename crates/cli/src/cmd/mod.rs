@@ -14,6 +14,7 @@ pub mod generate;
 pub mod import;
 pub mod inspect;
 pub mod load;
+pub mod migrate;
 pub mod relay;
 pub mod sync;
 pub mod verify;
