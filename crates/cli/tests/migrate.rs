@@ -59,11 +59,7 @@ fn a_strfry_config_and_export_become_a_running_relay() {
     assert!(checked.starts_with("configuration ok"), "{checked}");
 
     // A `strfry export`: one event object per line (notes from the corpus).
-    let corpus = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../testdata/real-events.jsonl"
-    ))
-    .unwrap();
+    let corpus = support::corpus();
     let notes: Vec<&str> = corpus
         .lines()
         .filter(|l| l.contains("\"kind\":1,"))

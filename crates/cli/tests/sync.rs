@@ -25,11 +25,7 @@ fn ids(db: &Path) -> BTreeSet<String> {
 /// number). Gift wraps (kind 1059) are left out: a relay serves them only to
 /// their recipient after AUTH, so they are not in its side of a sync.
 fn import(dir: &Path, name: &str, keep: impl Fn(usize) -> bool) -> std::path::PathBuf {
-    let corpus = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../testdata/real-events.jsonl"
-    ))
-    .unwrap();
+    let corpus = support::corpus();
     let lines: Vec<&str> = corpus
         .lines()
         .enumerate()
