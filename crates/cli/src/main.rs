@@ -36,6 +36,12 @@ enum Command {
     /// Remove the stored events a filter matches: a dry run that prints
     /// them unless --yes; through the one writer (docs/operations.md).
     Delete(cmd::delete::Args),
+    /// Reconcile the database with a relay (NIP-77) and move what differs:
+    /// down, up or both; a summary of what moved and what was refused, why.
+    Sync(cmd::sync::Args),
+    /// Move to nostrwire from another relay (docs/migrate-from-strfry.md).
+    #[command(subcommand)]
+    Migrate(cmd::migrate::Command),
     /// Write a compacted copy of the relay database: index pages packed
     /// full, without the free pages LMDB keeps for reuse; safe while the
     /// relay runs.
@@ -132,6 +138,8 @@ fn main() -> ExitCode {
         Command::Scan(args) => cmd::scan::run(args),
         Command::Delete(args) => cmd::delete::run(args),
         Command::Compact(args) => cmd::compact::run(args),
+        Command::Sync(args) => cmd::sync::run(args),
+        Command::Migrate(command) => cmd::migrate::run(command),
         Command::Generate(args) => cmd::generate::run(args),
         Command::Verify(args) => cmd::verify::run(args),
         Command::Load(args) => cmd::load::run(*args),

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use negentropy::{Id, Negentropy, NegentropyStorageVector};
 use nostrwire_event::message::write;
-use nostrwire_event::{EventId, Filter, PreimageFields, RelayMessage, SignedFields};
+use nostrwire_event::{EventId, EventRef, Filter, PreimageFields, RelayMessage, SignedFields};
 use tokio::time::timeout_at;
 
 use crate::client::Conn;
@@ -205,6 +205,27 @@ pub async fn fetch(
     filter: &Filter,
     timeout: Duration,
 ) -> Result<Fetched, SyncError> {
+    let mut items = Vec::new();
+    let (latency, traffic) = fetch_each(conn, filter, timeout, &mut |event| {
+        items.push((event.created_at().as_u64(), *event.id()))
+    })
+    .await?;
+    Ok(Fetched {
+        items,
+        latency,
+        traffic,
+    })
+}
+
+/// Downloads every event of `filter` (one REQ to EOSE), handing each to
+/// `on_event` as it arrives (nothing is kept); an event that does not match
+/// the filter fails the fetch. Returns the time to EOSE and the bytes moved.
+pub async fn fetch_each(
+    conn: &mut Conn,
+    filter: &Filter,
+    timeout: Duration,
+    on_event: &mut (dyn FnMut(&EventRef<'_>) + Send),
+) -> Result<(Duration, Traffic), SyncError> {
     let sub = conn.new_sub_id("dl");
     let mut traffic = Traffic::default();
     let mut out = Vec::with_capacity(256);
@@ -212,7 +233,6 @@ pub async fn fetch(
     let start = Instant::now();
     send(conn, &out, &mut traffic).await?;
     let deadline = tokio::time::Instant::now() + timeout;
-    let mut items = Vec::new();
     loop {
         let text = next_text(conn, deadline, &mut traffic).await?;
         match RelayMessage::parse(&text) {
@@ -223,7 +243,7 @@ pub async fn fetch(
                 if !filter.matches(&event) {
                     return Err(SyncError::Failed(Failure::WrongResult));
                 }
-                items.push((event.created_at().as_u64(), *event.id()));
+                on_event(&event);
             }
             Ok(RelayMessage::Eose(s)) if s == sub => break,
             Ok(RelayMessage::Closed {
@@ -240,11 +260,46 @@ pub async fn fetch(
     out.clear();
     write::close(&mut out, &sub);
     send(conn, &out, &mut traffic).await?;
-    Ok(Fetched {
-        items,
-        latency,
-        traffic,
-    })
+    Ok((latency, traffic))
+}
+
+/// Publishes events (each given as its id and canonical JSON) without
+/// waiting between them, then reads the relay's `OK`s: the answer to each,
+/// in the order given, as `(accepted, message)`. Text transport only.
+pub async fn publish_all(
+    conn: &mut Conn,
+    events: &[(EventId, Vec<u8>)],
+    timeout: Duration,
+) -> Result<(Vec<(bool, String)>, Traffic), SyncError> {
+    let mut traffic = Traffic::default();
+    let mut out = Vec::new();
+    let mut waiting = std::collections::HashMap::with_capacity(events.len());
+    for (i, (id, json)) in events.iter().enumerate() {
+        out.clear();
+        out.extend_from_slice(b"[\"EVENT\",");
+        out.extend_from_slice(json);
+        out.push(b']');
+        send(conn, &out, &mut traffic).await?;
+        waiting.insert(*id, i);
+    }
+    let mut answers = vec![(false, String::new()); events.len()];
+    let deadline = tokio::time::Instant::now() + timeout;
+    while !waiting.is_empty() {
+        let text = next_text(conn, deadline, &mut traffic).await?;
+        match RelayMessage::parse(&text) {
+            Ok(RelayMessage::Ok {
+                event_id,
+                accepted,
+                message,
+            }) => match waiting.remove(&event_id) {
+                Some(i) => answers[i] = (accepted, message.into_owned()),
+                None => conn.anomalies.add("unmatched_ok"),
+            },
+            Ok(other) => conn.anomalies.unsolicited(&other),
+            Err(_) => conn.anomalies.add("unparseable_message"),
+        }
+    }
+    Ok((answers, traffic))
 }
 
 /// Fetches events by id, `IDS_PER_REQ` per REQ; returns the ones received.

@@ -15,6 +15,8 @@ pub mod generate;
 pub mod import;
 pub mod inspect;
 pub mod load;
+pub mod migrate;
 pub mod relay;
 pub mod scan;
+pub mod sync;
 pub mod verify;

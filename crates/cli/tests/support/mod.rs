@@ -53,3 +53,12 @@ pub fn http_get(port: u16, path: &str, headers: &str) -> String {
         .split_once("\r\n\r\n")
         .map_or(String::new(), |(_, body)| body.to_string())
 }
+
+/// The lines of `testdata/real-events.jsonl`, real signed events.
+pub fn corpus() -> String {
+    std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../testdata/real-events.jsonl"
+    ))
+    .unwrap()
+}
