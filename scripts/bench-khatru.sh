@@ -50,10 +50,11 @@ trap cleanup EXIT
 mkdir -p "$OUT"
 
 start_relay() {
+    rm -f "$WORK/relay.log" # else the last relay's line may be read as this one's
     "$WORK/khatru-v2" -listen "127.0.0.1:$PORT" -data "$WORK/db" -dictionaries "$WORK/set.nwbd" "$@" 2>"$WORK/relay.log" &
     RELAY_PID=$!
     for _ in $(seq 100); do
-        grep -q "listening on" "$WORK/relay.log" && return 0
+        grep -qs "listening on" "$WORK/relay.log" && return 0
         sleep 0.1
     done
     echo "relay did not start" >&2; cat "$WORK/relay.log" >&2; exit 1
