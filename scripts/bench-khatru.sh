@@ -1,28 +1,33 @@
 #!/usr/bin/env bash
 # khatru's CPU per REQ and socket bytes, nostrwire.v2 (go/khatruv2) against
 # NIP-01 JSON, same relay process, same REQ, interleaved rounds.
-#   scripts/bench-khatru.sh [--out DIR] [--rounds N] [--reqs 100,20]
+#   scripts/bench-khatru.sh [--out DIR] [--rounds N] [--reqs 100,20] [--cold-reqs 4,1]
 # The relay is go/examples/khatru-v2 (khatru v0.19 on LMDB) holding the
 # corpus plus 24,000 generated events (seed 7), with a dictionary set
 # trained by `nostrwire dict train --per-kind` on 10,000 other generated
 # events (seed 8). The REQ is {"kinds":[1,6,7],"limit":N} for N = 1,000 and
-# 10,000. Phase 1 runs the relay as shipped (records cached by event id
-# once built); phase 2 restarts it with the cache off (-record-cache 0), so
-# every v2 REQ encodes and compresses every record again. Writes
-# results.jsonl and summary.md to DIR (default bench-runs/<date>-khatru-v2).
+# 10,000. Phase "cold", once per round: a fresh relay on an empty LMDB,
+# the events published to it over JSON (so the handler builds each record
+# as khatru saves the event), then REQs that each take a distinct window
+# of created_at (--cold-reqs per size), so no measured REQ serves an event
+# any REQ served before, over either transport. Phase "warm": one relay,
+# the same REQ repeated (--reqs per size). Writes results.jsonl and
+# summary.md to DIR (default bench-runs/<date>-khatru-v2).
 set -euo pipefail
-case " $* " in *" -h "*|*" --help "*) sed -n '2,13p' "$0"; exit 0 ;; esac
+case " $* " in *" -h "*|*" --help "*) sed -n '2,16p' "$0"; exit 0 ;; esac
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 OUT="bench-runs/$(date -u +%Y-%m-%d)-khatru-v2"
 ROUNDS=5
 REQS=100,20
+COLD_REQS=4,1
 PORT=${PORT:-7843}
 while [ $# -gt 0 ]; do
     case "$1" in
         --out) OUT=$2; shift 2 ;;
         --rounds) ROUNDS=$2; shift 2 ;;
         --reqs) REQS=$2; shift 2 ;;
+        --cold-reqs) COLD_REQS=$2; shift 2 ;;
         *) echo "unknown option: $1" >&2; exit 2 ;;
     esac
 done
@@ -45,10 +50,11 @@ trap cleanup EXIT
 mkdir -p "$OUT"
 
 start_relay() {
+    rm -f "$WORK/relay.log" # else the last relay's line may be read as this one's
     "$WORK/khatru-v2" -listen "127.0.0.1:$PORT" -data "$WORK/db" -dictionaries "$WORK/set.nwbd" "$@" 2>"$WORK/relay.log" &
     RELAY_PID=$!
     for _ in $(seq 100); do
-        grep -q "listening on" "$WORK/relay.log" && return 0
+        grep -qs "listening on" "$WORK/relay.log" && return 0
         sleep 0.1
     done
     echo "relay did not start" >&2; cat "$WORK/relay.log" >&2; exit 1
@@ -57,20 +63,24 @@ stop_relay() {
     kill "$RELAY_PID"; wait "$RELAY_PID" 2>/dev/null || true; RELAY_PID=""
 }
 
-start_relay
-"$WORK/bench" -relay "ws://127.0.0.1:$PORT" -pid "$RELAY_PID" -sizes "" \
-    -load <(cat testdata/real-events.jsonl "$WORK/generated.jsonl")
+EVENTS=$WORK/events.jsonl
+cat testdata/real-events.jsonl "$WORK/generated.jsonl" > "$EVENTS"
 
 source scripts/lib/bench-lock.sh
 bench_lock
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 : > "$OUT/results.jsonl"
+for round in $(seq "$ROUNDS"); do
+    rm -rf "$WORK/db"
+    start_relay -max-limit 1000000
+    "$WORK/bench" -relay "ws://127.0.0.1:$PORT" -sizes "" -load "$EVENTS"
+    "$WORK/bench" -relay "ws://127.0.0.1:$PORT" -pid "$RELAY_PID" -rounds 1 -reqs "$COLD_REQS" -cold \
+        | sed "s/^{/{\"phase\":\"cold\",/; s/\"round\":1,/\"round\":$round,/" >> "$OUT/results.jsonl"
+    stop_relay
+done
+start_relay
 "$WORK/bench" -relay "ws://127.0.0.1:$PORT" -pid "$RELAY_PID" -rounds "$ROUNDS" -reqs "$REQS" \
-    | sed 's/^{/{"phase":"cache",/' >> "$OUT/results.jsonl"
-stop_relay
-start_relay -record-cache 0
-"$WORK/bench" -relay "ws://127.0.0.1:$PORT" -pid "$RELAY_PID" -rounds "$ROUNDS" -reqs "$REQS" \
-    | sed 's/^{/{"phase":"nocache",/' >> "$OUT/results.jsonl"
+    | sed 's/^{/{"phase":"warm",/' >> "$OUT/results.jsonl"
 stop_relay
 LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
 
@@ -81,7 +91,7 @@ med = lambda xs: statistics.median(xs)
 print(f"load average at start {sys.argv[2]}, at end {sys.argv[3]}\n")
 print("| phase | events | transport | socket bytes / REQ | vs JSON | relay CPU / REQ (ms) | vs JSON | wall / REQ (ms) |")
 print("|---|---|---|---|---|---|---|---|")
-for phase in ("cache", "nocache"):
+for phase in ("cold", "warm"):
     for size in sorted({r["size"] for r in rows}):
         cell = lambda t: [r for r in rows if r["phase"] == phase and r["size"] == size and r["transport"] == t]
         j = cell("json")

@@ -38,8 +38,9 @@ type Options struct {
 	Set *DictSet
 	// NoDictionaries sends records compressed without a dictionary.
 	NoDictionaries bool
-	// CacheBytes bounds the cache of records built from events (by id);
-	// 0 means 64 MiB, negative disables it.
+	// CacheBytes bounds the cache of records built from events (by id),
+	// filled as khatru saves events (OnEventSaved) and as REQs send events
+	// saved before the handler ran; 0 means 64 MiB, negative disables it.
 	CacheBytes int
 }
 
@@ -92,7 +93,7 @@ func New(rl *khatru.Relay, opts Options) (*Handler, error) {
 		cache: newRecordCache(cacheBytes),
 		conns: map[*conn]struct{}{},
 	}
-	rl.OnEventSaved = append(rl.OnEventSaved, h.deliverLive)
+	rl.OnEventSaved = append(rl.OnEventSaved, h.prepare, h.deliverLive)
 	rl.OnEphemeralEvent = append(rl.OnEphemeralEvent, h.deliverLive)
 	return h, nil
 }
@@ -228,6 +229,18 @@ func (h *Handler) prevented(c *conn, evt *nostr.Event) bool {
 		}
 	}
 	return false
+}
+
+// prepare builds a saved event's records into the cache, so that a REQ
+// sends records built when the event was written (as the nostrwire relay
+// stores its records) rather than encoding and compressing while it
+// answers. Events whose records a hook may change per REQ are not built.
+func (h *Handler) prepare(_ context.Context, evt *nostr.Event) {
+	if h.cache.limit <= 0 || len(h.relay.OverwriteResponseEvent) > 0 {
+		return
+	}
+	// An event nwb cannot encode fails again, and is reported, at REQ time.
+	_, _ = h.records(evt, false)
 }
 
 // records returns the raw and stored records of evt, from the cache when

@@ -26,7 +26,7 @@ func main() {
 	data := flag.String("data", "./khatru-data", "LMDB directory")
 	dicts := flag.String("dictionaries", "", "dictionary set file (from `nostrwire dict train`); default: the package's set")
 	maxLimit := flag.Int("max-limit", 10_000, "most events one filter returns")
-	cacheMiB := flag.Int("record-cache", 64, "MiB of records kept built for v2 clients (0: none)")
+	cacheMiB := flag.Int("record-cache", 64, "MiB of records built for v2 clients as events are saved (0: none, each REQ builds its records)")
 	flag.Parse()
 
 	relay, handler, closeStore, err := newRelay(*data, *dicts, *maxLimit, *cacheMiB)

@@ -18,6 +18,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -93,7 +94,70 @@ func dial(url string, v2 bool) (*client, error) {
 
 // req sends one REQ and reads to its EOSE, returning the events received.
 func (c *client) req(sub string, limit int, v2 bool) (int, error) {
-	filter, _ := json.Marshal(map[string]any{"kinds": kinds, "limit": limit})
+	return c.reqFilter(sub, map[string]any{"kinds": kinds, "limit": limit}, v2)
+}
+
+// window is a filter over the benchmark's kinds whose events no other
+// window holds: [since, until] in created_at.
+type window struct{ since, until int64 }
+
+func (w window) filter(limit int) map[string]any {
+	return map[string]any{"kinds": kinds, "since": w.since, "until": w.until, "limit": limit}
+}
+
+// windows cuts the relay's events of the benchmark's kinds, newest first,
+// into disjoint windows of about size events each: count windows per size,
+// in the order of sizes. It reads created_at over JSON, which builds no
+// v2 record.
+func windows(url string, sizes, counts []int) ([][]window, error) {
+	c, err := dial(url, false)
+	if err != nil {
+		return nil, err
+	}
+	defer c.ws.Close()
+	filter, _ := json.Marshal(map[string]any{"kinds": kinds, "limit": 1 << 30})
+	if err := c.ws.WriteMessage(websocket.TextMessage, []byte(`["REQ","t",`+string(filter)+`]`)); err != nil {
+		return nil, err
+	}
+	var ts []int64
+	for {
+		_, f, err := c.ws.ReadMessage()
+		if err != nil {
+			return nil, err
+		}
+		var msg []json.RawMessage
+		if err := json.Unmarshal(f, &msg); err != nil || len(msg) < 2 {
+			return nil, fmt.Errorf("unexpected message %.80s", f)
+		}
+		if string(msg[0]) != `"EVENT"` {
+			break
+		}
+		var evt struct {
+			CreatedAt int64 `json:"created_at"`
+		}
+		json.Unmarshal(msg[2], &evt)
+		ts = append(ts, evt.CreatedAt)
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i] > ts[j] })
+	out := make([][]window, len(sizes))
+	pos := 0
+	for si, size := range sizes {
+		for k := 0; k < counts[si]; k++ {
+			end := pos + size - 1
+			if end >= len(ts) {
+				return nil, fmt.Errorf("%d events of kinds %v: too few for %d windows of %d", len(ts), kinds, counts[si], size)
+			}
+			out[si] = append(out[si], window{since: ts[end], until: ts[pos]})
+			for pos <= end || (pos < len(ts) && ts[pos] == ts[end]) {
+				pos++
+			}
+		}
+	}
+	return out, nil
+}
+
+func (c *client) reqFilter(sub string, f map[string]any, v2 bool) (int, error) {
+	filter, _ := json.Marshal(f)
 	msg := []byte(`["REQ","` + sub + `",` + string(filter) + `]`)
 	typ := websocket.TextMessage
 	if v2 {
@@ -227,6 +291,7 @@ func main() {
 	rounds := flag.Int("rounds", 5, "interleaved rounds")
 	reqs := flag.String("reqs", "100,20", "REQs per cell, per size")
 	only := flag.String("only", "json,v2", "transports")
+	cold := flag.Bool("cold", false, "each REQ a distinct window of events, served by no REQ before (one round: run it on a fresh relay)")
 	flag.Parse()
 	if *loadPath != "" {
 		if err := load(*url, *loadPath); err != nil {
@@ -247,6 +312,18 @@ func main() {
 		reqList = append(reqList, n)
 	}
 	transports := strings.Split(*only, ",")
+	var wins [][]window
+	if *cold {
+		counts := make([]int, len(sizeList))
+		for si := range sizeList {
+			counts[si] = reqList[min(si, len(reqList)-1)]
+		}
+		var err error
+		if wins, err = windows(*url, sizeList, counts); err != nil {
+			fmt.Fprintln(os.Stderr, "windows:", err)
+			os.Exit(1)
+		}
+	}
 	enc := json.NewEncoder(os.Stdout)
 	for round := 1; round <= *rounds; round++ {
 		for si, size := range sizeList {
@@ -257,8 +334,13 @@ func main() {
 					fmt.Fprintln(os.Stderr, tr, err)
 					os.Exit(1)
 				}
-				// One REQ untimed, so both transports start warm.
-				if _, err := c.req("warm", size, v2); err != nil {
+				// One REQ untimed, so both transports start warm (when cold, one
+				// for no event, so that none of the measured ones is served).
+				warm := map[string]any{"kinds": kinds, "limit": size}
+				if *cold {
+					warm["limit"] = 0
+				}
+				if _, err := c.reqFilter("warm", warm, v2); err != nil {
 					fmt.Fprintln(os.Stderr, tr, err)
 					os.Exit(1)
 				}
@@ -268,7 +350,11 @@ func main() {
 				start := time.Now()
 				events := 0
 				for i := 0; i < n; i++ {
-					got, err := c.req("s"+strconv.Itoa(i), size, v2)
+					f := map[string]any{"kinds": kinds, "limit": size}
+					if *cold {
+						f = wins[si][i].filter(size)
+					}
+					got, err := c.reqFilter("s"+strconv.Itoa(i), f, v2)
 					if err != nil {
 						fmt.Fprintln(os.Stderr, tr, err)
 						os.Exit(1)
