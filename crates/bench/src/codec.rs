@@ -65,12 +65,13 @@ pub const BASELINE: &str = "serde_json+sha2";
 pub const SECP: &str = "libsecp256k1";
 
 /// Stage names in report order.
-pub const STAGES: [&str; 5] = [
+pub const STAGES: [&str; 6] = [
     "parse",
     "parse_id",
     "parse_id_sig",
     "serialize",
     "bare_verify",
+    "batch_verify",
 ];
 
 #[derive(serde::Deserialize, serde::Serialize)]
@@ -160,6 +161,14 @@ pub fn run(
     }
     let n = lines.len();
     let lines = &lines;
+    // The same triples, checked 64 at a time as the relay's ingest does
+    // when events wait; the key cache starts empty for each pass.
+    let batch_triples: Vec<([u8; 32], [u8; 32], [u8; 64])> = triples
+        .iter()
+        .map(|(id, pk, sig)| (*pk.as_bytes(), *id.as_bytes(), *sig.as_bytes()))
+        .collect();
+    let batch_triples = &batch_triples;
+    let batch = &std::cell::RefCell::new(nostrwire_schnorr::Batch::new());
     let mut passes: Vec<(&'static str, &'static str, Pass<'_>)> = vec![
         (
             "parse",
@@ -287,6 +296,19 @@ pub fn run(
                 }
             }),
         ),
+        (
+            "batch_verify",
+            OURS,
+            Box::new(move || {
+                for group in batch_triples.chunks(nostrwire_schnorr::BATCH_MAX) {
+                    let mut batch = batch.borrow_mut();
+                    for (key, id, sig) in group {
+                        assert!(batch.push(key, id, sig));
+                    }
+                    assert!(batch.verify());
+                }
+            }),
+        ),
     ];
     // One untimed warm-up pass each, then interleaved samples.
     for (_, _, pass) in &passes {
@@ -350,6 +372,10 @@ impl Report {
             }
         }
         out.push((
+            format!("bare_verify: {SECP} / batch_verify {OURS}"),
+            self.mean("bare_verify", SECP) / self.mean("batch_verify", OURS),
+        ));
+        out.push((
             format!("parse_id_sig {OURS} / bare_verify"),
             self.mean("parse_id_sig", OURS) / self.mean("bare_verify", SECP),
         ));
@@ -381,9 +407,15 @@ impl Report {
         }
         let bare = self.cell("bare_verify", SECP).expect("measured");
         s.push_str(&format!(
-            "{:<14} {:>13.0} ± {:<6.0} (libsecp256k1: x-only key parse + Schnorr verify)\n\n",
+            "{:<14} {:>13.0} ± {:<6.0} (libsecp256k1: x-only key parse + Schnorr verify)\n",
             "bare_verify", bare.summary.mean_ns, bare.summary.ci95_ns
         ));
+        if let Some(batch) = self.cell("batch_verify", OURS) {
+            s.push_str(&format!(
+                "{:<14} {:>13.0} ± {:<6.0} (nostrwire: BIP-340 batches of 64, keys cached)\n\n",
+                "batch_verify", batch.summary.mean_ns, batch.summary.ci95_ns
+            ));
+        }
         for (name, r) in self.ratios() {
             s.push_str(&format!("{name:<40} {r:>6.2}x\n"));
         }

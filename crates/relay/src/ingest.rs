@@ -29,6 +29,7 @@ use crate::policy::{check_auth, first_tag_value, KindGate, WritePolicy, AUTH_KIN
 use crate::query::Job;
 use crate::ratelimit::Budget;
 use crate::search::Query;
+use crate::signatures::{Unsigned, Waiting};
 use crate::store::Admitted;
 use crate::turns::AddressTurns;
 use crate::Shared;
@@ -56,6 +57,8 @@ struct Subs {
     sync: crate::sync::Sessions,
     /// The `[policy] plugin`, if one is configured.
     plugin: Option<Plugin>,
+    /// EVENTs waiting for their signature check (`signatures.rs`).
+    waiting: Waiting,
 }
 
 /// Runs one ingest worker until its inbox closes.
@@ -80,6 +83,11 @@ pub fn run(shared: Arc<Shared>, inbox: Receiver<IngestMsg>) {
         // Everything waiting joins the turns (bounded by the admission
         // room the frames hold); wait only when there is nothing to do.
         let mut next = if turns.is_empty() && !stopping {
+            // Nothing else to do: the events waiting for their signature
+            // check go on before the worker sleeps.
+            if inbox.is_empty() {
+                settle(&shared, &mut subs);
+            }
             match inbox.recv() {
                 Ok(msg) => Some(msg),
                 Err(_) => return,
@@ -110,7 +118,10 @@ pub fn run(shared: Arc<Shared>, inbox: Receiver<IngestMsg>) {
         }
         match turns.pop() {
             Some(Work::Frame(conn, bytes, received, admission)) => {
-                handle(&shared, &mut subs, &conn, &bytes, received, admission)
+                handle(&shared, &mut subs, &conn, &bytes, received, admission);
+                if subs.waiting.handled(bytes.len()) {
+                    settle(&shared, &mut subs);
+                }
             }
             Some(Work::Closed(conn)) => {
                 if let Some(list) = subs.by_conn.remove(&conn) {
@@ -121,7 +132,7 @@ pub fn run(shared: Arc<Shared>, inbox: Receiver<IngestMsg>) {
                 subs.sync.close_conn(conn);
                 let _ = shared.fanout_tx.send(FanoutMsg::RemoveConn(conn));
             }
-            None if stopping => return,
+            None if stopping => return settle(&shared, &mut subs),
             None => {}
         }
     }
@@ -210,9 +221,7 @@ fn handle(
                 received,
                 admission,
             };
-            event_message(shared, conn, subs.plugin.as_mut(), &event, arrival, |e| {
-                e.record().to_vec()
-            });
+            event_message(shared, subs, conn, &event, arrival, |e| e.record().to_vec());
         }
         Ok(ClientFrame::Auth(event)) => {
             shared.metrics.message("AUTH");
@@ -272,7 +281,7 @@ fn handle_json(
                 received,
                 admission,
             };
-            event_message(shared, conn, subs.plugin.as_mut(), &event, arrival, |e| {
+            event_message(shared, subs, conn, &event, arrival, |e| {
                 nostrwire_wire::encode_json_event(e)
             })
         }
@@ -694,6 +703,18 @@ pub fn check_event<E: SignedFields>(
     event: &E,
     now: u64,
 ) -> Result<(), Refusal> {
+    check_event_unsigned(config, policy, event, now)?;
+    event.verify_signature().map_err(invalid)
+}
+
+/// [`check_event`] but the signature, which the relay's ingest checks in
+/// batches (`signatures.rs`).
+fn check_event_unsigned<E: SignedFields>(
+    config: &crate::Config,
+    policy: &WritePolicy,
+    event: &E,
+    now: u64,
+) -> Result<(), Refusal> {
     let limits = &config.limits;
     let created = event.created_at().as_u64();
     if limits.future_seconds > 0 && created > now + limits.future_seconds {
@@ -732,25 +753,29 @@ pub fn check_event<E: SignedFields>(
     // The id and signature are checked before any duplicate lookup, so an
     // invalid event never learns whether its id is stored (a restricted
     // DM's, say).
-    if let Err(e) = event.verify() {
-        let message = match e.kind() {
-            ErrorKind::IdMismatch => "invalid: event id does not match its content".into(),
-            ErrorKind::InvalidSignature => "invalid: bad signature".into(),
-            _ => format!("invalid: {e}").into(),
-        };
-        return Err(Refusal {
-            reason: e.kind().as_str(),
-            message,
-        });
+    event.verify_id().map_err(invalid)
+}
+
+/// The refusal of an event whose id or signature does not hold.
+fn invalid(e: Error) -> Refusal {
+    let message = match e.kind() {
+        ErrorKind::IdMismatch => "invalid: event id does not match its content".into(),
+        ErrorKind::InvalidSignature => "invalid: bad signature".into(),
+        _ => format!("invalid: {e}").into(),
+    };
+    Refusal {
+        reason: e.kind().as_str(),
+        message,
     }
-    Ok(())
 }
 
 /// EVENT, from either transport: `record` gives the nwb record to store.
+/// Every check but the signature's; the event then waits for a batch
+/// check of signatures (`signatures.rs`) and goes on in [`settle`].
 fn event_message<E: SignedFields>(
     shared: &Arc<Shared>,
+    subs: &mut Subs,
     conn: &Arc<Conn>,
-    plugin: Option<&mut Plugin>,
     event: &E,
     arrival: Arrival,
     record: impl FnOnce(&E) -> Vec<u8>,
@@ -760,16 +785,69 @@ fn event_message<E: SignedFields>(
     if let Some((reason, message)) = write_refusal(shared, conn, event) {
         return ok_false(shared, conn, id, reason, message);
     }
-    // The rules as last reloaded, once for this event.
     let policy = shared.write_policy();
-    if let Err(refusal) = check_event(&shared.config, &policy, event, now) {
+    if let Err(refusal) = check_event_unsigned(&shared.config, &policy, event, now) {
         return ok_false(shared, conn, id, refusal.reason, &refusal.message);
     }
-    // Duplicates are told by the writer, inside the transaction that would
-    // store the event: a lookup here as well would cost every new event a
-    // read transaction to spare duplicates the trip.
-    let json = event.to_json_bytes();
-    let record = record(event);
+    let unsigned = Unsigned {
+        conn: conn.clone(),
+        id: *id,
+        pubkey: *event.pubkey(),
+        sig: *event.sig(),
+        kind: event.kind(),
+        json: event.to_json_bytes(),
+        record: record(event),
+        received: arrival.received,
+        admission: arrival.admission,
+    };
+    if subs.waiting.push(unsigned) {
+        settle(shared, subs);
+    }
+}
+
+/// Checks the signatures of the events waiting and takes each on: refused
+/// for a bad one, else the write-policy plugin, then storage (or fan-out
+/// alone for an ephemeral event).
+fn settle(shared: &Arc<Shared>, subs: &mut Subs) {
+    if subs.waiting.is_empty() {
+        return;
+    }
+    for (event, verdict) in subs.waiting.settle(&shared.metrics) {
+        match verdict {
+            Ok(()) => signed_event(shared, subs.plugin.as_mut(), event),
+            Err(e) => {
+                let refusal = invalid(e);
+                ok_false(
+                    shared,
+                    &event.conn,
+                    &event.id,
+                    refusal.reason,
+                    &refusal.message,
+                )
+            }
+        }
+    }
+}
+
+/// An EVENT whose every check passed, signature included.
+fn signed_event(shared: &Arc<Shared>, plugin: Option<&mut Plugin>, event: Unsigned) {
+    let Unsigned {
+        conn,
+        id,
+        kind,
+        json,
+        record,
+        received,
+        admission,
+        ..
+    } = event;
+    let (conn, id) = (&conn, &id);
+    let now = crate::now();
+    // The rules as last reloaded. Duplicates are told by the writer, inside
+    // the transaction that would store the event: a lookup here as well
+    // would cost every new event a read transaction to spare duplicates
+    // the trip.
+    let policy = shared.write_policy();
     if policy.asks_for_pow() {
         if let Ok(view) = EventView::decode_with(&record, &shared.wire_limits) {
             if let Some(message) = policy.committed_pow_refusal(&view) {
@@ -792,7 +870,7 @@ fn event_message<E: SignedFields>(
             }
         }
     }
-    if event.kind().is_ephemeral() {
+    if kind.is_ephemeral() {
         conn.outbox.send_ok(id, true, "");
         if let Some(cluster) = &shared.cluster {
             cluster.publish_ephemeral(&record);
@@ -816,9 +894,9 @@ fn event_message<E: SignedFields>(
         }
     };
     let ticket = Ticket {
-        received: arrival.received,
+        received,
         reply: conn.outbox.clone().into(),
-        admission: arrival.admission,
+        admission,
     };
     let accepted = Accepted {
         event: admitted,

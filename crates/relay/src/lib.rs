@@ -29,6 +29,7 @@ pub mod policy;
 pub mod query;
 pub mod ratelimit;
 pub mod server;
+pub mod signatures;
 pub mod slots;
 pub mod sync;
 pub mod turns;

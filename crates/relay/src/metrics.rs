@@ -78,6 +78,11 @@ pub struct Metrics {
     /// Queries (REQ, COUNT, NEG-OPEN) ended with `CLOSED` or `NEG-ERR`
     /// after they started, by reason.
     queries_failed: Mutex<Vec<(String, u64)>>,
+    /// Signatures found valid by a batch check (`signatures.rs`).
+    pub signatures_batched: AtomicU64,
+    /// Batch checks of signatures that failed (each of their signatures
+    /// then checked alone).
+    pub signature_batches_failed: AtomicU64,
     /// Seconds from REQ to EOSE.
     pub query_seconds: Histogram,
     /// Events per writer transaction.
@@ -107,6 +112,8 @@ impl Default for Metrics {
             json_bytes_stored: AtomicU64::new(0),
             rejected: Mutex::new(Vec::new()),
             queries_failed: Mutex::new(Vec::new()),
+            signatures_batched: AtomicU64::new(0),
+            signature_batches_failed: AtomicU64::new(0),
             query_seconds: Histogram::new(LATENCY_BOUNDS),
             writer_batch: Histogram::new(BATCH_BOUNDS),
             write_seconds: Histogram::new(WRITE_BOUNDS),
@@ -196,6 +203,20 @@ impl Metrics {
             "Canonical JSON bytes of the events stored.",
             "counter",
             self.json_bytes_stored.load(Ordering::Relaxed),
+        );
+        gauge(
+            &mut out,
+            "nostrwire_signatures_batched_total",
+            "Event signatures found valid by a batch check.",
+            "counter",
+            self.signatures_batched.load(Ordering::Relaxed),
+        );
+        gauge(
+            &mut out,
+            "nostrwire_signature_batches_failed_total",
+            "Batch checks of signatures that failed; their signatures were then checked one by one.",
+            "counter",
+            self.signature_batches_failed.load(Ordering::Relaxed),
         );
         let _ = writeln!(out, "# HELP nostrwire_queries_failed_total Queries ended before their results, by reason (search_behind: the search index was being built).\n# TYPE nostrwire_queries_failed_total counter");
         for (reason, n) in self.queries_failed.lock().expect("metrics lock").iter() {

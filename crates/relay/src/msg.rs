@@ -30,6 +30,9 @@ pub enum Outgoing {
     /// written from `&str`s and ASCII by the `message::write` functions or
     /// `write_json`, so it is not checked again on its way out.
     Text(Vec<u8>),
+    /// Text frames' payloads written one after another: a query's JSON
+    /// results of one turn, queued at once.
+    Texts(Texts),
     /// A binary frame (`nostrwire.v1` and `nostrwire.v2` connections).
     Binary(Vec<u8>),
     /// A control message (`OK`, `EOSE`, `CLOSED`, `NOTICE`, `AUTH`, a
@@ -52,9 +55,43 @@ impl Outgoing {
     pub fn room(&self) -> (usize, usize) {
         match self {
             Outgoing::Text(b) | Outgoing::Binary(b) => (b.len(), 0),
+            Outgoing::Texts(texts) => (texts.bytes.len(), 0),
             Outgoing::Control(b) | Outgoing::Pong(b) => (0, b.len()),
             Outgoing::Ping | Outgoing::Close(_) => (0, 0),
         }
+    }
+}
+
+/// Text messages in one buffer, each to be sent as its own frame.
+#[derive(Debug, Default)]
+pub struct Texts {
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl Texts {
+    /// Adds `["EVENT",<subscription_id>,<json>]`.
+    pub fn push_event(&mut self, subscription_id: &str, json: &[u8]) {
+        write::relay_event_json(&mut self.bytes, subscription_id, |o| {
+            o.extend_from_slice(json)
+        });
+        self.ends.push(self.bytes.len());
+    }
+
+    /// Bytes of all the messages.
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// Whether it holds no message.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// The messages, in the order added.
+    pub fn messages(&self) -> impl Iterator<Item = &[u8]> {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts.zip(&self.ends).map(|(s, &e)| &self.bytes[s..e])
     }
 }
 
@@ -270,6 +307,12 @@ impl Outbox {
     /// results (as [`Outbox::send_result`]).
     pub fn send_results_frame(&self, frame: Vec<u8>) -> bool {
         self.queue_as(frame.len(), Outgoing::Binary(frame), true)
+    }
+
+    /// Queues a turn of the connection's own stored results as JSON text
+    /// messages (as [`Outbox::send_result`] queues one).
+    pub fn send_results_texts(&self, texts: Texts) -> bool {
+        self.queue_as(texts.len(), Outgoing::Texts(texts), true)
     }
 
     /// Queues live events for a subscription: one batch on a

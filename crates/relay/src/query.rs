@@ -16,7 +16,7 @@ use nostrwire_event::message::write;
 use nostrwire_wire::transport::{self, BatchBuilder};
 
 use crate::memory::Short;
-use crate::msg::{Held, Phase, QueryKind, Sub};
+use crate::msg::{Held, Phase, QueryKind, Sub, Texts};
 use crate::store::AsStored;
 use crate::store::{Found, QueryCursor, ScanStatus, StoreError};
 use crate::turns::AddressTurns;
@@ -628,13 +628,16 @@ fn found_bytes(f: &Found) -> usize {
     std::mem::size_of::<Found>() + f.json.len() + f.record.len()
 }
 
-/// Stored results for a `nostrwire.v2` connection, gathered into batches
-/// of [`transport::BATCH_TARGET_BYTES`]; nothing for other transports,
-/// whose results go out one message each.
+/// Stored results gathered before they are queued: for a `nostrwire.v2`
+/// connection into batches of [`transport::BATCH_TARGET_BYTES`], for a
+/// JSON one into one buffer of text messages per turn (one queue entry,
+/// one budget take and one wake-up of the socket's writer for all of
+/// them); nothing for `nostrwire.v1`, whose results go out one frame each.
 struct Batches<'s> {
     sub: &'s Sub,
     as_stored: AsStored,
     open: Option<BatchBuilder>,
+    texts: Texts,
 }
 
 impl<'s> Batches<'s> {
@@ -643,11 +646,19 @@ impl<'s> Batches<'s> {
             sub,
             as_stored: sub.outbox.as_stored(),
             open: None,
+            texts: Texts::default(),
         }
     }
 
     fn is_on(&self) -> bool {
         self.sub.outbox.v2().is_some()
+    }
+
+    /// Adds a JSON result (text connections only); false once the
+    /// connection is gone.
+    fn push_json(&mut self, json: &[u8]) -> bool {
+        self.texts.push_event(&self.sub.id, json);
+        self.texts.len() < transport::BATCH_TARGET_BYTES || self.flush()
     }
 
     /// Adds a record (as the client may be sent it); false once the
@@ -662,8 +673,12 @@ impl<'s> Batches<'s> {
         true
     }
 
-    /// Sends the batch being filled, if any.
+    /// Sends the batch or the messages being gathered, if any.
     fn flush(&mut self) -> bool {
+        if !self.texts.is_empty() {
+            let texts = std::mem::take(&mut self.texts);
+            return self.sub.outbox.send_results_texts(texts);
+        }
         match self.open.take() {
             Some(batch) => self.sub.outbox.send_results_frame(batch.finish()),
             None => true,
@@ -738,9 +753,12 @@ fn deliver_stored(shared: &Shared, job: &mut Job, batches: &mut Batches<'_>) -> 
             f
         };
         sent += f.json.len() + f.record.len();
-        let queued = match batches.is_on() {
-            true => batches.push(&f.record),
-            false => sub.outbox.send_result(&sub.id, &f.json, &f.record),
+        let queued = if batches.is_on() {
+            batches.push(&f.record)
+        } else if sub.outbox.is_binary() {
+            sub.outbox.send_result(&sub.id, &f.json, &f.record)
+        } else {
+            batches.push_json(&f.json)
         };
         if !queued {
             return Some(Progress::Done);

@@ -959,6 +959,11 @@ async fn write_loop(
             written = (written.0 + budget, written.1 + control);
             match item {
                 Outgoing::Text(text) => frames.text(&mut out, &text, None),
+                Outgoing::Texts(texts) => {
+                    for text in texts.messages() {
+                        frames.text(&mut out, text, None);
+                    }
+                }
                 Outgoing::Binary(frame) => frames.binary(&mut out, &frame, None),
                 Outgoing::Control(frame) if binary => frames.binary(&mut out, &frame, None),
                 Outgoing::Control(text) => frames.text(&mut out, &text, None),
