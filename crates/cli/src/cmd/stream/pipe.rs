@@ -285,9 +285,23 @@ async fn read(conn: &mut Conn) -> Result<Incoming, String> {
     }
 }
 
-async fn pong(conn: &mut Conn, payload: &[u8]) -> Result<(), String> {
-    conn.writer.queue_control(opcode::PONG, payload);
-    conn.writer.flush().await.map_err(|e| e.to_string())
+/// The text of a message read from `side`; a ping is answered (`None`).
+async fn text(
+    incoming: Result<Incoming, String>,
+    conn: &mut Conn,
+    side: &str,
+) -> Result<Option<Vec<u8>>, End> {
+    match incoming {
+        Ok(Incoming::Text(t)) => Ok(Some(t)),
+        Ok(Incoming::Ping(p)) => {
+            conn.writer.queue_control(opcode::PONG, &p);
+            match conn.writer.flush().await {
+                Ok(()) => Ok(None),
+                Err(e) => Err(End::Lost(format!("{side}: {e}"))),
+            }
+        }
+        Err(e) => Err(End::Lost(format!("{side}: {e}"))),
+    }
 }
 
 /// Whether a refusal may pass if the event is sent again later.
@@ -388,15 +402,10 @@ impl Pipe {
             let reading = window.queue.len() < self.settings.in_flight;
             tokio::select! {
                 incoming = read(&mut source), if reading => {
-                    let text = match incoming {
-                        Ok(Incoming::Text(t)) => t,
-                        Ok(Incoming::Ping(p)) => {
-                            if let Err(e) = pong(&mut source, &p).await {
-                                return End::Lost(format!("source: {e}"));
-                            }
-                            continue;
-                        }
-                        Err(e) => return End::Lost(format!("source: {e}")),
+                    let text = match text(incoming, &mut source, "source").await {
+                        Ok(Some(t)) => t,
+                        Ok(None) => continue,
+                        Err(e) => return e,
                     };
                     match RelayMessage::parse(&text) {
                         Ok(RelayMessage::Event { subscription_id, event }) => {
@@ -472,15 +481,10 @@ impl Pipe {
                     }
                 }
                 incoming = read(&mut dest) => {
-                    let text = match incoming {
-                        Ok(Incoming::Text(t)) => t,
-                        Ok(Incoming::Ping(p)) => {
-                            if let Err(e) = pong(&mut dest, &p).await {
-                                return End::Lost(format!("destination: {e}"));
-                            }
-                            continue;
-                        }
-                        Err(e) => return End::Lost(format!("destination: {e}")),
+                    let text = match text(incoming, &mut dest, "destination").await {
+                        Ok(Some(t)) => t,
+                        Ok(None) => continue,
+                        Err(e) => return e,
                     };
                     match RelayMessage::parse(&text) {
                         Ok(RelayMessage::Ok { event_id, accepted, message }) => {
