@@ -429,14 +429,26 @@ filter = {{ kinds = [7] }}
     assert!(ids(&b.url(), None).is_disjoint(&a_notes));
     assert!(ids(&a.url(), None).is_disjoint(&local_reactions));
     assert!(dir.path().join("cursors.json").exists(), "{}", router.log());
-    // Events that came down from b were not sent back up to it.
+    // Events that came down from b were not sent back up to it (they would
+    // be answered `duplicate`), nor the local relay's back down.
     let log = router.stop();
-    let up_line = log
-        .lines()
-        .rev()
-        .find(|l| l.contains("reactions/up ") && l.contains(" moved"))
-        .unwrap_or_else(|| panic!("{log}"));
-    assert!(up_line.contains(" 10 moved"), "{up_line}");
+    let last = |label: &str| {
+        log.lines()
+            .rev()
+            .find(|l| l.contains(label) && l.contains(" moved"))
+            .unwrap_or_else(|| panic!("no {label} line: {log}"))
+            .to_string()
+    };
+    let up_line = last("reactions/up ");
+    assert!(
+        up_line.contains(" 10 moved, 0 duplicate, 20 skipped"),
+        "{up_line}"
+    );
+    let down_line = last("reactions/down ");
+    assert!(
+        down_line.contains(" 20 moved, 0 duplicate, 10 skipped"),
+        "{down_line}"
+    );
 }
 
 #[test]
