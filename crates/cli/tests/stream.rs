@@ -452,6 +452,32 @@ filter = {{ kinds = [7] }}
 }
 
 #[test]
+fn a_burst_beyond_the_in_flight_cap_waits_and_all_of_it_arrives() {
+    let dir = tempfile::tempdir().unwrap();
+    let (up, local) = (
+        Relay::new(dir.path(), "up"),
+        Relay::new(dir.path(), "local"),
+    );
+    let (_up, _local) = (up.start(), local.start());
+    let state = dir.path().join("state.json");
+    let (up_url, local_url) = (up.url(), local.url());
+    let args = [
+        up_url.as_str(),
+        "--local",
+        local_url.as_str(),
+        "--state",
+        state.to_str().unwrap(),
+        "--in-flight",
+        "3",
+    ];
+    let streamer = stream(&args, &dir.path().join("stream.log"));
+    let burst = set(&publish(&up.url(), 9, 1, 400));
+    arrive(&local.url(), &burst, &streamer);
+    let log = streamer.stop();
+    assert!(log.contains(" 400 moved"), "{log}");
+}
+
+#[test]
 fn bad_urls_filters_and_configs_are_named() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("s.json");
