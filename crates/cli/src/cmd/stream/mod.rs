@@ -40,7 +40,7 @@ pub struct Args {
     pub url: Option<String>,
     /// Which way events move: `down` (upstream to the local relay), `up`
     /// (the local relay to upstream) or `both`.
-    #[arg(long, value_enum, default_value = "down")]
+    #[arg(long, value_enum, default_value = "down", hide_possible_values = true)]
     pub dir: Direction,
     /// Only events matching this NIP-01 filter (JSON; no `limit` or `until`).
     #[arg(long)]
