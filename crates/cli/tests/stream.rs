@@ -478,6 +478,49 @@ fn a_burst_beyond_the_in_flight_cap_waits_and_all_of_it_arrives() {
 }
 
 #[test]
+fn a_silent_upstream_is_pinged_then_left_and_a_live_one_is_kept() {
+    // Completes the WebSocket handshake, then never reads or writes: a peer
+    // gone without closing its connection.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent = format!("ws://{}", listener.local_addr().unwrap());
+    listener.set_nonblocking(true).unwrap();
+    std::thread::spawn(move || {
+        runtime().block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            let mut held = Vec::new();
+            while let Ok((socket, _)) = listener.accept().await {
+                if let Ok(ws) = tokio_tungstenite::accept_async(socket).await {
+                    held.push(ws);
+                }
+            }
+        })
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let local = Relay::new(dir.path(), "local");
+    let _local = local.start();
+    let state = dir.path().join("state.json");
+    let local_url = local.url();
+    let args = [
+        silent.as_str(),
+        "--local",
+        local_url.as_str(),
+        "--state",
+        state.to_str().unwrap(),
+        "--timeout",
+        "1",
+    ];
+    let streamer = stream(&args, &dir.path().join("stream.log"));
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !streamer.log().contains("nothing from the source") {
+        assert!(Instant::now() < deadline, "{}", streamer.log());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // The local relay, as quiet, answered the stream's pings.
+    let log = streamer.stop();
+    assert!(!log.contains("nothing from the destination"), "{log}");
+}
+
+#[test]
 fn bad_urls_filters_and_configs_are_named() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("s.json");

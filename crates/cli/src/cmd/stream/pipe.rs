@@ -272,6 +272,7 @@ fn timestamp(secs: u64) -> Timestamp {
 enum Incoming {
     Text(Vec<u8>),
     Ping(Vec<u8>),
+    Pong,
 }
 
 async fn read(conn: &mut Conn) -> Result<Incoming, String> {
@@ -279,28 +280,69 @@ async fn read(conn: &mut Conn) -> Result<Incoming, String> {
         match conn.reader.next().await.map_err(|e| e.to_string())? {
             Admitted::Text(t) => return Ok(Incoming::Text(t.to_vec())),
             Admitted::Ping(p) => return Ok(Incoming::Ping(p.to_vec())),
+            Admitted::Pong(_) => return Ok(Incoming::Pong),
             Admitted::Close(_) => return Err("closed by the relay".into()),
-            _ => continue,
+            Admitted::Binary(_) => continue,
         }
     }
 }
 
-/// The text of a message read from `side`; a ping is answered (`None`).
+/// The text of a message read from `side`, which is then heard from; a
+/// ping is answered and a pong taken (`None`).
 async fn text(
     incoming: Result<Incoming, String>,
     conn: &mut Conn,
-    side: &str,
+    side: &mut Side,
 ) -> Result<Option<Vec<u8>>, End> {
+    let lost = |e: &dyn std::fmt::Display| End::Lost(format!("{}: {e}", side.name));
+    let incoming = incoming.map_err(|e| lost(&e))?;
+    side.heard = Instant::now();
     match incoming {
-        Ok(Incoming::Text(t)) => Ok(Some(t)),
-        Ok(Incoming::Ping(p)) => {
+        Incoming::Text(t) => Ok(Some(t)),
+        Incoming::Pong => Ok(None),
+        Incoming::Ping(p) => {
             conn.writer.queue_control(opcode::PONG, &p);
-            match conn.writer.flush().await {
-                Ok(()) => Ok(None),
-                Err(e) => Err(End::Lost(format!("{side}: {e}"))),
+            conn.writer.flush().await.map_err(|e| lost(&e))?;
+            Ok(None)
+        }
+    }
+}
+
+/// When one side of a session was last heard from, and pinged: a side
+/// quiet for `timeout` is pinged, and one quiet for twice as long is taken
+/// for lost (a connection whose peer vanished without closing it).
+struct Side {
+    name: &'static str,
+    heard: Instant,
+    pinged: Option<Instant>,
+}
+
+impl Side {
+    fn new(name: &'static str) -> Side {
+        Side {
+            name,
+            heard: Instant::now(),
+            pinged: None,
+        }
+    }
+
+    async fn check(&mut self, conn: &mut Conn, timeout: Duration) -> Result<(), End> {
+        let quiet = self.heard.elapsed();
+        if quiet > timeout * 2 {
+            return Err(End::Lost(format!(
+                "nothing from the {} in {} s",
+                self.name,
+                quiet.as_secs()
+            )));
+        }
+        if quiet > timeout && self.pinged.is_none_or(|at| at.elapsed() > timeout) {
+            self.pinged = Some(Instant::now());
+            conn.writer.queue_control(opcode::PING, b"stream");
+            if let Err(e) = conn.writer.flush().await {
+                return Err(End::Lost(format!("{}: {e}", self.name)));
             }
         }
-        Err(e) => Err(End::Lost(format!("{side}: {e}"))),
+        Ok(())
     }
 }
 
@@ -398,11 +440,12 @@ impl Pipe {
         let mut window = Window::default();
         let mut tick = tokio::time::interval(Duration::from_millis(250));
         let mut oldest_wait: Option<Instant> = None;
+        let (mut source_side, mut dest_side) = (Side::new("source"), Side::new("destination"));
         loop {
             let reading = window.queue.len() < self.settings.in_flight;
             tokio::select! {
                 incoming = read(&mut source), if reading => {
-                    let text = match text(incoming, &mut source, "source").await {
+                    let text = match text(incoming, &mut source, &mut source_side).await {
                         Ok(Some(t)) => t,
                         Ok(None) => continue,
                         Err(e) => return e,
@@ -481,7 +524,7 @@ impl Pipe {
                     }
                 }
                 incoming = read(&mut dest) => {
-                    let text = match text(incoming, &mut dest, "destination").await {
+                    let text = match text(incoming, &mut dest, &mut dest_side).await {
                         Ok(Some(t)) => t,
                         Ok(None) => continue,
                         Err(e) => return e,
@@ -517,6 +560,17 @@ impl Pipe {
                             "no OK from the destination in {} s",
                             self.settings.timeout.as_secs()
                         ));
+                    }
+                    if !reading {
+                        // Not read, so not heard: the wait is ours.
+                        source_side.heard = Instant::now();
+                    }
+                    let timeout = self.settings.timeout;
+                    if let Err(e) = source_side.check(&mut source, timeout).await {
+                        return e;
+                    }
+                    if let Err(e) = dest_side.check(&mut dest, timeout).await {
+                        return e;
                     }
                 }
             }
