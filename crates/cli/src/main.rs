@@ -39,6 +39,11 @@ enum Command {
     /// Reconcile the database with a relay (NIP-77) and move what differs:
     /// down, up or both; a summary of what moved and what was refused, why.
     Sync(cmd::sync::Args),
+    /// Mirror events live between upstream relays and the running local
+    /// relay, through its WebSocket: down, up or both, each upstream with
+    /// its filter (`--config`: several, as strfry's router); resumes from a
+    /// cursor after any restart (docs/operations.md).
+    Stream(cmd::stream::Args),
     /// Move to nostrwire from another relay (docs/migrate-from-strfry.md).
     #[command(subcommand)]
     Migrate(cmd::migrate::Command),
@@ -139,6 +144,7 @@ fn main() -> ExitCode {
         Command::Delete(args) => cmd::delete::run(args),
         Command::Compact(args) => cmd::compact::run(args),
         Command::Sync(args) => cmd::sync::run(args),
+        Command::Stream(args) => cmd::stream::run(args),
         Command::Migrate(command) => cmd::migrate::run(command),
         Command::Generate(args) => cmd::generate::run(args),
         Command::Verify(args) => cmd::verify::run(args),

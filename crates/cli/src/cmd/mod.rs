@@ -18,5 +18,6 @@ pub mod load;
 pub mod migrate;
 pub mod relay;
 pub mod scan;
+pub mod stream;
 pub mod sync;
 pub mod verify;
