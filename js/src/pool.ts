@@ -7,6 +7,13 @@
 // slices, `verifyEvents`) from that moment on, including the batches the
 // workers held: no event is lost or taken as invalid because a worker died,
 // and no subscription waits for an answer that will not come.
+//
+// Batches wait here, in one queue per source (a pool's relays), until a
+// worker has room: each worker holds at most two, and the next batch is
+// taken from each source in turn. A relay that floods the workers then
+// delays another relay's batch by the two each worker holds, never by its
+// whole backlog. Small batches of one source that wait are merged (up to
+// 64 events), so a source may hand events over as soon as it has them.
 
 import type { Event } from './types.js';
 import { packRecords, unpackRecords, verifyEvents, verifyRecords } from './verify.js';
@@ -22,14 +29,39 @@ type Pending = {
   reject: (e: Error) => void;
 };
 
+// What one message to a worker asks: the batches (by pending id, with
+// their sizes) merged into it, all events or all packed records.
+type Job = { id: number; parts: { id: number; count: number }[]; events?: Event[]; records?: Uint8Array[]; count: number };
+
+/** Batches one worker holds at once: one verified, the next on its way. */
+const PER_WORKER = 2;
+/** Waiting batches of one source are merged up to this many events. */
+const MERGE_MAX = 64;
+
 function verifyHere(p: Pending): Promise<boolean[]> {
   return p.events ? verifyEvents(p.events) : verifyRecords(unpackRecords(p.records!));
+}
+
+function concat(parts: Uint8Array[]): Uint8Array {
+  if (parts.length === 1) return parts[0]!.slice();
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
 }
 
 export class VerifierPool {
   private readonly workers: Worker[] = [];
   private readonly pending = new Map<number, Pending>();
-  private next = 0;
+  // Per worker, the jobs it holds.
+  private readonly held: Map<number, Job>[] = [];
+  // Per source, the jobs waiting; `turns`: the sources with jobs waiting,
+  // the next to be served first.
+  private readonly waiting = new Map<unknown, Job[]>();
+  private turns: unknown[] = [];
   private serial = 0;
   private failed: Error | null = null;
   private closed = false;
@@ -39,11 +71,20 @@ export class VerifierPool {
     try {
       for (let i = 0; i < size; i++) {
         const w = new Worker(url, { type: 'module' });
+        const held = new Map<number, Job>();
         w.onmessage = (ev: MessageEvent<{ id: number; verdicts: boolean[] }>) => {
-          const p = this.pending.get(ev.data.id);
-          if (!p) return;
-          this.pending.delete(ev.data.id);
-          p.resolve(ev.data.verdicts);
+          const job = held.get(ev.data.id);
+          if (!job) return;
+          held.delete(job.id);
+          this.dispatch();
+          let at = 0;
+          for (const part of job.parts) {
+            const p = this.pending.get(part.id);
+            const verdicts = ev.data.verdicts.slice(at, (at += part.count));
+            if (!p) continue;
+            this.pending.delete(part.id);
+            p.resolve(verdicts);
+          }
         };
         w.onerror = (ev) => {
           ev.preventDefault?.();
@@ -51,6 +92,7 @@ export class VerifierPool {
         };
         w.onmessageerror = () => this.fail(new Error('verifier worker sent a message that could not be read'));
         this.workers.push(w);
+        this.held.push(held);
       }
     } catch (e) {
       // `new Worker` throws where workers are forbidden (SecurityError).
@@ -66,15 +108,17 @@ export class VerifierPool {
     return this.failed;
   }
 
-  /** Verdicts for `events`, in order. */
-  verify(events: Event[]): Promise<boolean[]> {
+  /**
+   * Verdicts for `events`, in order. `source` (a relay, say) names whose
+   * batch it is: sources take turns for the workers.
+   */
+  verify(events: Event[], source?: unknown): Promise<boolean[]> {
     if (this.closed) return Promise.reject(new Error('verifier pool closed'));
     if (this.failed) return verifyEvents(events);
     const id = ++this.serial;
-    const worker = this.workers[this.next++ % this.workers.length]!;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { events, resolve, reject });
-      worker.postMessage({ id, events } satisfies VerifyRequest);
+      this.queue(source, id, events.length, events, undefined);
     });
   }
 
@@ -83,25 +127,65 @@ export class VerifierPool {
    * takes them), in order. The records are copied into one buffer that is
    * transferred to a worker, so the caller's buffers stay usable.
    */
-  verifyRecords(records: Uint8Array[]): Promise<boolean[]> {
+  verifyRecords(records: Uint8Array[], source?: unknown): Promise<boolean[]> {
     if (this.closed) return Promise.reject(new Error('verifier pool closed'));
     if (this.failed) return verifyRecords(records);
     const packed = packRecords(records);
     const id = ++this.serial;
-    const worker = this.workers[this.next++ % this.workers.length]!;
     return new Promise((resolve, reject) => {
-      // The worker gets the buffer; the pending entry keeps a copy in case
-      // the worker dies holding it.
-      this.pending.set(id, { records: packed.slice(), resolve, reject });
-      worker.postMessage({ id, records: packed } satisfies VerifyRequest, [packed.buffer]);
+      this.pending.set(id, { records: packed, resolve, reject });
+      this.queue(source, id, records.length, undefined, packed);
     });
   }
 
-  // The workers are of no more use: what they held is verified here.
+  private queue(source: unknown, id: number, count: number, events: Event[] | undefined, packed: Uint8Array | undefined): void {
+    let jobs = this.waiting.get(source);
+    if (!jobs) {
+      this.waiting.set(source, (jobs = []));
+      this.turns.push(source);
+    }
+    const last = jobs[jobs.length - 1];
+    if (last && last.count + count <= MERGE_MAX && (last.events !== undefined) === (events !== undefined)) {
+      last.parts.push({ id, count });
+      last.count += count;
+      if (events) last.events!.push(...events);
+      else last.records!.push(packed!);
+    } else {
+      jobs.push({ id, parts: [{ id, count }], events: events && [...events], records: packed && [packed], count });
+    }
+    this.dispatch();
+  }
+
+  // Hands waiting jobs to the workers with room, a source at a time.
+  private dispatch(): void {
+    while (this.turns.length > 0 && this.workers.length > 0 && !this.failed && !this.closed) {
+      let k = 0;
+      for (let i = 1; i < this.workers.length; i++) if (this.held[i]!.size < this.held[k]!.size) k = i;
+      if (this.held[k]!.size >= PER_WORKER) return;
+      const source = this.turns.shift();
+      const jobs = this.waiting.get(source)!;
+      const job = jobs.shift()!;
+      if (jobs.length > 0) this.turns.push(source);
+      else this.waiting.delete(source);
+      this.held[k]!.set(job.id, job);
+      if (job.events) this.workers[k]!.postMessage({ id: job.id, events: job.events } satisfies VerifyRequest);
+      else {
+        // The pending batches keep their own copies, in case the worker
+        // dies holding this one.
+        const packed = concat(job.records!);
+        this.workers[k]!.postMessage({ id: job.id, records: packed } satisfies VerifyRequest, [packed.buffer]);
+      }
+    }
+  }
+
+  // The workers are of no more use: what they held or was waiting for
+  // them is verified here.
   private fail(e: Error): void {
     if (this.failed || this.closed) return;
     this.failed = e;
     this.stopWorkers();
+    this.waiting.clear();
+    this.turns = [];
     const held = [...this.pending.values()];
     this.pending.clear();
     for (const p of held) verifyHere(p).then(p.resolve, p.reject);
@@ -115,6 +199,8 @@ export class VerifierPool {
   close(): void {
     this.closed = true;
     this.stopWorkers();
+    this.waiting.clear();
+    this.turns = [];
     for (const p of this.pending.values()) p.reject(new Error('verifier pool closed'));
     this.pending.clear();
   }

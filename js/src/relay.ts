@@ -27,10 +27,13 @@ import { VerifierPool } from './pool.js';
 import {
   SLICE_MS,
   initVerifier,
+  isLowerHex,
   loadWasm,
+  RUN_MAX,
   verifiedSymbol,
   verifyEvent as defaultVerify,
   verifyRecord,
+  verifyRun,
   wasmModule,
   yieldToEventLoop,
 } from './verify.js';
@@ -126,6 +129,13 @@ export interface SubscriptionParams {
    * it returns true are dropped before any matching or verification.
    */
   alreadyHaveEvent?: (id: string) => boolean;
+  /**
+   * For pools: true for an id already handed on or being verified. A JSON
+   * `EVENT` whose id (read from the raw text, before any parsing) it knows
+   * is dropped unparsed, after `alreadyHaveEvent` is told its id; anything
+   * else is parsed and checked as usual.
+   */
+  knownEvent?: (id: string) => boolean;
   id?: string;
   /** Names the subscription `label:N` where no `id` is given. */
   label?: string;
@@ -169,6 +179,8 @@ function withinDefaults(l: Limits): boolean {
 
 type Pending<T> = { resolve: (v: T) => void; reject: (e: Error) => void; timer: ReturnType<typeof setTimeout> };
 const BATCH = 64;
+// The most event bytes one run of main-thread verification takes.
+const RUN_BYTES = 256 * 1024;
 const TIMED_OUT = new Error('connection timed out');
 // nostrwire.v2 batches: the most decompressed bytes one buffer holds, and
 // the largest record decompressed into the shared scratch (unverified).
@@ -178,7 +190,8 @@ let scratch = new Uint8Array(4096);
 
 // `record`: the event's uncompressed nwb record (nostrwire.v2), verified as
 // bytes.
-type EventItem = { sub: Subscription; event: Event; record?: Uint8Array; matches: boolean; verdict?: Promise<boolean> };
+// `verdict`: the workers' answer to come; `ok`: the verdict, once known.
+type EventItem = { sub: Subscription; event: Event; record?: Uint8Array; matches: boolean; verdict?: Promise<boolean>; ok?: boolean };
 type Item =
   | EventItem
   | { sub: Subscription; eose: true }
@@ -387,7 +400,12 @@ export class Relay {
           if (!this.draining && this.head < this.queue.length) void this.drain();
           if (batch.next === batch.frame.count) this.batchInProgress = null;
         } else {
-          if (this.inboundHead === this.inbound.length) break;
+          if (this.inboundHead === this.inbound.length) {
+            // Nothing more has come: the events waiting for a worker go
+            // now, not when 64 have gathered or the drain reaches them.
+            this.flush();
+            break;
+          }
           const data = this.inbound[this.inboundHead]!;
           // Batches wait for the WebAssembly module while it loads (it
           // decodes them far faster than the JavaScript decoder on a fresh
@@ -566,7 +584,25 @@ export class Relay {
       .finally(() => named?.());
   }
 
+  // A JSON EVENT whose id the subscription's pool already took: dropped
+  // before it is parsed. The id is read from the raw text; only a known id
+  // skips the parse, so a relay whose text misleads the reading can lose
+  // only its own message, never hide another relay's copy.
+  private knownJsonEvent(text: string): boolean {
+    const end = text.indexOf('"', 10);
+    if (end < 0) return false;
+    const sub = this.openSubs.get(text.slice(10, end));
+    if (!sub?.knownEvent || text.charCodeAt(end - 1) === 92) return false;
+    const at = text.indexOf('"id":"', end);
+    if (at < 0 || text.charCodeAt(at + 70) !== 34) return false;
+    const id = text.slice(at + 6, at + 70);
+    if (!isLowerHex(id, 64) || !sub.knownEvent(id)) return false;
+    if (!sub.closed) sub.alreadyHaveEvent?.(id);
+    return true;
+  }
+
   private onJson(text: string): void {
+    if (text.startsWith('["EVENT","') && this.knownJsonEvent(text)) return;
     const msg: unknown = JSON.parse(text);
     if (!Array.isArray(msg) || typeof msg[0] !== 'string') return;
     switch (msg[0]) {
@@ -661,11 +697,11 @@ export class Relay {
     // each kind is sent on its own.
     const records = items.filter((i) => i.record);
     if (records.length > 0) {
-      this.awaitVerdicts(records, this.pool.verifyRecords(records.map((i) => i.record!)));
+      this.awaitVerdicts(records, this.pool.verifyRecords(records.map((i) => i.record!), this));
     }
     if (records.length < items.length) {
       const events = records.length === 0 ? items : items.filter((i) => !i.record);
-      this.awaitVerdicts(events, this.pool.verify(events.map((i) => i.event)));
+      this.awaitVerdicts(events, this.pool.verify(events.map((i) => i.event), this));
     }
   }
 
@@ -687,6 +723,9 @@ export class Relay {
           if (!item.verdict) this.flush();
           ok = await item.verdict!.catch(() => false);
           (item.event as Event & { [verifiedSymbol]?: boolean })[verifiedSymbol] = ok;
+        } else if ('event' in item && item.matches && this.verify === defaultVerify && !item.sub.closed) {
+          if (item.ok === undefined) this.verifyAhead(this.head - 1);
+          ok = item.ok;
         }
         try {
           this.deliver(item, ok);
@@ -709,7 +748,28 @@ export class Relay {
     }
   }
 
-  // `verdict` is the worker's, when a pool verified the event.
+  // The package's verifier on the main thread: the events waiting from
+  // `from` on are verified together, a run at a time (one call into
+  // WebAssembly, ids hashed four at once), not one call each.
+  private verifyAhead(from: number): void {
+    const items: EventItem[] = [];
+    const events: Event[] = [];
+    const records: (Uint8Array | undefined)[] = [];
+    let bytes = 0;
+    for (let k = from; k < this.queue.length && items.length < RUN_MAX && bytes < RUN_BYTES; k++) {
+      const item = this.queue[k]!;
+      if (!('event' in item) || !item.matches || item.ok !== undefined || item.sub.closed) continue;
+      items.push(item);
+      events.push(item.event);
+      records.push(item.record);
+      bytes += item.record ? item.record.length : 300 + String(item.event.content).length;
+    }
+    const out: boolean[] = new Array(items.length);
+    verifyRun(events, records, out);
+    for (let k = 0; k < items.length; k++) items[k]!.ok = out[k];
+  }
+
+  // `verdict` is the worker's, or the main thread's run's.
   private deliver(item: Item, verdict?: boolean): void {
     const sub = item.sub;
     if ('event' in item) {
@@ -943,6 +1003,7 @@ export class Subscription {
   oneose: (() => void) | undefined;
   onclose: ((reason: string) => void) | undefined;
   alreadyHaveEvent: ((id: string) => boolean) | undefined;
+  knownEvent: ((id: string) => boolean) | undefined;
 
   constructor(
     readonly relay: Relay,
@@ -955,6 +1016,7 @@ export class Subscription {
     this.oneose = params.oneose;
     this.onclose = params.onclose;
     this.alreadyHaveEvent = params.alreadyHaveEvent;
+    this.knownEvent = params.knownEvent;
   }
 
   /** @internal */

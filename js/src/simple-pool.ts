@@ -267,6 +267,7 @@ export class AbstractSimplePool {
             params.oninvalidevent?.(event, reason);
           },
           oneose: () => handleEose(i),
+          knownEvent: (id) => known.has(id),
           alreadyHaveEvent: (id) => {
             if (this.trackRelays) this.seen(id, relay);
             if (params.alreadyHaveEvent?.(id) || known.has(id)) return true;

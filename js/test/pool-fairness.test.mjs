@@ -1,0 +1,58 @@
+// Headless Chromium: a relay that floods the pool with events that do not
+// verify must not hold up an honest relay's events for more than about one
+// slice of the pool's work. Counted in work, not time: how many of the
+// flood's events the pool refused between an honest event's message
+// reaching the page and that event reaching `onevent`.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { haveBinary } from './relay-process.mjs';
+import { scriptedRelayServer } from './scripted-relay.mjs';
+import { KINDS, poolEvents } from './pool-relays.mjs';
+import { servePage, launch, openPage, haveChromium } from './browser/harness.mjs';
+
+const skip = (!haveChromium && 'no chromium (js/scripts/install-chromium.sh)') || (!haveBinary && 'no nostrwire binary (set NOSTRWIRE_BIN)');
+
+const HONEST = 20;
+const FLOOD = 4000;
+// One slice of main-thread verification takes a few runs of 32 events; a
+// hundred and sixty refusals is about two slices' worth on a fast machine
+// and one on a slow one. Before the pool took turns fairly, honest events
+// waited for most of the flood (thousands).
+const ONE_SLICE = 160;
+
+let flood, honest, site, browser, page, filter;
+before(async () => {
+  if (skip) return;
+  const { events, since, until } = poolEvents({ count: FLOOD + HONEST, seed: 47, newest: Math.floor(Date.now() / 1000) - 3600 });
+  filter = { kinds: KINDS, since, until };
+  // Ids that are right, signatures of other events: each costs a full check.
+  const forged = events.slice(HONEST).map((e, i, all) => ({ ...e, sig: all[(i + 1) % all.length].sig }));
+  // As a stream, so that the honest relay's messages come in the middle.
+  flood = await scriptedRelayServer(forged, { chunk: 50 });
+  // It answers once the flood is under way.
+  honest = await scriptedRelayServer(events.slice(0, HONEST), { delay: 50 });
+  site = await servePage(new URL('./browser/pool-page.js', import.meta.url).pathname);
+  browser = await launch();
+  page = await openPage(browser, site.url);
+});
+after(async () => {
+  await browser?.close();
+  await site?.close();
+  await flood?.stop();
+  await honest?.stop();
+});
+
+for (const workers of [0, 2]) {
+  test(`Chromium, ${workers ? `${workers} verifier workers` : 'main thread'}: a flood of invalid events holds an honest relay's events up for one slice at most`, { skip }, async () => {
+    const r = await page.evaluate((o) => window.floodRun(o), { floodUrl: flood.url, honestUrl: honest.url, filter, workers });
+    assert.equal(r.delivered.length, HONEST);
+    assert.equal(r.invalid, FLOOD, 'every forged event refused');
+    // Each honest event's message, in order (then EOSE).
+    const waited = r.delivered.map((d, i) => d - r.arrived[i]);
+    const worst = Math.max(...waited);
+    console.log(`flood refusals while an honest event waited: worst ${worst}, each ${waited.join(' ')}; refused in all ${r.invalid}`);
+    assert.ok(r.arrived[0] < FLOOD / 2, `the honest relay answered while the flood was handled (${r.arrived[0]} refused before)`);
+    assert.ok(r.delivered.at(-1) < FLOOD / 2, `the honest events were all handed on before half the flood was refused (${r.delivered.at(-1)})`);
+    assert.ok(worst <= ONE_SLICE, `an honest event waited while ${worst} of the flood's events were refused`);
+  });
+}
