@@ -101,6 +101,13 @@ export interface RelayOptions {
    */
   enableReconnect?: boolean;
   /**
+   * Every `pingFrequency` milliseconds while connected, asks the relay a
+   * REQ nothing matches; with no EOSE or CLOSED within `pingTimeout`, the
+   * connection counts as dropped (and `enableReconnect` connects again).
+   * Default false.
+   */
+  enablePing?: boolean;
+  /**
    * Verifier workers shared with other relays (a pool's): used instead of
    * `workers`, and left running by `close()`.
    */
@@ -230,7 +237,7 @@ export class Relay {
   // Per event id, the calls waiting for an OK in the order the EVENTs were
   // sent: the relay answers each EVENT, so each OK settles the oldest call.
   private readonly publishes = new Map<string, Pending<string>[]>();
-  private readonly counts = new Map<string, Pending<number>>();
+  private readonly counts = new Map<string, Pending<{ count: number; hll?: string }>>();
   private queue: Item[] = [];
   private head = 0;
   private draining = false;
@@ -255,6 +262,12 @@ export class Relay {
   private readonly reconnects: boolean;
   private reconnectAttempts = 0;
   private reconnectTimer: ReturnType<typeof setTimeout> | undefined;
+  private readonly pings: boolean;
+  private pingTimer: ReturnType<typeof setTimeout> | undefined;
+  /** With `enablePing`: milliseconds between pings (read before each). */
+  pingFrequency = 29_000;
+  /** With `enablePing`: milliseconds a ping's answer may take. */
+  pingTimeout = 20_000;
 
   constructor(url: string, opts: RelayOptions = {}) {
     this.url = url;
@@ -267,6 +280,7 @@ export class Relay {
     this.Impl = opts.websocketImplementation as WebSocketConstructor | undefined;
     const workers = opts.workers ?? 0;
     this.reconnects = opts.enableReconnect ?? false;
+    this.pings = opts.enablePing ?? false;
     this.sharedPool = opts.verifierPool !== undefined;
     if (opts.verifierPool && this.verify === defaultVerify) this.pool = opts.verifierPool;
     else if (workers > 0 && this.verify === defaultVerify && typeof Worker !== 'undefined') {
@@ -350,6 +364,7 @@ export class Relay {
           });
         }
         this.listen(ws);
+        if (this.pings) this.ping(ws);
         resolve(ws);
       };
       ws.onerror = ws.onclose = () => {
@@ -635,7 +650,8 @@ export class Relay {
         if (pending) {
           this.counts.delete(msg[1]);
           clearTimeout(pending.timer);
-          pending.resolve(Number(msg[2]?.count ?? 0));
+          const hll = msg[2]?.hll;
+          pending.resolve(typeof hll === 'string' ? { count: Number(msg[2]?.count ?? 0), hll } : { count: Number(msg[2]?.count ?? 0) });
         }
         return;
       }
@@ -868,14 +884,19 @@ export class Relay {
   }
 
   /** NIP-45 COUNT. */
-  count(filters: Filter[], params: { id?: string | null } = {}): Promise<number> {
+  async count(filters: Filter[], params: { id?: string | null } = {}): Promise<number> {
+    return (await this.countWithHLL(filters, params)).count;
+  }
+
+  /** NIP-45 COUNT, with the relay's HyperLogLog registers (`hll`, 512 hex characters) where it sends them. */
+  countWithHLL(filters: Filter[], params: { id?: string | null } = {}): Promise<{ count: number; hll?: string }> {
     const id = params.id ?? `count:${++this.serial}`;
     try {
       this.sendMessage(JSON.stringify(['COUNT', id, ...filters]));
     } catch (e) {
       return Promise.reject(e);
     }
-    const result = new Promise<number>((resolve, reject) => {
+    const result = new Promise<{ count: number; hll?: string }>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.counts.delete(id);
         reject(new Error('count timed out'));
@@ -891,6 +912,30 @@ export class Relay {
     this.sendMessage(JSON.stringify(['REQ', id, ...filters]));
     this.openSubs.set(id, sub);
     return sub;
+  }
+
+  // The next ping of connection `ws`, and the next after its answer. A
+  // relay that answers nothing in time is taken as gone: a socket whose
+  // peer stalled may not report its close for a long time.
+  private ping(ws: WebSocketLike): void {
+    clearTimeout(this.pingTimer);
+    this.pingTimer = setTimeout(() => {
+      if (this.ws !== ws) return;
+      let answered = false;
+      const timeout = setTimeout(() => {
+        if (answered || this.ws !== ws) return;
+        ws.close();
+        this.dropped();
+      }, this.pingTimeout);
+      const answer = () => {
+        if (answered) return;
+        answered = true;
+        clearTimeout(timeout);
+        sub.close();
+        if (this.ws === ws) this.ping(ws);
+      };
+      const sub = this.subscribe([{ ids: ['a'.repeat(64)], limit: 1 }], { label: '<forced-ping>', oneose: answer, onclose: answer });
+    }, this.pingFrequency);
   }
 
   close(): void {
@@ -942,6 +987,7 @@ export class Relay {
   // the connection dropped (some may still be verified).
   private closed(keepSubs = false, queued = false): void {
     if (!this.ws) return;
+    clearTimeout(this.pingTimer);
     this.ws.onmessage = this.ws.onclose = null;
     this.ws = null;
     this.transport = null;
