@@ -18,20 +18,26 @@
 import type { Event } from './types.js';
 import { packRecords, unpackRecords, verifyEvents, verifyRecords } from './verify.js';
 
-/** What a worker is asked to verify: event objects, or packed nwb records. */
-export type VerifyRequest = { id: number; events: Event[] } | { id: number; records: Uint8Array };
+/**
+ * What a worker is asked to verify: event objects, packed nwb records, or
+ * the JSON `EVENT` messages the events came in (a string costs less to
+ * post than the object it parses to).
+ */
+export type VerifyRequest = { id: number; events: Event[] } | { id: number; records: Uint8Array } | { id: number; messages: string[] };
 
 type Pending = {
   // Kept so that the main thread can verify them if the workers fail.
   events?: Event[];
   records?: Uint8Array;
+  messages?: string[];
   resolve: (verdicts: boolean[]) => void;
   reject: (e: Error) => void;
 };
 
 // What one message to a worker asks: the batches (by pending id, with
 // their sizes) merged into it, all events or all packed records.
-type Job = { id: number; parts: { id: number; count: number }[]; events?: Event[]; records?: Uint8Array[]; count: number };
+type Kind = 'events' | 'records' | 'messages';
+type Job = { id: number; parts: { id: number; count: number }[]; kind: Kind; items: (Event | Uint8Array | string)[]; count: number };
 
 /** Batches one worker holds at once: one verified, the next on its way. */
 const PER_WORKER = 2;
@@ -39,7 +45,33 @@ const PER_WORKER = 2;
 const MERGE_MAX = 64;
 
 function verifyHere(p: Pending): Promise<boolean[]> {
+  if (p.messages) return verifyMessages(p.messages);
   return p.events ? verifyEvents(p.events) : verifyRecords(unpackRecords(p.records!));
+}
+
+/**
+ * Verdicts for the events of JSON `EVENT` messages (`["EVENT", id,
+ * event]`), in order; a message without an event object is false.
+ */
+export function verifyMessages(messages: string[]): Promise<boolean[]> {
+  const events: Event[] = [];
+  const at: number[] = [];
+  messages.forEach((m, i) => {
+    let event: unknown;
+    try {
+      event = (JSON.parse(m) as unknown[])[2];
+    } catch {
+      return;
+    }
+    if (typeof event !== 'object' || event === null) return;
+    at.push(i);
+    events.push(event as Event);
+  });
+  return verifyEvents(events).then((verdicts) => {
+    const out: boolean[] = new Array(messages.length).fill(false);
+    at.forEach((i, k) => (out[i] = verdicts[k]!));
+    return out;
+  });
 }
 
 function concat(parts: Uint8Array[]): Uint8Array {
@@ -118,7 +150,21 @@ export class VerifierPool {
     const id = ++this.serial;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { events, resolve, reject });
-      this.queue(source, id, events.length, events, undefined);
+      this.queue(source, id, 'events', events);
+    });
+  }
+
+  /**
+   * Verdicts for the events of JSON `EVENT` messages, in order: the
+   * workers parse them (as `JSON.parse` parsed them here).
+   */
+  verifyMessages(messages: string[], source?: unknown): Promise<boolean[]> {
+    if (this.closed) return Promise.reject(new Error('verifier pool closed'));
+    if (this.failed) return verifyMessages(messages);
+    const id = ++this.serial;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { messages, resolve, reject });
+      this.queue(source, id, 'messages', messages);
     });
   }
 
@@ -134,24 +180,24 @@ export class VerifierPool {
     const id = ++this.serial;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { records: packed, resolve, reject });
-      this.queue(source, id, records.length, undefined, packed);
+      this.queue(source, id, 'records', [packed], records.length);
     });
   }
 
-  private queue(source: unknown, id: number, count: number, events: Event[] | undefined, packed: Uint8Array | undefined): void {
+  // `items`: the events or messages, or one packed buffer of `count` records.
+  private queue(source: unknown, id: number, kind: Kind, items: (Event | Uint8Array | string)[], count = items.length): void {
     let jobs = this.waiting.get(source);
     if (!jobs) {
       this.waiting.set(source, (jobs = []));
       this.turns.push(source);
     }
     const last = jobs[jobs.length - 1];
-    if (last && last.count + count <= MERGE_MAX && (last.events !== undefined) === (events !== undefined)) {
+    if (last && last.count + count <= MERGE_MAX && last.kind === kind) {
       last.parts.push({ id, count });
       last.count += count;
-      if (events) last.events!.push(...events);
-      else last.records!.push(packed!);
+      last.items.push(...items);
     } else {
-      jobs.push({ id, parts: [{ id, count }], events: events && [...events], records: packed && [packed], count });
+      jobs.push({ id, parts: [{ id, count }], kind, items: [...items], count });
     }
     this.dispatch();
   }
@@ -168,12 +214,14 @@ export class VerifierPool {
       if (jobs.length > 0) this.turns.push(source);
       else this.waiting.delete(source);
       this.held[k]!.set(job.id, job);
-      if (job.events) this.workers[k]!.postMessage({ id: job.id, events: job.events } satisfies VerifyRequest);
+      const worker = this.workers[k]!;
+      if (job.kind === 'events') worker.postMessage({ id: job.id, events: job.items as Event[] } satisfies VerifyRequest);
+      else if (job.kind === 'messages') worker.postMessage({ id: job.id, messages: job.items as string[] } satisfies VerifyRequest);
       else {
         // The pending batches keep their own copies, in case the worker
         // dies holding this one.
-        const packed = concat(job.records!);
-        this.workers[k]!.postMessage({ id: job.id, records: packed } satisfies VerifyRequest, [packed.buffer]);
+        const packed = concat(job.items as Uint8Array[]);
+        worker.postMessage({ id: job.id, records: packed } satisfies VerifyRequest, [packed.buffer]);
       }
     }
   }

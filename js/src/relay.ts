@@ -198,7 +198,8 @@ let scratch = new Uint8Array(4096);
 // `record`: the event's uncompressed nwb record (nostrwire.v2), verified as
 // bytes.
 // `verdict`: the workers' answer to come; `ok`: the verdict, once known.
-type EventItem = { sub: Subscription; event: Event; record?: Uint8Array; matches: boolean; verdict?: Promise<boolean>; ok?: boolean };
+// `text`: the JSON message it came in, for verifier workers.
+type EventItem = { sub: Subscription; event: Event; record?: Uint8Array; text?: string; matches: boolean; verdict?: Promise<boolean>; ok?: boolean };
 type Item =
   | EventItem
   | { sub: Subscription; eose: true }
@@ -623,7 +624,7 @@ export class Relay {
     switch (msg[0]) {
       case 'EVENT': {
         const sub = this.openSubs.get(msg[1]);
-        if (sub && typeof msg[2] === 'object' && msg[2] !== null) this.enqueueEvent(sub, msg[2] as Event);
+        if (sub && typeof msg[2] === 'object' && msg[2] !== null) this.enqueueEvent(sub, msg[2] as Event, undefined, this.pool ? text : undefined);
         return;
       }
       case 'EOSE': {
@@ -678,9 +679,9 @@ export class Relay {
   // An event for `sub`: what the app already has is dropped here, before a
   // worker could be given it to verify; one that matches none of the
   // filters is never verified and is reported in order when delivered.
-  private enqueueEvent(sub: Subscription, event: Event, record?: Uint8Array): void {
+  private enqueueEvent(sub: Subscription, event: Event, record?: Uint8Array, text?: string): void {
     if (sub.closed || sub.alreadyHaveEvent?.(event.id)) return;
-    const item: EventItem = { sub, event, record, matches: matchFilters(sub.filters, event) };
+    const item: EventItem = { sub, event, record, text, matches: matchFilters(sub.filters, event) };
     this.queue.push(item);
     if (this.pool && item.matches) {
       this.batch.push(item);
@@ -708,15 +709,15 @@ export class Relay {
     const items = this.batch;
     if (items.length === 0 || !this.pool) return;
     this.batch = [];
-    // Records (nostrwire.v2 batches) go to the workers as bytes, events as
-    // objects: a JSON EVENT can follow batch records on one connection, so
-    // each kind is sent on its own.
+    // Records (nostrwire.v2 batches) go to the workers as bytes, JSON
+    // events as the messages they came in, others as objects: one
+    // connection can mix them, so each kind is sent on its own.
     const records = items.filter((i) => i.record);
-    if (records.length > 0) {
-      this.awaitVerdicts(records, this.pool.verifyRecords(records.map((i) => i.record!), this));
-    }
-    if (records.length < items.length) {
-      const events = records.length === 0 ? items : items.filter((i) => !i.record);
+    const texts = items.filter((i) => !i.record && i.text !== undefined);
+    if (records.length > 0) this.awaitVerdicts(records, this.pool.verifyRecords(records.map((i) => i.record!), this));
+    if (texts.length > 0) this.awaitVerdicts(texts, this.pool.verifyMessages(texts.map((i) => i.text!), this));
+    if (records.length + texts.length < items.length) {
+      const events = items.filter((i) => !i.record && i.text === undefined);
       this.awaitVerdicts(events, this.pool.verify(events.map((i) => i.event), this));
     }
   }
