@@ -145,13 +145,7 @@ export class VerifierPool {
    * batch it is: sources take turns for the workers.
    */
   verify(events: Event[], source?: unknown): Promise<boolean[]> {
-    if (this.closed) return Promise.reject(new Error('verifier pool closed'));
-    if (this.failed) return verifyEvents(events);
-    const id = ++this.serial;
-    return new Promise((resolve, reject) => {
-      this.pending.set(id, { events, resolve, reject });
-      this.queue(source, id, 'events', events);
-    });
+    return this.submit(source, 'events', () => verifyEvents(events), () => ({ kept: { events }, items: events }));
   }
 
   /**
@@ -159,13 +153,7 @@ export class VerifierPool {
    * workers parse them (as `JSON.parse` parsed them here).
    */
   verifyMessages(messages: string[], source?: unknown): Promise<boolean[]> {
-    if (this.closed) return Promise.reject(new Error('verifier pool closed'));
-    if (this.failed) return verifyMessages(messages);
-    const id = ++this.serial;
-    return new Promise((resolve, reject) => {
-      this.pending.set(id, { messages, resolve, reject });
-      this.queue(source, id, 'messages', messages);
-    });
+    return this.submit(source, 'messages', () => verifyMessages(messages), () => ({ kept: { messages }, items: messages }));
   }
 
   /**
@@ -174,13 +162,27 @@ export class VerifierPool {
    * transferred to a worker, so the caller's buffers stay usable.
    */
   verifyRecords(records: Uint8Array[], source?: unknown): Promise<boolean[]> {
+    return this.submit(source, 'records', () => verifyRecords(records), () => {
+      const packed = packRecords(records);
+      return { kept: { records: packed }, items: [packed], count: records.length };
+    });
+  }
+
+  // A batch for the workers (`prepare`: what the pending entry keeps, and
+  // what is queued), or for `here` once they failed.
+  private submit(
+    source: unknown,
+    kind: Kind,
+    here: () => Promise<boolean[]>,
+    prepare: () => { kept: Omit<Pending, 'resolve' | 'reject'>; items: (Event | Uint8Array | string)[]; count?: number },
+  ): Promise<boolean[]> {
     if (this.closed) return Promise.reject(new Error('verifier pool closed'));
-    if (this.failed) return verifyRecords(records);
-    const packed = packRecords(records);
+    if (this.failed) return here();
+    const { kept, items, count } = prepare();
     const id = ++this.serial;
     return new Promise((resolve, reject) => {
-      this.pending.set(id, { records: packed, resolve, reject });
-      this.queue(source, id, 'records', [packed], records.length);
+      this.pending.set(id, { ...kept, resolve, reject });
+      this.queue(source, id, kind, items, count);
     });
   }
 

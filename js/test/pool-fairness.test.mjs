@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { haveBinary } from './relay-process.mjs';
 import { scriptedRelayServer } from './scripted-relay.mjs';
 import { KINDS, poolEvents } from './pool-relays.mjs';
-import { servePage, launch, openPage, haveChromium } from './browser/harness.mjs';
+import { openPoolPage, haveChromium } from './browser/harness.mjs';
 
 const skip = (!haveChromium && 'no chromium (js/scripts/install-chromium.sh)') || (!haveBinary && 'no nostrwire binary (set NOSTRWIRE_BIN)');
 
@@ -20,7 +20,7 @@ const FLOOD = 4000;
 // waited for most of the flood (thousands).
 const ONE_SLICE = 160;
 
-let flood, honest, site, browser, page, filter;
+let flood, honest, chromium, page, filter;
 before(async () => {
   if (skip) return;
   const { events, since, until } = poolEvents({ count: FLOOD + HONEST, seed: 47, newest: Math.floor(Date.now() / 1000) - 3600 });
@@ -31,13 +31,11 @@ before(async () => {
   flood = await scriptedRelayServer(forged, { chunk: 50 });
   // It answers once the flood is under way.
   honest = await scriptedRelayServer(events.slice(0, HONEST), { delay: 50 });
-  site = await servePage(new URL('./browser/pool-page.js', import.meta.url).pathname);
-  browser = await launch();
-  page = await openPage(browser, site.url);
+  chromium = await openPoolPage();
+  page = chromium.page;
 });
 after(async () => {
-  await browser?.close();
-  await site?.close();
+  await chromium?.close();
   await flood?.stop();
   await honest?.stop();
 });
