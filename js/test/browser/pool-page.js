@@ -173,6 +173,25 @@ window.floorRun = async ({ urls, protocols, filter }) => {
   return results;
 };
 
+// Verifier workers the page starts report, for `floodRun`, how many
+// events each held (posted, not answered yet) when a batch with one of
+// `workerProbe.honest`'s ids was posted to it.
+const workerProbe = { honest: null, ahead: [] };
+const NativeWorker = window.Worker;
+window.Worker = class extends NativeWorker {
+  constructor(...args) {
+    super(...args);
+    this.held = 0;
+    this.addEventListener('message', (ev) => (this.held -= ev.data.verdicts.length));
+  }
+  postMessage(data, transfer) {
+    const items = data.events?.map((e) => e.id) ?? data.messages ?? [];
+    if (workerProbe.honest && items.some((x) => [...workerProbe.honest].some((id) => x.includes(id)))) workerProbe.ahead.push(this.held);
+    this.held += items.length;
+    return super.postMessage(data, transfer);
+  }
+};
+
 /**
  * Fairness: one pool reads `filter` from a relay that floods it with
  * events that do not verify (`floodUrl`) and from an honest one
@@ -181,8 +200,12 @@ window.floorRun = async ({ urls, protocols, filter }) => {
  * how many of the flood's events the pool had refused as invalid when its
  * message reached the page, and when it was handed to `onevent`. Resolves
  * at the pool's `oneose` (both relays sent EOSE and all was delivered).
+ * With workers, also how many events the worker held, ahead of it, when
+ * each batch of the honest relay's events (`honestIds`) was posted.
  */
-window.floodRun = async ({ floodUrl, honestUrl, filter, workers = 0 }) => {
+window.floodRun = async ({ floodUrl, honestUrl, filter, honestIds, workers = 0 }) => {
+  workerProbe.honest = new Set(honestIds);
+  workerProbe.ahead = [];
   await initVerifier();
   const pool = new SimplePool({ websocketImplementation: window.WebSocket, workers });
   await Promise.all([pool.ensureRelay(floodUrl), pool.ensureRelay(honestUrl)]);
@@ -204,8 +227,9 @@ window.floodRun = async ({ floodUrl, honestUrl, filter, workers = 0 }) => {
     });
   });
   probe.onmessage = null;
+  workerProbe.honest = null;
   pool.destroy();
-  return { arrived, delivered, invalid };
+  return { arrived, delivered, invalid, aheadInWorkers: workerProbe.ahead };
 };
 
 window.ready = true;
