@@ -7,13 +7,16 @@
 # Builds the release binary and the js/ package, installs Chromium if it is
 # missing, and writes results.json, report.md and chart.svg to DIR
 # (default bench-runs/<date>-browser).
-#   scripts/bench-browser.sh --pool [--out DIR] [--rounds N] [--sizes 1000,10000]
+#   scripts/bench-browser.sh --pool [--out DIR] [--rounds N] [--sizes 1000,10000] [--rows f0,p2] [--profile]
 # The pool rows instead (js/bench/bench-pool.mjs): three relays at once
 # (nostrwire with v2, nostrwire JSON-only, khatru, built by
 # js/scripts/build-khatru.sh), nostr-tools' pool with nostr-wasm against the
-# package's; README.md and results.json in DIR (default bench-runs/<date>-pool).
+# package's, and the floor (raw WebSockets counting each relay's messages
+# to EOSE); README.md and results.json in DIR (default
+# bench-runs/<date>-pool). --profile: one CPU-profiled run per pool row,
+# summed up by function in DIR/profile-<row>.md.
 set -euo pipefail
-case " $* " in *" -h "*|*" --help "*) sed -n '2,13p' "$0"; exit 0 ;; esac
+case " $* " in *" -h "*|*" --help "*) sed -n '2,16p' "$0"; exit 0 ;; esac
 cd "$(dirname "$0")/.."
 export NOSTRWIRE_BIN="${NOSTRWIRE_BIN:-target/release/nostrwire}"
 if [ "$NOSTRWIRE_BIN" = target/release/nostrwire ]; then

@@ -25,9 +25,13 @@ import { KINDS, poolEvents, threeRelays } from '../test/pool-relays.mjs';
 import { servePage, launch, openPage } from '../test/browser/harness.mjs';
 import { checkArgs } from './args.mjs';
 
-checkArgs('usage: scripts/bench-browser.sh --pool [--out DIR] [--rounds N] [--sizes 1000,10000]', {
-  strings: ['out', 'rounds', 'sizes'],
-  booleans: ['pool'],
+const USAGE = `usage: scripts/bench-browser.sh --pool [--out DIR] [--rounds N] [--sizes 1000,10000] [--rows p2,f0] [--profile]
+  --rows     only these rows (default: all)
+  --profile  instead of timed rounds: one run of each row at the largest size under
+             Chromium's CPU profiler (unminified page); writes profile-<row>.md to DIR`;
+checkArgs(USAGE, {
+  strings: ['out', 'rounds', 'sizes', 'rows'],
+  booleans: ['pool', 'profile'],
 });
 const args = process.argv.slice(2);
 const opt = (name, fallback) => {
@@ -40,13 +44,27 @@ const rounds = Number(opt('--rounds', '3'));
 const sizes = opt('--sizes', '1000,10000').split(',').map(Number);
 const log = (m) => console.error(`[bench-pool] ${m}`);
 
-const ROWS = [
+// The floor rows: raw WebSockets that only count each relay's messages up
+// to its EOSE (no parse, no verification), every relay at once (f0) and
+// each alone (f1-f3); a relay's time to EOSE is the time it takes to send
+// its share.
+const FLOOR = [
+  { key: 'f0', floor: [0, 1, 2], label: 'floor: raw WebSockets, the three relays at once' },
+  { key: 'f1', floor: [0], label: 'floor: the nostrwire.v2 relay alone' },
+  { key: 'f2', floor: [1], label: 'floor: the nostrwire JSON relay alone' },
+  { key: 'f3', floor: [2], label: 'floor: khatru alone' },
+];
+const ALL_ROWS = [
+  ...FLOOR,
   { key: 'p1', client: 'tools-wasm', hostile: false, label: "nostr-tools AbstractSimplePool + nostr-wasm" },
   { key: 'p2', client: 'ours', hostile: false, label: 'nostrwire SimplePool' },
   { key: 'p3', client: 'ours-workers-2', hostile: false, label: 'nostrwire SimplePool, 2 verifier workers' },
   { key: 'p4', client: 'ours', hostile: true, label: 'as (p2), + a stalled relay and one dropping mid-REQ' },
   { key: 'p5', client: 'tools-wasm', hostile: true, label: 'as (p1), + the same two' },
 ];
+const only = opt('--rows', null)?.split(',');
+const ROWS = only ? ALL_ROWS.filter((r) => only.includes(r.key)) : ALL_ROWS;
+const profile = args.includes('--profile');
 
 // ---------------------------------------------------------------- relays
 const max = Math.max(...sizes);
@@ -80,9 +98,35 @@ const packageSizes = {
 };
 
 // ---------------------------------------------------------------- runs
-const site = await servePage(resolve(root, 'js/test/browser/pool-page.js'), { minify: true });
+// Profiles name the package's functions: the page is not minified then.
+const site = await servePage(resolve(root, 'js/test/browser/pool-page.js'), { minify: !profile });
 const browser = await launch();
 const chromium = await browser.version();
+
+let profiler = null;
+
+// A CPU profile summed up: self time by function (name, file:line), most
+// first, and the page's total busy time.
+function profileSummary(row, limit, p) {
+  const byNode = new Map(p.nodes.map((n) => [n.id, n]));
+  const self = new Map();
+  let total = 0;
+  for (let i = 0; i < p.samples.length; i++) {
+    const dt = (p.timeDeltas[i + 1] ?? 0) / 1000;
+    const f = byNode.get(p.samples[i]).callFrame;
+    const file = f.url ? f.url.replace(/^.*\//, '') : '';
+    const key = `${f.functionName || '(anonymous)'} ${file}${file ? `:${f.lineNumber + 1}` : ''}`;
+    self.set(key, (self.get(key) ?? 0) + dt);
+    if (f.functionName !== '(idle)') total += dt;
+  }
+  const top = [...self].sort((a, b) => b[1] - a[1]).slice(0, 30);
+  let md = `# CPU profile: (${row.key}) ${row.label}, ${limit.toLocaleString('en-US')} events\n\n`;
+  md += `Busy (not idle) ${total.toFixed(0)} ms of ${((p.endTime - p.startTime) / 1000).toFixed(0)} ms profiled (page set-up, connections and the run). Self time, most first:\n\n| ms | % of busy | function |\n|---|---|---|\n`;
+  for (const [k, ms] of top) md += `| ${ms.toFixed(1)} | ${((100 * ms) / total).toFixed(1)} | \`${k}\` |\n`;
+  mkdirSync(out, { recursive: true });
+  writeFileSync(join(out, `profile-${row.key}.md`), md);
+  log(`wrote ${out}/profile-${row.key}.md`);
+}
 
 async function once(row, limit) {
   const slice = events.slice(0, limit);
@@ -94,11 +138,33 @@ async function once(row, limit) {
   }
   const page = await openPage(browser, site.url);
   try {
+    if (row.floor) {
+      // The nostrwire.v2 relay is relays.urls[0].
+      const per = await page.evaluate((o) => window.floorRun(o), {
+        urls: row.floor.map((i) => relays.urls[i]),
+        protocols: row.floor.map((i) => (i === 0 ? 'nostrwire.v2' : null)),
+        filter,
+      });
+      const relay = {};
+      row.floor.forEach((i, k) => (relay[i] = per[k]));
+      return {
+        lastEventMs: Math.max(...per.map((p) => p.eoseMs)), relay,
+        messageBytes: per.reduce((a, p) => a + p.bytes, 0), messages: per.reduce((a, p) => a + p.messages, 0),
+        sameSet: true, errors: page.errors.length,
+      };
+    }
     const urls = [...relays.urls, ...extra.map((r) => r.url)];
     // Every pool waits for every relay's events (a relay that sent EOSE in
     // time is waited for by this package's pool, not by nostr-tools'), and
     // the run ends at the last of the events the relays hold.
+    const cdp = profiler ? await page.target().createCDPSession() : null;
+    if (cdp) {
+      await cdp.send('Profiler.enable');
+      await cdp.send('Profiler.setSamplingInterval', { interval: 100 });
+      await cdp.send('Profiler.start');
+    }
     const r = await page.evaluate((o) => window.poolRun(o), { client: row.client, urls, filter, maxWait: 60_000, expect: limit });
+    if (cdp) profiler(row, limit, (await cdp.send('Profiler.stop')).profile);
     const expected = slice.map((e) => e.id).sort();
     const got = [...r.ids].sort();
     const sameSet = got.length === expected.length && got.every((id, k) => id === expected[k]);
@@ -109,6 +175,16 @@ async function once(row, limit) {
   }
 }
 
+if (profile) {
+  for (const row of ROWS) await once(row, sizes[0]);
+  profiler = profileSummary;
+  for (const row of ROWS.filter((r) => !r.floor)) await once(row, max);
+  await browser.close();
+  await site.close();
+  await relays.stop();
+  process.exit(0);
+}
+
 const runs = [];
 log('warm-up');
 for (const row of ROWS) await once(row, sizes[0]);
@@ -117,7 +193,8 @@ for (let round = 1; round <= rounds; round++) {
     for (const row of ROWS) {
       const r = await once(row, limit);
       runs.push({ round, limit, key: row.key, ...r });
-      log(`round ${round} ${row.key} ${limit}: ${r.events} events, last ${r.lastEventMs.toFixed(0)} ms, verified ${r.verified} of ${r.delivered} delivered, long tasks ${r.longTasks}, same set ${r.sameSet}`);
+      if (row.floor) log(`round ${round} ${row.key} ${limit}: last EOSE ${r.lastEventMs.toFixed(0)} ms (${Object.entries(r.relay).map(([i, p]) => `relay ${i} ${p.eoseMs.toFixed(0)} ms`).join(', ')})`);
+      else log(`round ${round} ${row.key} ${limit}: ${r.events} events, last ${r.lastEventMs.toFixed(0)} ms, verified ${r.verified} of ${r.delivered} delivered, long tasks ${r.longTasks}, same set ${r.sameSet}`);
     }
   }
 }
@@ -136,6 +213,16 @@ for (const limit of sizes) {
   for (const row of ROWS) {
     const rs = runs.filter((r) => r.limit === limit && r.key === row.key);
     const ms = rs.map((r) => r.lastEventMs);
+    if (row.floor) {
+      summary.push({
+        limit, key: row.key, label: row.label,
+        lastEventMs: median(ms), minMs: Math.min(...ms), maxMs: Math.max(...ms),
+        relayMs: Object.fromEntries(row.floor.map((i) => [i, median(rs.map((r) => r.relay[i].eoseMs))])),
+        messages: median(rs.map((r) => r.messages)), messageBytes: median(rs.map((r) => r.messageBytes)),
+        errors: rs.reduce((a, r) => a + r.errors, 0),
+      });
+      continue;
+    }
     summary.push({
       limit, key: row.key, label: row.label,
       lastEventMs: median(ms), minMs: Math.min(...ms), maxMs: Math.max(...ms),
@@ -161,16 +248,43 @@ let md = `# Pool benchmark: three relays at once, Chromium\n\n`;
 md += `\`scripts/bench-browser.sh --pool --rounds ${rounds}\` on ${machine.cpu} (${machine.cores} cores, ${machine.memoryGiB} GiB; load average at the end ${machine.loadAverage}), ${chromium}, Node ${machine.node}; relays on loopback.\n\n`;
 md += `Three relays hold the newest ${f0(max)} of generated notes, reposts and reactions (kinds 1, 6, 7; \`nostrwire generate --seed 7\`), each two thirds of them, so every event is on two relays: a nostrwire relay with \`nostrwire.v2\` (a per-kind dictionary set, held by the page), a nostrwire relay with \`[websocket] binary = false\` (JSON), and khatru v0.19.0 (in-memory store, JSON). One \`subscribeMany\` of \`{"kinds":[1,6,7],"since":…,"until":…}\` bounding the newest N, \`maxWait\` 60 s, closed once the N events came. Medians of ${rounds} interleaved rounds (min–max), a fresh page each.\n\n`;
 md += `- last event: \`subscribeMany\` called (every relay connected before) → the last event handed to \`onevent\`, verified\n- verified / delivered: events verified (nostr-tools: calls of its verifier; ours: events handed on or refused as invalid) over the copies the relays sent (\`alreadyHaveEvent\` calls)\n- KB: WebSocket message bytes into the page (after permessage-deflate)\n- long tasks: most main-thread tasks over 50 ms in a round, and the longest task seen\n- same set: the ids handed on are exactly the N events, every round\n\n`;
+md += `- floor (f0–f3): one raw WebSocket per relay (the same transport the package's pool gets: nostrwire.v2 with the set held, JSON, JSON) that only counts messages until the relay's EOSE, no parse, no verification: what the fastest client would see. A relay's EOSE time is the time it takes to send its share; f0 reads all three at once, as the pools do, f1–f3 each alone\n- vs floor: last event ms over (f0)'s; a pool at 1.00× floor would cost nothing on top of receiving\n\n`;
+const ms = (x) => (x === undefined ? '–' : f0(x));
 for (const limit of sizes) {
   const base = find(limit, 'p1');
-  md += `## ${f0(limit)} events\n\n| | pool | last event ms | vs (p1) | connect ms | verified / delivered | KB | long tasks (longest ms) | same set |\n|---|---|---|---|---|---|---|---|---|\n`;
-  for (const row of ROWS) {
+  const floor = find(limit, 'f0');
+  md += `## ${f0(limit)} events\n\n`;
+  if (ROWS.some((r) => r.floor)) {
+    md += `| | floor | last EOSE ms | v2 relay ms | JSON relay ms | khatru ms | messages | KB |\n|---|---|---|---|---|---|---|---|\n`;
+    for (const row of ROWS.filter((r) => r.floor)) {
+      const s = find(limit, row.key);
+      md += `| (${s.key}) | ${s.label} | ${f0(s.lastEventMs)} (${f0(s.minMs)}–${f0(s.maxMs)}) | ${ms(s.relayMs[0])} | ${ms(s.relayMs[1])} | ${ms(s.relayMs[2])} | ${f0(s.messages)} | ${f0(s.messageBytes / 1024)} |\n`;
+    }
+    md += '\n';
+  }
+  const pools = ROWS.filter((r) => !r.floor);
+  if (pools.length === 0) continue;
+  md += `| | pool | last event ms | vs (p1) | vs floor | connect ms | verified / delivered | KB | long tasks (longest ms) | same set |\n|---|---|---|---|---|---|---|---|---|---|\n`;
+  for (const row of pools) {
     const s = find(limit, row.key);
     const vs = row.hostile ? find(limit, 'p5') : base;
-    md += `| (${s.key}) | ${s.label} | ${f0(s.lastEventMs)} (${f0(s.minMs)}–${f0(s.maxMs)}) | ${(vs.lastEventMs / s.lastEventMs).toFixed(2)}× | ${f0(s.connectMs)} | ${f0(s.verified)} / ${f0(s.delivered)} | ${f0(s.messageBytes / 1024)} | ${s.longTasks} (${f0(s.longestTaskMs)}) | ${s.sameSet ? 'yes' : 'NO'} |\n`;
+    const ratio = vs ? `${(vs.lastEventMs / s.lastEventMs).toFixed(2)}×` : '–';
+    const overFloor = floor ? `${(s.lastEventMs / floor.lastEventMs).toFixed(2)}×` : '–';
+    md += `| (${s.key}) | ${s.label} | ${f0(s.lastEventMs)} (${f0(s.minMs)}–${f0(s.maxMs)}) | ${ratio} | ${overFloor} | ${f0(s.connectMs)} | ${f0(s.verified)} / ${f0(s.delivered)} | ${f0(s.messageBytes / 1024)} | ${s.longTasks} (${f0(s.longestTaskMs)}) | ${s.sameSet ? 'yes' : 'NO'} |\n`;
   }
-  const d = find(limit, 'p4').lastEventMs - find(limit, 'p2').lastEventMs;
-  md += `\n(p4) − (p2): ${d.toFixed(1)} ms (the stalled and the dropping relay; a slice is 8 ms). (p4) and (p5) are compared with each other.\n\n`;
+  if (floor && base) {
+    md += `\nRead against the floor: (p1) is ${(base.lastEventMs / floor.lastEventMs).toFixed(2)}× (f0), so no client on these relays can be more than ${(base.lastEventMs / floor.lastEventMs).toFixed(2)}× sooner than (p1); (p2) takes ${f0(find(limit, 'p2')?.lastEventMs - floor.lastEventMs)} ms over the floor, (p1) ${f0(base.lastEventMs - floor.lastEventMs)} ms.\n`;
+  }
+  const p4 = find(limit, 'p4');
+  const p2 = find(limit, 'p2');
+  if (p4 && p2) {
+    // What the extra copies cost to read at (p2)'s pace: the dropping
+    // relay's messages take the page's time whatever the pool does.
+    const extra = p4.delivered - p2.delivered;
+    const cost = (extra * p2.lastEventMs) / p2.delivered;
+    md += `\n(p4) − (p2): ${(p4.lastEventMs - p2.lastEventMs).toFixed(1)} ms (the stalled and the dropping relay; a slice is 8 ms). (p4) reads ${f0(extra)} more copies than (p2); at (p2)'s ${((1000 * p2.lastEventMs) / p2.delivered).toFixed(0)} µs of run per copy, reading them costs ${f0(cost)} ms. (p4) and (p5) are compared with each other.\n`;
+  }
+  md += '\n';
 }
 md += `Sizes (min+gzip): nostr-tools' pool with nostr-wasm ${f0(packageSizes.tools.gzip / 1024)} KB (its WebAssembly inlined); this package with \`nostrwire/pool\` ${f0(packageSizes.ours.gzip / 1024)} KB with its WebAssembly chunk, of which the pool ${(packageSizes.pool.gzip / 1024).toFixed(1)} KB.\n`;
 writeFileSync(join(out, 'README.md'), md);

@@ -27,10 +27,13 @@ import { VerifierPool } from './pool.js';
 import {
   SLICE_MS,
   initVerifier,
+  isLowerHex,
   loadWasm,
+  RUN_MAX,
   verifiedSymbol,
   verifyEvent as defaultVerify,
   verifyRecord,
+  verifyRun,
   wasmModule,
   yieldToEventLoop,
 } from './verify.js';
@@ -98,6 +101,13 @@ export interface RelayOptions {
    */
   enableReconnect?: boolean;
   /**
+   * Every `pingFrequency` milliseconds while connected, asks the relay a
+   * REQ nothing matches; with no EOSE or CLOSED within `pingTimeout`, the
+   * connection counts as dropped (and `enableReconnect` connects again).
+   * Default false.
+   */
+  enablePing?: boolean;
+  /**
    * Verifier workers shared with other relays (a pool's): used instead of
    * `workers`, and left running by `close()`.
    */
@@ -126,6 +136,13 @@ export interface SubscriptionParams {
    * it returns true are dropped before any matching or verification.
    */
   alreadyHaveEvent?: (id: string) => boolean;
+  /**
+   * For pools: true for an id already handed on or being verified. A JSON
+   * `EVENT` whose id (read from the raw text, before any parsing) it knows
+   * is dropped unparsed, after `alreadyHaveEvent` is told its id; anything
+   * else is parsed and checked as usual.
+   */
+  knownEvent?: (id: string) => boolean;
   id?: string;
   /** Names the subscription `label:N` where no `id` is given. */
   label?: string;
@@ -169,6 +186,8 @@ function withinDefaults(l: Limits): boolean {
 
 type Pending<T> = { resolve: (v: T) => void; reject: (e: Error) => void; timer: ReturnType<typeof setTimeout> };
 const BATCH = 64;
+// The most event bytes one run of main-thread verification takes.
+const RUN_BYTES = 256 * 1024;
 const TIMED_OUT = new Error('connection timed out');
 // nostrwire.v2 batches: the most decompressed bytes one buffer holds, and
 // the largest record decompressed into the shared scratch (unverified).
@@ -178,7 +197,9 @@ let scratch = new Uint8Array(4096);
 
 // `record`: the event's uncompressed nwb record (nostrwire.v2), verified as
 // bytes.
-type EventItem = { sub: Subscription; event: Event; record?: Uint8Array; matches: boolean; verdict?: Promise<boolean> };
+// `verdict`: the workers' answer to come; `ok`: the verdict, once known.
+// `text`: the JSON message it came in, for verifier workers.
+type EventItem = { sub: Subscription; event: Event; record?: Uint8Array; text?: string; matches: boolean; verdict?: Promise<boolean>; ok?: boolean };
 type Item =
   | EventItem
   | { sub: Subscription; eose: true }
@@ -217,7 +238,7 @@ export class Relay {
   // Per event id, the calls waiting for an OK in the order the EVENTs were
   // sent: the relay answers each EVENT, so each OK settles the oldest call.
   private readonly publishes = new Map<string, Pending<string>[]>();
-  private readonly counts = new Map<string, Pending<number>>();
+  private readonly counts = new Map<string, Pending<{ count: number; hll?: string }>>();
   private queue: Item[] = [];
   private head = 0;
   private draining = false;
@@ -242,6 +263,12 @@ export class Relay {
   private readonly reconnects: boolean;
   private reconnectAttempts = 0;
   private reconnectTimer: ReturnType<typeof setTimeout> | undefined;
+  private readonly pings: boolean;
+  private pingTimer: ReturnType<typeof setTimeout> | undefined;
+  /** With `enablePing`: milliseconds between pings (read before each). */
+  pingFrequency = 29_000;
+  /** With `enablePing`: milliseconds a ping's answer may take. */
+  pingTimeout = 20_000;
 
   constructor(url: string, opts: RelayOptions = {}) {
     this.url = url;
@@ -254,6 +281,7 @@ export class Relay {
     this.Impl = opts.websocketImplementation as WebSocketConstructor | undefined;
     const workers = opts.workers ?? 0;
     this.reconnects = opts.enableReconnect ?? false;
+    this.pings = opts.enablePing ?? false;
     this.sharedPool = opts.verifierPool !== undefined;
     if (opts.verifierPool && this.verify === defaultVerify) this.pool = opts.verifierPool;
     else if (workers > 0 && this.verify === defaultVerify && typeof Worker !== 'undefined') {
@@ -337,6 +365,7 @@ export class Relay {
           });
         }
         this.listen(ws);
+        if (this.pings) this.ping(ws);
         resolve(ws);
       };
       ws.onerror = ws.onclose = () => {
@@ -387,7 +416,12 @@ export class Relay {
           if (!this.draining && this.head < this.queue.length) void this.drain();
           if (batch.next === batch.frame.count) this.batchInProgress = null;
         } else {
-          if (this.inboundHead === this.inbound.length) break;
+          if (this.inboundHead === this.inbound.length) {
+            // Nothing more has come: the events waiting for a worker go
+            // now, not when 64 have gathered or the drain reaches them.
+            this.flush();
+            break;
+          }
           const data = this.inbound[this.inboundHead]!;
           // Batches wait for the WebAssembly module while it loads (it
           // decodes them far faster than the JavaScript decoder on a fresh
@@ -566,13 +600,31 @@ export class Relay {
       .finally(() => named?.());
   }
 
+  // A JSON EVENT whose id the subscription's pool already took: dropped
+  // before it is parsed. The id is read from the raw text; only a known id
+  // skips the parse, so a relay whose text misleads the reading can lose
+  // only its own message, never hide another relay's copy.
+  private knownJsonEvent(text: string): boolean {
+    const end = text.indexOf('"', 10);
+    if (end < 0) return false;
+    const sub = this.openSubs.get(text.slice(10, end));
+    if (!sub?.knownEvent || text.charCodeAt(end - 1) === 92) return false;
+    const at = text.indexOf('"id":"', end);
+    if (at < 0 || text.charCodeAt(at + 70) !== 34) return false;
+    const id = text.slice(at + 6, at + 70);
+    if (!isLowerHex(id, 64) || !sub.knownEvent(id)) return false;
+    if (!sub.closed) sub.alreadyHaveEvent?.(id);
+    return true;
+  }
+
   private onJson(text: string): void {
+    if (text.startsWith('["EVENT","') && this.knownJsonEvent(text)) return;
     const msg: unknown = JSON.parse(text);
     if (!Array.isArray(msg) || typeof msg[0] !== 'string') return;
     switch (msg[0]) {
       case 'EVENT': {
         const sub = this.openSubs.get(msg[1]);
-        if (sub && typeof msg[2] === 'object' && msg[2] !== null) this.enqueueEvent(sub, msg[2] as Event);
+        if (sub && typeof msg[2] === 'object' && msg[2] !== null) this.enqueueEvent(sub, msg[2] as Event, undefined, this.pool ? text : undefined);
         return;
       }
       case 'EOSE': {
@@ -599,7 +651,8 @@ export class Relay {
         if (pending) {
           this.counts.delete(msg[1]);
           clearTimeout(pending.timer);
-          pending.resolve(Number(msg[2]?.count ?? 0));
+          const hll = msg[2]?.hll;
+          pending.resolve(typeof hll === 'string' ? { count: Number(msg[2]?.count ?? 0), hll } : { count: Number(msg[2]?.count ?? 0) });
         }
         return;
       }
@@ -626,9 +679,9 @@ export class Relay {
   // An event for `sub`: what the app already has is dropped here, before a
   // worker could be given it to verify; one that matches none of the
   // filters is never verified and is reported in order when delivered.
-  private enqueueEvent(sub: Subscription, event: Event, record?: Uint8Array): void {
+  private enqueueEvent(sub: Subscription, event: Event, record?: Uint8Array, text?: string): void {
     if (sub.closed || sub.alreadyHaveEvent?.(event.id)) return;
-    const item: EventItem = { sub, event, record, matches: matchFilters(sub.filters, event) };
+    const item: EventItem = { sub, event, record, text, matches: matchFilters(sub.filters, event) };
     this.queue.push(item);
     if (this.pool && item.matches) {
       this.batch.push(item);
@@ -656,16 +709,16 @@ export class Relay {
     const items = this.batch;
     if (items.length === 0 || !this.pool) return;
     this.batch = [];
-    // Records (nostrwire.v2 batches) go to the workers as bytes, events as
-    // objects: a JSON EVENT can follow batch records on one connection, so
-    // each kind is sent on its own.
+    // Records (nostrwire.v2 batches) go to the workers as bytes, JSON
+    // events as the messages they came in, others as objects: one
+    // connection can mix them, so each kind is sent on its own.
     const records = items.filter((i) => i.record);
-    if (records.length > 0) {
-      this.awaitVerdicts(records, this.pool.verifyRecords(records.map((i) => i.record!)));
-    }
-    if (records.length < items.length) {
-      const events = records.length === 0 ? items : items.filter((i) => !i.record);
-      this.awaitVerdicts(events, this.pool.verify(events.map((i) => i.event)));
+    const texts = items.filter((i) => !i.record && i.text !== undefined);
+    if (records.length > 0) this.awaitVerdicts(records, this.pool.verifyRecords(records.map((i) => i.record!), this));
+    if (texts.length > 0) this.awaitVerdicts(texts, this.pool.verifyMessages(texts.map((i) => i.text!), this));
+    if (records.length + texts.length < items.length) {
+      const events = items.filter((i) => !i.record && i.text === undefined);
+      this.awaitVerdicts(events, this.pool.verify(events.map((i) => i.event), this));
     }
   }
 
@@ -687,6 +740,9 @@ export class Relay {
           if (!item.verdict) this.flush();
           ok = await item.verdict!.catch(() => false);
           (item.event as Event & { [verifiedSymbol]?: boolean })[verifiedSymbol] = ok;
+        } else if ('event' in item && item.matches && this.verify === defaultVerify && !item.sub.closed) {
+          if (item.ok === undefined) this.verifyAhead(this.head - 1);
+          ok = item.ok;
         }
         try {
           this.deliver(item, ok);
@@ -709,7 +765,28 @@ export class Relay {
     }
   }
 
-  // `verdict` is the worker's, when a pool verified the event.
+  // The package's verifier on the main thread: the events waiting from
+  // `from` on are verified together, a run at a time (one call into
+  // WebAssembly, ids hashed four at once), not one call each.
+  private verifyAhead(from: number): void {
+    const items: EventItem[] = [];
+    const events: Event[] = [];
+    const records: (Uint8Array | undefined)[] = [];
+    let bytes = 0;
+    for (let k = from; k < this.queue.length && items.length < RUN_MAX && bytes < RUN_BYTES; k++) {
+      const item = this.queue[k]!;
+      if (!('event' in item) || !item.matches || item.ok !== undefined || item.sub.closed) continue;
+      items.push(item);
+      events.push(item.event);
+      records.push(item.record);
+      bytes += item.record ? item.record.length : 300 + String(item.event.content).length;
+    }
+    const out: boolean[] = new Array(items.length);
+    verifyRun(events, records, out);
+    for (let k = 0; k < items.length; k++) items[k]!.ok = out[k];
+  }
+
+  // `verdict` is the worker's, or the main thread's run's.
   private deliver(item: Item, verdict?: boolean): void {
     const sub = item.sub;
     if ('event' in item) {
@@ -808,14 +885,19 @@ export class Relay {
   }
 
   /** NIP-45 COUNT. */
-  count(filters: Filter[], params: { id?: string | null } = {}): Promise<number> {
+  async count(filters: Filter[], params: { id?: string | null } = {}): Promise<number> {
+    return (await this.countWithHLL(filters, params)).count;
+  }
+
+  /** NIP-45 COUNT, with the relay's HyperLogLog registers (`hll`, 512 hex characters) where it sends them. */
+  countWithHLL(filters: Filter[], params: { id?: string | null } = {}): Promise<{ count: number; hll?: string }> {
     const id = params.id ?? `count:${++this.serial}`;
     try {
       this.sendMessage(JSON.stringify(['COUNT', id, ...filters]));
     } catch (e) {
       return Promise.reject(e);
     }
-    const result = new Promise<number>((resolve, reject) => {
+    const result = new Promise<{ count: number; hll?: string }>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.counts.delete(id);
         reject(new Error('count timed out'));
@@ -831,6 +913,30 @@ export class Relay {
     this.sendMessage(JSON.stringify(['REQ', id, ...filters]));
     this.openSubs.set(id, sub);
     return sub;
+  }
+
+  // The next ping of connection `ws`, and the next after its answer. A
+  // relay that answers nothing in time is taken as gone: a socket whose
+  // peer stalled may not report its close for a long time.
+  private ping(ws: WebSocketLike): void {
+    clearTimeout(this.pingTimer);
+    this.pingTimer = setTimeout(() => {
+      if (this.ws !== ws) return;
+      let answered = false;
+      const timeout = setTimeout(() => {
+        if (answered || this.ws !== ws) return;
+        ws.close();
+        this.dropped();
+      }, this.pingTimeout);
+      const answer = () => {
+        if (answered) return;
+        answered = true;
+        clearTimeout(timeout);
+        sub.close();
+        if (this.ws === ws) this.ping(ws);
+      };
+      const sub = this.subscribe([{ ids: ['a'.repeat(64)], limit: 1 }], { label: '<forced-ping>', oneose: answer, onclose: answer });
+    }, this.pingFrequency);
   }
 
   close(): void {
@@ -882,6 +988,7 @@ export class Relay {
   // the connection dropped (some may still be verified).
   private closed(keepSubs = false, queued = false): void {
     if (!this.ws) return;
+    clearTimeout(this.pingTimer);
     this.ws.onmessage = this.ws.onclose = null;
     this.ws = null;
     this.transport = null;
@@ -943,6 +1050,7 @@ export class Subscription {
   oneose: (() => void) | undefined;
   onclose: ((reason: string) => void) | undefined;
   alreadyHaveEvent: ((id: string) => boolean) | undefined;
+  knownEvent: ((id: string) => boolean) | undefined;
 
   constructor(
     readonly relay: Relay,
@@ -955,6 +1063,7 @@ export class Subscription {
     this.oneose = params.oneose;
     this.onclose = params.onclose;
     this.alreadyHaveEvent = params.alreadyHaveEvent;
+    this.knownEvent = params.knownEvent;
   }
 
   /** @internal */

@@ -8,6 +8,7 @@ import { Relay, useWebSocketImplementation, type Transport, type DropReason } fr
 import { VerifierPool } from './pool.js';
 import { verifyEvent as packageVerify } from './verify.js';
 import type { Limits } from './limits.js';
+import { toHex } from './bytes.js';
 import type { Event, EventTemplate, Filter } from './types.js';
 
 export { Relay as AbstractRelay, useWebSocketImplementation };
@@ -20,7 +21,10 @@ export interface AbstractPoolConstructorOptions {
   /** Called with each event and the relay's URL; the package's `verifyEvent` keeps its fast paths. */
   verifyEvent: (event: Event, url: string) => boolean;
   websocketImplementation?: unknown;
-  /** Not carried over: accepted and ignored. */
+  /**
+   * Pings each relay (a REQ nothing matches) every 29 s; one that answers
+   * nothing within 20 s counts as dropped (see `Relay`'s `enablePing`).
+   */
   enablePing?: boolean;
   /** Reconnects a dropped relay with backoff and asks again from `since` (see `Relay`). */
   enableReconnect?: boolean;
@@ -60,6 +64,27 @@ export interface SubscribeManyParams {
   onauth?: Signer;
   id?: string;
   label?: string;
+}
+
+/** What `countMany` counts of its target (NIP-45), as nostr-tools names it. */
+export type CountManyDirective = 'reactions' | 'reposts' | 'quotes' | 'replies' | 'comments' | 'followers';
+
+// nostr-tools' filter for each directive (nip45 `getCountManyFilter`).
+function countManyFilter(target: string, directive: CountManyDirective): Filter {
+  switch (directive) {
+    case 'reactions':
+      return { '#e': [target], kinds: [7] };
+    case 'reposts':
+      return { '#e': [target], kinds: [6] };
+    case 'quotes':
+      return { '#q': [target], kinds: [1, 1111] };
+    case 'replies':
+      return { '#e': [target], kinds: [1] };
+    case 'comments':
+      return { '#E': [target], kinds: [1111] };
+    case 'followers':
+      return { '#p': [target], kinds: [3] };
+  }
 }
 
 type QueryParams = Pick<SubscribeManyParams, 'label' | 'id' | 'maxWait'>;
@@ -147,6 +172,7 @@ export class AbstractSimplePool {
       limits: o.limits,
       websocketImplementation: o.websocketImplementation,
       enableReconnect: this.enableReconnect,
+      enablePing: this.enablePing,
     });
   }
 
@@ -267,6 +293,7 @@ export class AbstractSimplePool {
             params.oninvalidevent?.(event, reason);
           },
           oneose: () => handleEose(i),
+          knownEvent: (id) => known.has(id),
           alreadyHaveEvent: (id) => {
             if (this.trackRelays) this.seen(id, relay);
             if (params.alreadyHaveEvent?.(id) || known.has(id)) return true;
@@ -357,6 +384,46 @@ export class AbstractSimplePool {
     const events = await this.querySync(relays, filter, params);
     events.sort((a, b) => b.created_at - a.created_at);
     return events[0] || null;
+  }
+
+  /**
+   * NIP-45 COUNT of what refers to `target` (`directive`: its reactions,
+   * reposts, quotes, replies, comments or followers) on every relay: the
+   * largest count, and the relays' HyperLogLog registers merged where
+   * they sent them. A relay that fails or refuses counts for nothing.
+   */
+  async countMany(
+    relays: string[],
+    target: string,
+    directive: CountManyDirective,
+    params?: { id?: string | null; maxWait?: number; abort?: AbortSignal },
+  ): Promise<{ count: number; hll?: string }> {
+    const filter = countManyFilter(target, directive);
+    const urls = [...new Set(relays.map(normalizeURL))];
+    const answers = await Promise.all(
+      urls.map(async (url) => {
+        if (this.allowConnectingToRelay?.(url, ['read', [filter]]) === false) return null;
+        let relay: Relay;
+        try {
+          relay = await this.ensureRelay(url, { connectionTimeout: this.connectionTimeout(params?.maxWait), abort: params?.abort });
+        } catch {
+          this.onRelayConnectionFailure?.(url);
+          return null;
+        }
+        this.onRelayConnectionSuccess?.(url);
+        return relay.countWithHLL([filter], { id: params?.id }).catch(() => null);
+      }),
+    );
+    let count = 0;
+    let hll: Uint8Array | undefined;
+    for (const a of answers) {
+      if (!a) continue;
+      if (a.count > count) count = a.count;
+      if (typeof a.hll !== 'string' || !/^[0-9a-f]{512}$/.test(a.hll)) continue;
+      hll ??= new Uint8Array(256);
+      for (let i = 0; i < 256; i++) hll[i] = Math.max(hll[i]!, parseInt(a.hll.slice(2 * i, 2 * i + 2), 16));
+    }
+    return hll ? { count, hll: toHex(hll) } : { count };
   }
 
   /**

@@ -248,6 +248,44 @@ async function inSlices(count: number, size: (i: number) => number, chunk: (from
 }
 
 /**
+ * Verifies a run of events at once, synchronously: each with its nwb
+ * record (`records[i]`, verified as bytes) where it has one, else as the
+ * event. Calls into WebAssembly take runs of one kind, so ids are hashed
+ * four at a time; verdicts go to `out` and onto each event, as
+ * `verifyEvent` leaves them. Callers keep a run to {@link RUN_MAX} events
+ * so that one call stays short.
+ * @internal
+ */
+export function verifyRun(events: readonly Event[], records: readonly (Uint8Array | undefined)[], out: boolean[]): void {
+  const n = events.length;
+  if (runVerdicts.length < n) runVerdicts = new Int8Array(n);
+  const verdicts = runVerdicts;
+  for (let i = 0; i < n; ) {
+    const record = records[i] !== undefined;
+    let j = i + 1;
+    while (j < n && (records[j] !== undefined) === record) j++;
+    if (!wasm) verdicts.fill(-1, i, j);
+    else if (record) wasmRecords(records as Uint8Array[], i, j, verdicts);
+    else wasmEvents(events, i, j, verdicts);
+    i = j;
+  }
+  for (let i = 0; i < n; i++) {
+    const e = events[i]! as Event & Verdicts;
+    const known = e[verifiedSymbol];
+    const v = verdicts[i]!;
+    const r = records[i];
+    const ok = typeof known === 'boolean' ? known : v !== -1 ? v === 1 : r !== undefined ? checkRecordJs(r) : checkJs(e);
+    e[verifiedSymbol] = ok;
+    out[i] = ok;
+  }
+}
+
+let runVerdicts = new Int8Array(CHUNK);
+
+/** Events one {@link verifyRun} call should take at most. @internal */
+export const RUN_MAX = CHUNK;
+
+/**
  * True when an nwb event record (form byte 0x01, the bytes `decodeRecord`
  * takes) is well formed, its id is the canonical hash and its signature is
  * valid. A record that does not decode is false, never an exception.

@@ -11,7 +11,7 @@ import { haveBinary } from './relay-process.mjs';
 import { haveKhatru } from './khatru-process.mjs';
 import { scriptedRelayServer } from './scripted-relay.mjs';
 import { KINDS, poolEvents, threeRelays } from './pool-relays.mjs';
-import { servePage, launch, openPage, haveChromium } from './browser/harness.mjs';
+import { openPoolPage, haveChromium } from './browser/harness.mjs';
 
 const skip =
   (!haveChromium && 'no chromium (js/scripts/install-chromium.sh)') ||
@@ -19,7 +19,7 @@ const skip =
   (!haveKhatru && 'no khatru relay (js/scripts/build-khatru.sh)');
 
 const NEWEST = Math.floor(Date.now() / 1000) - 3600;
-let events, filter, relays, stalled, dropping, site, browser, page;
+let events, filter, relays, stalled, dropping, chromium, page;
 before(async () => {
   if (skip) return;
   const data = poolEvents({ count: 600, seed: 46, newest: NEWEST });
@@ -29,13 +29,11 @@ before(async () => {
   stalled = await scriptedRelayServer(events, { stall: true });
   // It sends a tenth of the events first, then drops the connection.
   dropping = await scriptedRelayServer(events.slice(0, 60), { closeAfter: 40 });
-  site = await servePage(new URL('./browser/pool-page.js', import.meta.url).pathname);
-  browser = await launch();
-  page = await openPage(browser, site.url);
+  chromium = await openPoolPage();
+  page = chromium.page;
 });
 after(async () => {
-  await browser?.close();
-  await site?.close();
+  await chromium?.close();
   await relays?.stop();
   await stalled?.stop();
   await dropping?.stop();

@@ -7,7 +7,7 @@
 // up the same way.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import WebSocket from 'ws';
+import WebSocket, { WebSocketServer } from 'ws';
 import { finalizeEvent, generateSecretKey, getPublicKey, verifyEvent as toolsVerify } from 'nostr-tools/pure';
 import * as toolsPool from 'nostr-tools/pool';
 import * as ourPool from '../dist/simple-pool.js';
@@ -116,6 +116,63 @@ test('a forged copy that comes first does not hide the real one from another rel
     pool.destroy();
     tools.destroy();
     await liar.stop();
+    await late.stop();
+  }
+});
+
+test('a JSON copy of an event the pool already took is dropped unparsed: three relays, each event parsed once', { skip }, async () => {
+  const list = events.slice(0, 60);
+  const relays = await Promise.all([0, 1, 2].map(() => scriptedRelayServer(list)));
+  const pool = new ourPool.SimplePool({ transport: 'json' });
+  const parse = JSON.parse;
+  let parsed = 0;
+  JSON.parse = (text, ...rest) => {
+    if (typeof text === 'string' && text.startsWith('["EVENT"')) parsed++;
+    return parse(text, ...rest);
+  };
+  try {
+    let copies = 0;
+    const got = [];
+    await new Promise((resolve) => {
+      pool.subscribeManyEose(relays.map((r) => r.url), { ids: list.map((e) => e.id) }, {
+        alreadyHaveEvent: () => (copies++, false),
+        onevent: (e) => got.push(e),
+        onclose: resolve,
+      });
+    });
+    assert.deepEqual(ids(got), ids(list));
+    assert.equal(copies, 3 * list.length, 'alreadyHaveEvent still hears of every copy');
+    assert.equal(parsed, list.length);
+  } finally {
+    JSON.parse = parse;
+    pool.destroy();
+    await Promise.all(relays.map((r) => r.stop()));
+  }
+});
+
+test('an EVENT whose raw text names another event\'s id before its own cannot hide that event', { skip }, async () => {
+  const [real, other] = events;
+  // Two "id" keys: the first names the real event, the one JSON.parse keeps names another.
+  const text = (sub) => JSON.stringify(['EVENT', sub, other]).replace('{"id":', `{"id":"${real.id}","id":`);
+  const server = new WebSocketServer({ host: '127.0.0.1', port: 0 });
+  await new Promise((r) => server.once('listening', r));
+  server.on('connection', (ws) =>
+    ws.on('message', (data) => {
+      const [type, sub] = JSON.parse(String(data));
+      if (type !== 'REQ') return;
+      ws.send(text(sub));
+      ws.send(JSON.stringify(['EOSE', sub]));
+    }),
+  );
+  const late = await scriptedRelayServer([real], { delay: 300 });
+  const pool = new ourPool.SimplePool({ transport: 'json' });
+  try {
+    const got = await pool.querySync([`ws://127.0.0.1:${server.address().port}`, late.url], { ids: [real.id, other.id] });
+    assert.deepEqual(ids(got), ids([real, other]));
+  } finally {
+    pool.destroy();
+    server.close();
+    for (const c of server.clients) c.terminate();
     await late.stop();
   }
 });

@@ -4,7 +4,9 @@
 // that sends what the test builds (batches, JSON frames, its HTTP replies).
 // The first, with `stall`, takes the connection and then answers nothing;
 // with `closeAfter: n`, sends n events of a REQ and drops the connection
-// (no EOSE); with `delay`, waits that many milliseconds before answering.
+// (no EOSE); with `delay`, waits that many milliseconds before answering;
+// with `chunk: n`, sends n events at a time, a millisecond apart (a stream
+// that other relays' messages can come between).
 import { createServer } from 'node:http';
 import { WebSocketServer } from 'ws';
 import { encodeEvent, eventFrame } from '../dist/index.js';
@@ -22,7 +24,7 @@ export async function scriptedRelay(t, events, opts = {}) {
 }
 
 /** As `scriptedRelay`, resolving to `{ url, stop }`. */
-export async function scriptedRelayServer(events, { v2 = false, stall = false, closeAfter = Infinity, delay = 0 } = {}) {
+export async function scriptedRelayServer(events, { v2 = false, stall = false, closeAfter = Infinity, delay = 0, chunk = Infinity } = {}) {
   const server = new WebSocketServer({
     host: '127.0.0.1',
     port: 0,
@@ -42,6 +44,7 @@ export async function scriptedRelayServer(events, { v2 = false, stall = false, c
       else {
         for (const [i, e] of events.entries()) {
           if (i === closeAfter) return ws.terminate();
+          if (i > 0 && i % chunk === 0) await new Promise((r) => setTimeout(r, 1));
           if (binary) ws.send(Buffer.concat([Buffer.from([0x03, sid.length]), sid, eventFrame(e).subarray(1)]));
           else ws.send(JSON.stringify(['EVENT', id, e]));
         }

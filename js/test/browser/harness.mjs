@@ -79,3 +79,19 @@ export async function openPage(browser, url) {
   page.errors = errors;
   return page;
 }
+
+/**
+ * Chromium with `pool-page.js` (the pool tests' page) open: `{ page, close }`.
+ */
+export async function openPoolPage() {
+  const site = await servePage(new URL('./pool-page.js', import.meta.url).pathname);
+  const browser = await launch();
+  const page = await openPage(browser, site.url);
+  return {
+    page,
+    close: async () => {
+      await browser.close();
+      await site.close();
+    },
+  };
+}
