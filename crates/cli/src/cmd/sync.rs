@@ -5,16 +5,23 @@
 //!
 //! The reconciliation is the load tester's NIP-77 client
 //! (`nostrwire_loadgen::sync`), on the same negentropy crate as the relay's
-//! side. The database is opened as `import` opens it (its writer lock: the
-//! relay on it must be stopped), and downloaded events are admitted as the
-//! relay admits them (parser limits, time window, write policy, id and
-//! signature).
+//! side. The database's side is read as the relay reads it for a NEG-OPEN:
+//! `(created_at, id)` of each match, no event rendered.
+//!
+//! Where downloaded events go:
+//! - no relay holds the database (it is stopped): this command takes the
+//!   writer lock, as `import` does, and admits each event as the relay
+//!   would (parser limits, time window, write policy, id and signature);
+//! - a relay holds it (`--local`, or found running): the database is only
+//!   read (LMDB readers never wait on the writer), and downloaded events are
+//!   published to that relay, so its one writer stores them and its
+//!   subscribers see them; its `OK` for each is counted by prefix.
 //!
 //! Memory: the reconciliation holds 40 bytes per local event matching the
 //! filter (its `(created_at, id)`, as the relay's side does) plus the ids
 //! found to differ; events themselves are moved `--batch` at a time (one
 //! REQ of that many ids, or that many EVENTs before their `OK`s), each
-//! batch written in one transaction before the next is asked for.
+//! batch written (or acknowledged) before the next is asked for.
 //!
 //! Resuming: nothing is kept between runs, and none is needed. A run that
 //! stops (killed, connection lost) has committed whole batches; the next run
@@ -29,7 +36,7 @@ use anyhow::Context;
 use nostrwire_event::{parse_event_line, EventId, Filter, PreimageFields, SignedFields};
 use nostrwire_loadgen::client::{Conn, Target};
 use nostrwire_loadgen::stats::message_prefix;
-use nostrwire_loadgen::sync::{self as neg, SyncError, Traffic};
+use nostrwire_loadgen::sync::{self as neg, SyncError};
 use nostrwire_loadgen::ws::{Counters, WsUrl};
 use nostrwire_relay::ingest::check_event;
 use nostrwire_relay::policy::WritePolicy;
@@ -79,6 +86,12 @@ pub struct Args {
     /// Seconds to wait for any answer of the relay.
     #[arg(long, default_value_t = 30)]
     pub timeout: u64,
+    /// The running relay that holds the database (`ws://127.0.0.1:PORT`):
+    /// the database is only read, and downloaded events are published to
+    /// this relay, whose writer stores them. Without it, a running relay is
+    /// found by the database's writer lock and reached at `relay.listen`.
+    #[arg(long)]
+    pub local: Option<String>,
 }
 
 /// What became of the events of one direction, by outcome.
@@ -116,26 +129,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(text) => Filter::from_json(text.as_bytes()).context("invalid --filter")?,
         None => Filter::new(),
     };
-    let url = WsUrl::parse(&args.url).map_err(|e| anyhow::anyhow!("invalid URL: {e}"))?;
-    if url.binary {
-        anyhow::bail!("sync speaks NIP-01 JSON: give a plain ws:// URL");
-    }
+    let url = plain_url(&args.url)?;
     let batch = args.batch.max(1);
     let timeout = Duration::from_secs(args.timeout.max(1));
-    let store = nostrwire_relay::open_store(&config, true).context(
-        "cannot open the database for writing (sync works on a stopped relay's database)",
-    )?;
+    let mut status = Status::stderr();
+    let started = Instant::now();
+    let (store, local_relay) = open(&config, args.local.as_deref())?;
     if filter.search.is_some() && !store.has_search_index() {
         anyhow::bail!("this database has no search index: a `search` filter would match nothing");
     }
-    let mut status = Status::stderr();
-    let started = Instant::now();
-    status.update("reading the database", "reading the database's ids");
-    let mut local = Vec::new();
-    store.export(&filter, &mut |found| {
-        local.push((found.created_at, found.id));
-        true
-    })?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -144,6 +146,26 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         counters: Arc::new(Counters::default()),
         timeout,
     };
+    let mut sink = match &local_relay {
+        None => Sink::Database(Admission::new(&config)?),
+        Some(local) => {
+            let target = Target {
+                url: plain_url(local)?,
+                counters: Arc::new(Counters::default()),
+                timeout,
+            };
+            let conn = runtime
+                .block_on(Conn::open(&target, 2))
+                .map_err(|e| anyhow::anyhow!("cannot connect to the local relay {local}: {e}"))?;
+            Sink::Relay {
+                url: local.clone(),
+                target,
+                conn: Box::new(conn),
+            }
+        }
+    };
+    status.update("reading the database", "reading the database's ids");
+    let local = local_items(&store, &filter)?;
     let mut conn = runtime
         .block_on(Conn::open(&target, 1))
         .map_err(|e| anyhow::anyhow!("cannot connect to {}: {e}", args.url))?;
@@ -156,7 +178,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .map_err(|e| sync_error(&args.url, e))?;
     let local_count = local.len();
     drop(local);
-    let mut traffic = reconciled.traffic;
     status.done(&format!(
         "reconciled {local_count} local events in {} rounds: the relay has {} the database lacks, \
          the database has {} the relay lacks",
@@ -169,22 +190,28 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.dir.down() {
         let mut ids: Vec<EventId> = reconciled.need.iter().copied().collect();
         ids.sort_unstable();
-        let admission = Admission::new(&config)?;
         let mut done = 0usize;
         for chunk in ids.chunks(batch) {
             let wanted = Filter {
                 ids: Some(chunk.to_vec()),
                 ..Filter::new()
             };
-            let mut events: Vec<Vec<u8>> = Vec::with_capacity(chunk.len());
-            let (_, moved) = runtime
+            let mut events: Vec<(EventId, Vec<u8>)> = Vec::with_capacity(chunk.len());
+            runtime
                 .block_on(neg::fetch_each(&mut conn, &wanted, timeout, &mut |event| {
-                    events.push(nostrwire_event::SignedFields::to_json_bytes(event))
+                    events.push((*event.id(), SignedFields::to_json_bytes(event)))
                 }))
                 .map_err(|e| sync_error(&args.url, e))?;
-            add(&mut traffic, moved);
             let returned = events.len();
-            admission.store(&store, &events, &mut down)?;
+            match &mut sink {
+                Sink::Database(admission) => admission.store(&store, &events, &mut down)?,
+                Sink::Relay { url, conn, .. } => {
+                    let (answers, _) = runtime
+                        .block_on(neg::publish_all(conn, &events, timeout))
+                        .map_err(|e| sync_error(url, e))?;
+                    count_answers(answers, &mut down);
+                }
+            }
             for _ in returned..chunk.len() {
                 down.add("not returned by the relay");
             }
@@ -194,7 +221,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 &format!("downloaded {done} of {} events", ids.len()),
             );
         }
-        if !ids.is_empty() {
+        if !ids.is_empty() && matches!(sink, Sink::Database(_)) {
             finish_indexing(&store)?;
         }
     }
@@ -205,32 +232,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ids.sort_unstable();
         let mut done = 0usize;
         for chunk in ids.chunks(batch) {
-            let wanted = Filter {
-                ids: Some(chunk.to_vec()),
-                ..Filter::new()
-            };
-            let mut events = Vec::with_capacity(chunk.len());
-            store.export(&wanted, &mut |found| {
-                events.push((found.id, found.json.clone()));
-                true
-            })?;
+            let events = read_events(&store, chunk)?;
             // Deleted or replaced since the reconciliation (by an event the
             // same sync downloaded).
             for _ in events.len()..chunk.len() {
                 up.add("gone from the database");
             }
-            let (answers, moved) = runtime
+            let (answers, _) = runtime
                 .block_on(neg::publish_all(&mut conn, &events, timeout))
                 .map_err(|e| sync_error(&args.url, e))?;
-            add(&mut traffic, moved);
-            for (accepted, message) in answers {
-                let prefix = message_prefix(&message);
-                match (accepted, prefix.as_str()) {
-                    (true, "duplicate") => up.add("duplicate"),
-                    (true, _) => up.add("accepted"),
-                    (false, _) => up.add(&format!("refused ({prefix})")),
-                }
-            }
+            count_answers(answers, &mut up);
             done += chunk.len();
             status.update(
                 "uploading",
@@ -239,17 +250,31 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     let _ = runtime.block_on(conn.close());
-    store.sync()?;
+    let through = match sink {
+        Sink::Database(_) => {
+            store.sync()?;
+            String::new()
+        }
+        Sink::Relay {
+            url, target, conn, ..
+        } => {
+            let _ = runtime.block_on(conn.close());
+            let (bytes_in, bytes_out) = target.counters.snapshot();
+            format!(
+                "\nlocal relay {url}: {bytes_out} bytes sent, {bytes_in} bytes received \
+                 (the database was only read)"
+            )
+        }
+    };
     status.finish();
     let (bytes_in, bytes_out) = target.counters.snapshot();
     println!(
         "sync with {} in {:.2} s: {local_count} local events, {} rounds, {bytes_out} bytes sent, \
-         {bytes_in} bytes received",
+         {bytes_in} bytes received{through}",
         args.url,
         started.elapsed().as_secs_f64(),
         reconciled.rounds,
     );
-    let _ = traffic;
     if args.dir.down() {
         println!("down: {} events: {}", down.total(), down.line());
     }
@@ -259,9 +284,110 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn add(total: &mut Traffic, more: Traffic) {
-    total.sent += more.sent;
-    total.received += more.received;
+/// Where downloaded events go.
+enum Sink<'a> {
+    /// This command's own writer on the database (no relay holds it).
+    Database(Admission<'a>),
+    /// The running relay that holds the database: each event is published
+    /// to it and its `OK` counted.
+    Relay {
+        url: String,
+        target: Target,
+        conn: Box<Conn>,
+    },
+}
+
+/// A `ws://` URL (the sync speaks NIP-01 JSON).
+fn plain_url(text: &str) -> anyhow::Result<WsUrl> {
+    let url = WsUrl::parse(text).map_err(|e| anyhow::anyhow!("invalid URL {text}: {e}"))?;
+    if url.binary {
+        anyhow::bail!("sync speaks NIP-01 JSON: give a plain ws:// URL, not {text}");
+    }
+    Ok(url)
+}
+
+/// The database, and the URL of the relay that holds it, if one does:
+/// `local` when given (the database is then only read); else the database
+/// with this command's writer lock, or, when a running relay holds that
+/// lock, read only beside the relay at `relay.listen`.
+fn open(config: &Config, local: Option<&str>) -> anyhow::Result<(LmdbStore, Option<String>)> {
+    let reading = || -> anyhow::Result<LmdbStore> {
+        anyhow::ensure!(
+            config.relay.data.join("data.mdb").exists(),
+            "no database in {}",
+            config.relay.data.display()
+        );
+        nostrwire_relay::open_store(config, false)
+    };
+    if let Some(local) = local {
+        return Ok((reading()?, Some(local.to_string())));
+    }
+    match nostrwire_relay::open_store(config, true) {
+        Ok(store) => Ok((store, None)),
+        Err(e) if super::delete::is_busy(&e) => {
+            let url = listen_url(&config.relay.listen);
+            eprintln!(
+                "a running relay holds the database: events downloaded are published to it at \
+                 {url} (--local names another URL)"
+            );
+            Ok((reading()?, Some(url)))
+        }
+        Err(e) => Err(e.context(
+            "cannot open the database for writing (sync works on a stopped relay's database, or \
+             through a running one with --local)",
+        )),
+    }
+}
+
+/// `ws://` and the relay's listening address, an unspecified host (all
+/// interfaces) taken as loopback.
+fn listen_url(listen: &str) -> String {
+    let (host, port) = listen.rsplit_once(':').unwrap_or((listen, "7777"));
+    let host = match host {
+        "0.0.0.0" | "" => "127.0.0.1",
+        "[::]" => "[::1]",
+        other => other,
+    };
+    format!("ws://{host}:{port}")
+}
+
+/// `(created_at, id)` of each stored event `filter` matches, as the relay
+/// collects them for a NEG-OPEN (no event rendered).
+fn local_items(store: &LmdbStore, filter: &Filter) -> anyhow::Result<Vec<(u64, EventId)>> {
+    let found = nostrwire_relay::admin::matching(store, filter, nostrwire_relay::now())?;
+    Ok(found.into_iter().map(|f| (f.created_at, f.id)).collect())
+}
+
+/// The stored events with these ids, as `(id, canonical JSON)`; those gone
+/// since the reconciliation are left out.
+fn read_events(store: &LmdbStore, ids: &[EventId]) -> anyhow::Result<Vec<(EventId, Vec<u8>)>> {
+    let wanted = Filter {
+        ids: Some(ids.to_vec()),
+        ..Filter::new()
+    };
+    let found = nostrwire_relay::admin::matching(store, &wanted, nostrwire_relay::now())?;
+    let mut events = Vec::with_capacity(found.len());
+    for f in found {
+        if let Some(rendered) = store.render(f.serial, false)? {
+            events.push((f.id, rendered.json));
+        }
+    }
+    Ok(events)
+}
+
+/// Counts a relay's `OK`s: accepted (or a duplicate), superseded (refused
+/// as `duplicate:`, a newer version being stored), or refused by the
+/// prefix of its message (`blocked`, `invalid`, `auth-required`...).
+fn count_answers(answers: Vec<(bool, String)>, moved: &mut Moved) {
+    for (accepted, message) in answers {
+        let prefix = message_prefix(&message);
+        match (accepted, prefix.as_str()) {
+            (true, "duplicate") => moved.add("duplicate"),
+            (true, _) => moved.add("accepted"),
+            (false, "duplicate") => moved.add("superseded"),
+            (false, _) => moved.add(&format!("refused ({prefix})")),
+        }
+    }
 }
 
 fn sync_error(url: &str, error: SyncError) -> anyhow::Error {
@@ -287,17 +413,17 @@ impl<'a> Admission<'a> {
         })
     }
 
-    /// Checks and stores a batch of events (canonical JSON) in one
+    /// Checks and stores a batch of events (id, canonical JSON) in one
     /// transaction, counting each outcome in `moved`.
     fn store(
         &self,
         store: &LmdbStore,
-        events: &[Vec<u8>],
+        events: &[(EventId, Vec<u8>)],
         moved: &mut Moved,
     ) -> anyhow::Result<()> {
         let now = nostrwire_relay::now();
         let mut admitted = Vec::with_capacity(events.len());
-        for json in events {
+        for (_, json) in events {
             let event = match parse_event_line(json, &self.limits) {
                 Ok(e) => e,
                 Err(err) => {
