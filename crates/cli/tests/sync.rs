@@ -122,16 +122,21 @@ fn two_databases_converge_in_both_directions() {
     let (up, line) = moved(&summary, "up: ");
     assert_eq!(up, only_local, "{summary}");
     assert!(!line.contains("refused"), "{line}");
+    // Offered by default, and the relay takes it.
+    assert!(summary.contains(", permessage-deflate"), "{summary}");
 
-    // Run again: nothing is left to move.
+    // Run again: nothing is left to move (and nothing is compressed when
+    // told so).
     let again = nostrwire(&[
         "sync",
         &url,
         "--dir",
         "both",
+        "--no-deflate",
         "--data",
         local.to_str().unwrap(),
     ]);
+    assert!(!again.contains("permessage-deflate"), "{again}");
     assert!(again.contains("down: 0 events: nothing"), "{again}");
     assert!(again.contains("up: 0 events: nothing"), "{again}");
     relay.stop();

@@ -42,6 +42,7 @@ use nostrwire_relay::ingest::check_event;
 use nostrwire_relay::policy::WritePolicy;
 use nostrwire_relay::Config;
 use nostrwire_store::{EventStore, LmdbStore, Verdict};
+use nostrwire_websocket::deflate::DeflateConfig;
 
 use crate::status::Status;
 
@@ -92,6 +93,11 @@ pub struct Args {
     /// found by the database's writer lock and reached at `relay.listen`.
     #[arg(long)]
     pub local: Option<String>,
+    /// Do not offer permessage-deflate to the relay. It is offered by
+    /// default (the relay may decline): events and negentropy messages then
+    /// cross compressed, as `strfry sync` sends them.
+    #[arg(long)]
+    pub no_deflate: bool,
 }
 
 /// What became of the events of one direction, by outcome.
@@ -129,7 +135,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(text) => Filter::from_json(text.as_bytes()).context("invalid --filter")?,
         None => Filter::new(),
     };
-    let url = plain_url(&args.url)?;
+    let mut url = plain_url(&args.url)?;
+    if !args.no_deflate && url.deflate.is_none() {
+        url.deflate = Some(DeflateConfig::default());
+    }
     let batch = args.batch.max(1);
     let timeout = Duration::from_secs(args.timeout.max(1));
     let mut status = Status::stderr();
@@ -169,6 +178,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut conn = runtime
         .block_on(Conn::open(&target, 1))
         .map_err(|e| anyhow::anyhow!("cannot connect to {}: {e}", args.url))?;
+    let compressed = if conn.writer.compresses() {
+        ", permessage-deflate"
+    } else {
+        ""
+    };
     status.update(
         "reconciling",
         &format!("reconciling {} local events with the relay", local.len()),
@@ -270,7 +284,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let (bytes_in, bytes_out) = target.counters.snapshot();
     println!(
         "sync with {} in {:.2} s: {local_count} local events, {} rounds, {bytes_out} bytes sent, \
-         {bytes_in} bytes received{through}",
+         {bytes_in} bytes received{compressed}{through}",
         args.url,
         started.elapsed().as_secs_f64(),
         reconciled.rounds,
@@ -297,7 +311,8 @@ enum Sink<'a> {
     },
 }
 
-/// A `ws://` URL (the sync speaks NIP-01 JSON).
+/// A `ws://` URL (the sync speaks NIP-01 JSON); permessage-deflate only
+/// when it is written `deflate+ws://`.
 fn plain_url(text: &str) -> anyhow::Result<WsUrl> {
     let url = WsUrl::parse(text).map_err(|e| anyhow::anyhow!("invalid URL {text}: {e}"))?;
     if url.binary {
