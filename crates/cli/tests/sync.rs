@@ -137,6 +137,7 @@ fn two_databases_converge_in_both_directions() {
         local.to_str().unwrap(),
     ]);
     assert!(!again.contains("permessage-deflate"), "{again}");
+    assert!(again.contains(" in 1 slices,"), "{again}");
     assert!(again.contains("down: 0 events: nothing"), "{again}");
     assert!(again.contains("up: 0 events: nothing"), "{again}");
     relay.stop();
@@ -403,4 +404,50 @@ fn a_running_relay_is_found_and_its_refusals_are_counted_by_reason() {
     local_relay.stop();
     remote_relay.stop();
     assert_eq!(reactions(&local), reactions(&remote) - refused);
+}
+
+/// The number of slices a sync summary reports.
+fn slices(summary: &str) -> usize {
+    summary
+        .split(" slices,")
+        .next()
+        .and_then(|head| head.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no slice count in {summary}"))
+}
+
+#[test]
+fn time_slices_converge_as_one_session_does() {
+    // Two identical pairs of databases: one synced in slices of about 61
+    // local events (each its own NIP-77 session over a time range), the
+    // other in one session. Both pairs end with the same ids.
+    let dir = tempfile::tempdir().unwrap();
+    let mut finals = Vec::new();
+    for (name, slice) in [("sliced", "61"), ("whole", "100000")] {
+        let local = import(dir.path(), &format!("{name}-local"), |i| i % 13 != 0);
+        let remote = import(dir.path(), &format!("{name}-remote"), |i| i % 17 != 4);
+        let local_count = ids(&local).len();
+        let port = free_port();
+        let relay = Relay::start(&remote, port);
+        let url = format!("ws://127.0.0.1:{port}");
+        let summary = nostrwire(&[
+            "sync",
+            &url,
+            "--dir",
+            "both",
+            "--slice",
+            slice,
+            "--data",
+            local.to_str().unwrap(),
+        ]);
+        match name {
+            "sliced" => assert!(slices(&summary) >= local_count / 61, "{summary}"),
+            _ => assert_eq!(slices(&summary), 1, "{summary}"),
+        }
+        relay.stop();
+        let (local_ids, remote_ids) = (ids(&local), ids(&remote));
+        assert_eq!(local_ids, remote_ids, "{name}: {summary}");
+        finals.push(local_ids);
+    }
+    assert_eq!(finals[0], finals[1]);
 }

@@ -17,11 +17,17 @@
 //!   published to that relay, so its one writer stores them and its
 //!   subscribers see them; its `OK` for each is counted by prefix.
 //!
-//! Memory: the reconciliation holds 40 bytes per local event matching the
-//! filter (its `(created_at, id)`, as the relay's side does) plus the ids
-//! found to differ; events themselves are moved `--batch` at a time (one
+//! Slices and memory: the database's side is read newest first in slices
+//! of `--slice` events (20,000), each cut between two distinct
+//! `created_at` values, and each slice is one NIP-77 session whose filter
+//! is narrowed to the slice's time range, so the relay's side is cut the
+//! same way. The next slice is read while one is reconciled and its
+//! differences moved: memory holds two or three slices (40 bytes an event,
+//! on the relay's side too), whatever the database's size, and the reading
+//! overlaps the relay's work. Events are moved `--batch` at a time (one
 //! REQ of that many ids, or that many EVENTs before their `OK`s), each
-//! batch written (or acknowledged) before the next is asked for.
+//! batch written (or acknowledged) before the next is asked for. A filter
+//! with a `limit` is reconciled in one piece.
 //!
 //! Resuming: nothing is kept between runs, and none is needed. A run that
 //! stops (killed, connection lost) has committed whole batches; the next run
@@ -33,7 +39,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use nostrwire_event::{parse_event_line, EventId, Filter, PreimageFields, SignedFields};
+use nostrwire_event::{parse_event_line, EventId, Filter, PreimageFields, SignedFields, Timestamp};
 use nostrwire_loadgen::client::{Conn, Target};
 use nostrwire_loadgen::stats::message_prefix;
 use nostrwire_loadgen::sync::{self as neg, SyncError};
@@ -93,6 +99,11 @@ pub struct Args {
     /// found by the database's writer lock and reached at `relay.listen`.
     #[arg(long)]
     pub local: Option<String>,
+    /// Local events per reconciliation (one NIP-77 session each, over a
+    /// range of `created_at`): bounds the ids held on both sides, whatever
+    /// the database's size; the next slice is read while one is moved.
+    #[arg(long, default_value_t = 20_000)]
+    pub slice: usize,
     /// Do not offer permessage-deflate to the relay. It is offered by
     /// default (the relay may decline): events and negentropy messages then
     /// cross compressed, as `strfry sync` sends them.
@@ -173,8 +184,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
     };
-    status.update("reading the database", "reading the database's ids");
-    let local = local_items(&store, &filter)?;
     let mut conn = runtime
         .block_on(Conn::open(&target, 1))
         .map_err(|e| anyhow::anyhow!("cannot connect to {}: {e}", args.url))?;
@@ -183,85 +192,103 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         ""
     };
-    status.update(
-        "reconciling",
-        &format!("reconciling {} local events with the relay", local.len()),
-    );
-    let reconciled = runtime
-        .block_on(neg::reconcile(&mut conn, &filter, &local, timeout))
-        .map_err(|e| sync_error(&args.url, e))?;
-    let local_count = local.len();
-    drop(local);
-    status.done(&format!(
-        "reconciled {local_count} local events in {} rounds: the relay has {} the database lacks, \
-         the database has {} the relay lacks",
-        reconciled.rounds,
-        reconciled.need.len(),
-        reconciled.have.len()
-    ));
-
+    // A filter's `limit` picks the newest matches on each side as a whole:
+    // it cannot be cut into time slices.
+    let slice_size = match filter.limit {
+        Some(_) => usize::MAX,
+        None => args.slice.max(1),
+    };
+    let mut totals = Totals::default();
     let mut down = Moved::default();
-    if args.dir.down() {
-        let mut ids: Vec<EventId> = reconciled.need.iter().copied().collect();
-        ids.sort_unstable();
-        let mut done = 0usize;
-        for chunk in ids.chunks(batch) {
-            let wanted = Filter {
-                ids: Some(chunk.to_vec()),
-                ..Filter::new()
-            };
-            let mut events: Vec<(EventId, Vec<u8>)> = Vec::with_capacity(chunk.len());
-            runtime
-                .block_on(neg::fetch_each(&mut conn, &wanted, timeout, &mut |event| {
-                    events.push((*event.id(), SignedFields::to_json_bytes(event)))
-                }))
+    let mut up = Moved::default();
+    status.update("reading the database", "reading the database's ids");
+    std::thread::scope(|scope| -> anyhow::Result<()> {
+        // The next slice is read while this one is reconciled and moved.
+        let (slices, next) = std::sync::mpsc::sync_channel(1);
+        let (store, filter) = (&store, &filter);
+        scope.spawn(move || read_slices(store, filter, slice_size, &slices));
+        for slice in next {
+            let Slice { filter, items } = slice?;
+            status.update(
+                "reconciling",
+                &format!(
+                    "reconciling {} local events with the relay ({} so far)",
+                    items.len(),
+                    totals.local
+                ),
+            );
+            let reconciled = runtime
+                .block_on(neg::reconcile(&mut conn, &filter, &items, timeout))
                 .map_err(|e| sync_error(&args.url, e))?;
-            let returned = events.len();
-            match &mut sink {
-                Sink::Database(admission) => admission.store(&store, &events, &mut down)?,
-                Sink::Relay { url, conn, .. } => {
-                    let (answers, _) = runtime
-                        .block_on(neg::publish_all(conn, &events, timeout))
-                        .map_err(|e| sync_error(url, e))?;
-                    count_answers(answers, &mut down);
+            totals.local += items.len();
+            totals.slices += 1;
+            totals.rounds += reconciled.rounds;
+            totals.need += reconciled.need.len();
+            totals.have += reconciled.have.len();
+            drop(items);
+            if args.dir.down() && !reconciled.need.is_empty() {
+                let mut ids: Vec<EventId> = reconciled.need.iter().copied().collect();
+                ids.sort_unstable();
+                for chunk in ids.chunks(batch) {
+                    let wanted = Filter {
+                        ids: Some(chunk.to_vec()),
+                        ..Filter::new()
+                    };
+                    let mut events: Vec<(EventId, Vec<u8>)> = Vec::with_capacity(chunk.len());
+                    runtime
+                        .block_on(neg::fetch_each(&mut conn, &wanted, timeout, &mut |event| {
+                            events.push((*event.id(), SignedFields::to_json_bytes(event)))
+                        }))
+                        .map_err(|e| sync_error(&args.url, e))?;
+                    let returned = events.len();
+                    match &mut sink {
+                        Sink::Database(admission) => admission.store(store, &events, &mut down)?,
+                        Sink::Relay { url, conn, .. } => {
+                            let (answers, _) = runtime
+                                .block_on(neg::publish_all(conn, &events, timeout))
+                                .map_err(|e| sync_error(url, e))?;
+                            count_answers(answers, &mut down);
+                        }
+                    }
+                    for _ in returned..chunk.len() {
+                        down.add("not returned by the relay");
+                    }
+                    status.update(
+                        "downloading",
+                        &format!("downloaded {} of {} events", down.total(), totals.need),
+                    );
                 }
             }
-            for _ in returned..chunk.len() {
-                down.add("not returned by the relay");
+            if args.dir.up() && !reconciled.have.is_empty() {
+                let mut ids: Vec<EventId> = reconciled.have.iter().copied().collect();
+                ids.sort_unstable();
+                for chunk in ids.chunks(batch) {
+                    let events = read_events(store, chunk)?;
+                    // Deleted or replaced since the reconciliation (by an
+                    // event the same sync downloaded).
+                    for _ in events.len()..chunk.len() {
+                        up.add("gone from the database");
+                    }
+                    let (answers, _) = runtime
+                        .block_on(neg::publish_all(&mut conn, &events, timeout))
+                        .map_err(|e| sync_error(&args.url, e))?;
+                    count_answers(answers, &mut up);
+                    status.update(
+                        "uploading",
+                        &format!("uploaded {} of {} events", up.total(), totals.have),
+                    );
+                }
             }
-            done += chunk.len();
-            status.update(
-                "downloading",
-                &format!("downloaded {done} of {} events", ids.len()),
-            );
         }
-        if !ids.is_empty() && matches!(sink, Sink::Database(_)) {
-            finish_indexing(&store)?;
-        }
-    }
-
-    let mut up = Moved::default();
-    if args.dir.up() {
-        let mut ids: Vec<EventId> = reconciled.have.iter().copied().collect();
-        ids.sort_unstable();
-        let mut done = 0usize;
-        for chunk in ids.chunks(batch) {
-            let events = read_events(&store, chunk)?;
-            // Deleted or replaced since the reconciliation (by an event the
-            // same sync downloaded).
-            for _ in events.len()..chunk.len() {
-                up.add("gone from the database");
-            }
-            let (answers, _) = runtime
-                .block_on(neg::publish_all(&mut conn, &events, timeout))
-                .map_err(|e| sync_error(&args.url, e))?;
-            count_answers(answers, &mut up);
-            done += chunk.len();
-            status.update(
-                "uploading",
-                &format!("uploaded {done} of {} events", ids.len()),
-            );
-        }
+        Ok(())
+    })?;
+    status.done(&format!(
+        "reconciled {} local events in {} rounds ({} slices): the relay had {} the database \
+         lacked, the database had {} the relay lacked",
+        totals.local, totals.rounds, totals.slices, totals.need, totals.have
+    ));
+    if args.dir.down() && totals.need > 0 && matches!(sink, Sink::Database(_)) {
+        finish_indexing(&store)?;
     }
     let _ = runtime.block_on(conn.close());
     let through = match sink {
@@ -283,11 +310,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     status.finish();
     let (bytes_in, bytes_out) = target.counters.snapshot();
     println!(
-        "sync with {} in {:.2} s: {local_count} local events, {} rounds, {bytes_out} bytes sent, \
-         {bytes_in} bytes received{compressed}{through}",
+        "sync with {} in {:.2} s: {} local events in {} slices, {} rounds, {bytes_out} bytes \
+         sent, {bytes_in} bytes received{compressed}{through}",
         args.url,
         started.elapsed().as_secs_f64(),
-        reconciled.rounds,
+        totals.local,
+        totals.slices,
+        totals.rounds,
     );
     if args.dir.down() {
         println!("down: {} events: {}", down.total(), down.line());
@@ -366,11 +395,104 @@ fn listen_url(listen: &str) -> String {
     format!("ws://{host}:{port}")
 }
 
-/// `(created_at, id)` of each stored event `filter` matches, as the relay
-/// collects them for a NEG-OPEN (no event rendered).
-fn local_items(store: &LmdbStore, filter: &Filter) -> anyhow::Result<Vec<(u64, EventId)>> {
-    let found = nostrwire_relay::admin::matching(store, filter, nostrwire_relay::now())?;
-    Ok(found.into_iter().map(|f| (f.created_at, f.id)).collect())
+/// What the reconciliations of one run found, summed over its slices.
+#[derive(Debug, Default)]
+struct Totals {
+    /// Local events reconciled.
+    local: usize,
+    /// Slices (NIP-77 sessions).
+    slices: usize,
+    /// NEG-MSG rounds.
+    rounds: u32,
+    /// Ids only the relay had.
+    need: usize,
+    /// Ids only the database had.
+    have: usize,
+}
+
+/// One time slice of the reconciliation: the filter narrowed to a range of
+/// `created_at` (the same on both sides), and the local events in it.
+struct Slice {
+    filter: Filter,
+    /// `(created_at, id)` of each, as the relay collects them for a
+    /// NEG-OPEN (no event rendered).
+    items: Vec<(u64, EventId)>,
+}
+
+/// Reads the local events `filter` matches, newest first, as slices of
+/// about `size` events each, into `out` (until it is dropped). A slice
+/// ends between two distinct `created_at` values, so every event of a
+/// second is in one slice; slices cover the filter's whole time range
+/// (the first has no upper bound but the filter's, the last no lower one).
+/// A second holding more than `size` events is one slice of its own.
+fn read_slices(
+    store: &LmdbStore,
+    filter: &Filter,
+    size: usize,
+    out: &std::sync::mpsc::SyncSender<anyhow::Result<Slice>>,
+) {
+    let now = nostrwire_relay::now();
+    let since = filter.since.map_or(0, Timestamp::as_u64);
+    let at = |secs: u64| Timestamp::new(secs).unwrap_or(Timestamp::MAX);
+    let items = |found: Vec<nostrwire_store::Found>| -> Vec<(u64, EventId)> {
+        found.into_iter().map(|f| (f.created_at, f.id)).collect()
+    };
+    let mut until = filter.until;
+    loop {
+        let mut query = filter.clone();
+        query.until = until;
+        if size != usize::MAX {
+            query.limit = Some(size as u64);
+        }
+        let found = match nostrwire_relay::admin::matching(store, &query, now) {
+            Ok(found) => found,
+            Err(e) => {
+                let _ = out.send(Err(e.into()));
+                return;
+            }
+        };
+        let mut slice = filter.clone();
+        slice.until = until;
+        let (Some(newest), Some(oldest)) = (found.first(), found.last()) else {
+            let _ = out.send(Ok(Slice {
+                filter: slice,
+                items: Vec::new(),
+            }));
+            return;
+        };
+        let (newest, oldest) = (newest.created_at, oldest.created_at);
+        if found.len() < size {
+            let _ = out.send(Ok(Slice {
+                filter: slice,
+                items: items(found),
+            }));
+            return;
+        }
+        let (lower, kept) = if oldest < newest {
+            // The oldest second may go on past the page: it starts the next.
+            let kept = found.into_iter().filter(|f| f.created_at > oldest);
+            (oldest + 1, kept.collect())
+        } else {
+            let mut second = filter.clone();
+            (second.since, second.until) = (Some(at(oldest)), Some(at(oldest)));
+            match nostrwire_relay::admin::matching(store, &second, now) {
+                Ok(found) => (oldest, found),
+                Err(e) => {
+                    let _ = out.send(Err(e.into()));
+                    return;
+                }
+            }
+        };
+        slice.since = Some(at(lower));
+        let sent = out.send(Ok(Slice {
+            filter: slice,
+            items: items(kept),
+        }));
+        if sent.is_err() || lower == 0 || lower <= since {
+            return;
+        }
+        until = Some(at(lower - 1));
+    }
 }
 
 /// The stored events with these ids, as `(id, canonical JSON)`; those gone
