@@ -28,6 +28,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/local/go/bin"
+. scripts/lib/procs.sh
+. scripts/lib/strfry.sh
 
 log() { echo "sync-interop: $*" >&2; }
 
@@ -69,30 +71,11 @@ port="${BENCH_PORT:-7870}"
 mkdir -p "$out"
 out="$(realpath "$out")"
 work="$(mktemp -d /tmp/sync-interop.XXXXXX)"
-pids=()
 cleanup() {
-    for p in "${pids[@]}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
+    stop_started
     rm -rf "$work"
 }
 trap cleanup EXIT
-
-wait_port() {
-    for _ in $(seq 200); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-        sleep 0.05
-    done
-    log "nothing listens on $1"
-    return 1
-}
-
-stop() {
-    kill -TERM "$1" 2>/dev/null || true
-    wait "$1" 2>/dev/null || true
-    local left=() p
-    for p in "${pids[@]}"; do [ "$p" = "$1" ] || left+=("$p"); done
-    pids=("${left[@]}")
-}
 
 db_ids() { "$nostrwire" export --data "$1" | grep -o '"id":"[0-9a-f]*"' | cut -d'"' -f4 | sort; }
 relay_ids() { node --experimental-websocket scripts/sync-interop/relay_ids.mjs "$1" | sort; }
@@ -147,14 +130,12 @@ for peer in "${peers[@]}"; do
     case "$peer" in
         nostrwire) "$nostrwire" relay --listen "127.0.0.1:$p" --data "$work/peer" > "$out/$peer-relay.log" 2>&1 & ;;
         strfry)
-            mkdir -p "$work/peer"
-            printf 'db = "%s/"\nrelay {\n    bind = "127.0.0.1"\n    port = %s\n    nofiles = 0\n}\n' \
-                "$work/peer" "$p" > "$work/peer.conf"
+            strfry_conf "$work/peer" "$p"
             "$strfry" --config="$work/peer.conf" relay > "$out/$peer-relay.log" 2>&1 & ;;
         khatru) "$khatru" "127.0.0.1:$p" > "$out/$peer-relay.log" 2>&1 & ;;
     esac
     peer_pid=$!
-    pids+=("$peer_pid")
+    started "$peer_pid"
     wait_port "$p"
     url="ws://127.0.0.1:$p"
 
@@ -173,7 +154,7 @@ for peer in "${peers[@]}"; do
     lp=$((port + 1))
     "$nostrwire" relay --listen "127.0.0.1:$lp" --data "$work/d" > "$out/$peer-local-relay.log" 2>&1 &
     local_pid=$!
-    pids+=("$local_pid")
+    started "$local_pid"
     wait_port "$lp"
     run_sync "$peer" local "$url" --dir both --data "$work/d" --local "ws://127.0.0.1:$lp"
     same "$peer-local" <(relay_ids "ws://127.0.0.1:$lp") <(relay_ids "$url") && ok=yes || ok=no

@@ -248,24 +248,7 @@ fn refusals_are_summed_up_by_reason() {
     assert!(refused > 10);
     // The relay refuses reactions (kind 7) by policy.
     let port = free_port();
-    let config = dir.path().join("relay.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[relay]\nlisten = \"127.0.0.1:{port}\"\ndata = \"{}\"\n[policy]\nkinds_deny = [7]\n",
-            remote.display()
-        ),
-    )
-    .unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_nostrwire"))
-        .args(["relay", "--config"])
-        .arg(&config)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_listening(port);
-    let relay = Relay(child);
+    let (relay, _) = relay_with(dir.path(), &remote, port, "[policy]\nkinds_deny = [7]\n");
     let url = format!("ws://127.0.0.1:{port}");
     let summary = nostrwire(&[
         "sync",
