@@ -18,7 +18,7 @@
 //!   subscribers see them; its `OK` for each is counted by prefix.
 //!
 //! Slices and memory: the database's side is read newest first in slices
-//! of `--slice` events (20,000), each cut between two distinct
+//! of `--slice` events (100,000), each cut between two distinct
 //! `created_at` values, and each slice is one NIP-77 session whose filter
 //! is narrowed to the slice's time range, so the relay's side is cut the
 //! same way. The next slice is read while one is reconciled and its
@@ -100,9 +100,12 @@ pub struct Args {
     #[arg(long)]
     pub local: Option<String>,
     /// Local events per reconciliation (one NIP-77 session each, over a
-    /// range of `created_at`): bounds the ids held on both sides, whatever
-    /// the database's size; the next slice is read while one is moved.
-    #[arg(long, default_value_t = 20_000)]
+    /// range of `created_at`): bounds the ids held on both sides (40 bytes
+    /// an event), whatever the database's size; the next slice is read
+    /// while one is moved. Each session costs the relay its own rounds
+    /// (strfry's relay answers each in tenths of a second): smaller slices
+    /// bound memory tighter at that price.
+    #[arg(long, default_value_t = 100_000)]
     pub slice: usize,
     /// Do not offer permessage-deflate to the relay. It is offered by
     /// default (the relay may decline): events and negentropy messages then
