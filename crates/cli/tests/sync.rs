@@ -44,6 +44,19 @@ fn import(dir: &Path, name: &str, keep: impl Fn(usize) -> bool) -> std::path::Pa
     db
 }
 
+/// How many reactions (kind 7) a database holds.
+fn reactions(db: &Path) -> usize {
+    nostrwire(&[
+        "export",
+        "--data",
+        db.to_str().unwrap(),
+        "--filter",
+        r#"{"kinds":[7]}"#,
+    ])
+    .lines()
+    .count()
+}
+
 struct Relay(Child);
 
 impl Drop for Relay {
@@ -233,17 +246,6 @@ fn refusals_are_summed_up_by_reason() {
     let dir = tempfile::tempdir().unwrap();
     let local = import(dir.path(), "local", |_| true);
     let remote = import(dir.path(), "remote", |i| i % 2 == 0);
-    let reactions = |db: &Path| {
-        nostrwire(&[
-            "export",
-            "--data",
-            db.to_str().unwrap(),
-            "--filter",
-            r#"{"kinds":[7]}"#,
-        ])
-        .lines()
-        .count()
-    };
     let refused = reactions(&local) - reactions(&remote);
     assert!(refused > 10);
     // The relay refuses reactions (kind 7) by policy.
@@ -343,17 +345,6 @@ fn a_running_relay_is_found_and_its_refusals_are_counted_by_reason() {
     let dir = tempfile::tempdir().unwrap();
     let local = import(dir.path(), "local", |i| i % 2 == 0);
     let remote = import(dir.path(), "remote", |_| true);
-    let reactions = |db: &Path| {
-        nostrwire(&[
-            "export",
-            "--data",
-            db.to_str().unwrap(),
-            "--filter",
-            r#"{"kinds":[7]}"#,
-        ])
-        .lines()
-        .count()
-    };
     let refused = reactions(&remote) - reactions(&local);
     assert!(refused > 10);
     let missing = ids(&remote).difference(&ids(&local)).count();
