@@ -22,9 +22,9 @@
 //! `created_at` values, and each slice is one NIP-77 session whose filter
 //! is narrowed to the slice's time range, so the relay's side is cut the
 //! same way. The next slice is read while one is reconciled and its
-//! differences moved: memory holds two or three slices (40 bytes an event,
-//! on the relay's side too), whatever the database's size, and the reading
-//! overlaps the relay's work. Events are moved `--batch` at a time (one
+//! differences moved: the ids held are two or three slices' (40 bytes an
+//! event, on the relay's side too) whatever the database's size, and the
+//! reading overlaps the relay's work. Events are moved `--batch` at a time (one
 //! REQ of that many ids, or that many EVENTs before their `OK`s), each
 //! batch written (or acknowledged) before the next is asked for. A filter
 //! with a `limit` is reconciled in one piece.
@@ -101,7 +101,7 @@ pub struct Args {
     pub local: Option<String>,
     /// Local events per reconciliation (one NIP-77 session each, over a
     /// range of `created_at`): bounds the ids held on both sides (40 bytes
-    /// an event), whatever the database's size; the next slice is read
+    /// an event) whatever the database's size; the next slice is read
     /// while one is moved. Each session costs the relay its own rounds
     /// (strfry's relay answers each in tenths of a second): smaller slices
     /// bound memory tighter at that price.
