@@ -44,6 +44,19 @@ fn import(dir: &Path, name: &str, keep: impl Fn(usize) -> bool) -> std::path::Pa
     db
 }
 
+/// How many reactions (kind 7) a database holds.
+fn reactions(db: &Path) -> usize {
+    nostrwire(&[
+        "export",
+        "--data",
+        db.to_str().unwrap(),
+        "--filter",
+        r#"{"kinds":[7]}"#,
+    ])
+    .lines()
+    .count()
+}
+
 struct Relay(Child);
 
 impl Drop for Relay {
@@ -122,16 +135,22 @@ fn two_databases_converge_in_both_directions() {
     let (up, line) = moved(&summary, "up: ");
     assert_eq!(up, only_local, "{summary}");
     assert!(!line.contains("refused"), "{line}");
+    // Offered by default, and the relay takes it.
+    assert!(summary.contains(", permessage-deflate"), "{summary}");
 
-    // Run again: nothing is left to move.
+    // Run again: nothing is left to move (and nothing is compressed when
+    // told so).
     let again = nostrwire(&[
         "sync",
         &url,
         "--dir",
         "both",
+        "--no-deflate",
         "--data",
         local.to_str().unwrap(),
     ]);
+    assert!(!again.contains("permessage-deflate"), "{again}");
+    assert!(again.contains(" in 1 slices,"), "{again}");
     assert!(again.contains("down: 0 events: nothing"), "{again}");
     assert!(again.contains("up: 0 events: nothing"), "{again}");
     relay.stop();
@@ -227,39 +246,11 @@ fn refusals_are_summed_up_by_reason() {
     let dir = tempfile::tempdir().unwrap();
     let local = import(dir.path(), "local", |_| true);
     let remote = import(dir.path(), "remote", |i| i % 2 == 0);
-    let reactions = |db: &Path| {
-        nostrwire(&[
-            "export",
-            "--data",
-            db.to_str().unwrap(),
-            "--filter",
-            r#"{"kinds":[7]}"#,
-        ])
-        .lines()
-        .count()
-    };
     let refused = reactions(&local) - reactions(&remote);
     assert!(refused > 10);
     // The relay refuses reactions (kind 7) by policy.
     let port = free_port();
-    let config = dir.path().join("relay.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[relay]\nlisten = \"127.0.0.1:{port}\"\ndata = \"{}\"\n[policy]\nkinds_deny = [7]\n",
-            remote.display()
-        ),
-    )
-    .unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_nostrwire"))
-        .args(["relay", "--config"])
-        .arg(&config)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_listening(port);
-    let relay = Relay(child);
+    let (relay, _) = relay_with(dir.path(), &remote, port, "[policy]\nkinds_deny = [7]\n");
     let url = format!("ws://127.0.0.1:{port}");
     let summary = nostrwire(&[
         "sync",
@@ -275,4 +266,162 @@ fn refusals_are_summed_up_by_reason() {
         line.contains(&format!("{refused} refused (blocked)")),
         "{line}"
     );
+}
+
+/// `nostrwire relay --config` on `db`, with these extra config lines.
+fn relay_with(dir: &Path, db: &Path, port: u16, extra: &str) -> (Relay, std::path::PathBuf) {
+    let config = dir.join(format!("relay-{port}.toml"));
+    std::fs::write(
+        &config,
+        format!(
+            "[relay]\nlisten = \"127.0.0.1:{port}\"\ndata = \"{}\"\n{extra}",
+            db.display()
+        ),
+    )
+    .unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_nostrwire"))
+        .args(["relay", "--config"])
+        .arg(&config)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_listening(port);
+    (Relay(child), config)
+}
+
+#[test]
+fn through_a_running_local_relay_both_sides_converge() {
+    let dir = tempfile::tempdir().unwrap();
+    let local = import(dir.path(), "local", |i| i % 23 != 0);
+    let remote = import(dir.path(), "remote", |i| i % 37 != 3);
+    let (local_ids, remote_ids) = (ids(&local), ids(&remote));
+    let only_remote = remote_ids.difference(&local_ids).count();
+    let only_local = local_ids.difference(&remote_ids).count();
+    assert!(only_remote > 10 && only_local > 10);
+
+    // Both relays run: the sync only reads the local database, and the
+    // local relay's writer stores what comes down.
+    let (local_port, remote_port) = (free_port(), free_port());
+    let local_relay = Relay::start(&local, local_port);
+    let remote_relay = Relay::start(&remote, remote_port);
+    let url = format!("ws://127.0.0.1:{remote_port}");
+    let through = format!("ws://127.0.0.1:{local_port}");
+    let args = [
+        "sync",
+        &url,
+        "--local",
+        &through,
+        "--dir",
+        "both",
+        "--batch",
+        "9",
+        "--data",
+        local.to_str().unwrap(),
+    ];
+    let summary = nostrwire(&args);
+    let (down, line) = moved(&summary, "down: ");
+    assert_eq!(down, only_remote, "{summary}");
+    assert!(!line.contains("refused"), "{line}");
+    let (up, line) = moved(&summary, "up: ");
+    assert_eq!(up, only_local, "{summary}");
+    assert!(!line.contains("refused"), "{line}");
+    assert!(
+        summary.contains(&format!("local relay {through}")),
+        "{summary}"
+    );
+
+    // Run again, relays still running: nothing is left to move.
+    let again = nostrwire(&args);
+    assert!(again.contains("down: 0 events: nothing"), "{again}");
+    assert!(again.contains("up: 0 events: nothing"), "{again}");
+    local_relay.stop();
+    remote_relay.stop();
+    assert_eq!(ids(&local), ids(&remote));
+}
+
+#[test]
+fn a_running_relay_is_found_and_its_refusals_are_counted_by_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let local = import(dir.path(), "local", |i| i % 2 == 0);
+    let remote = import(dir.path(), "remote", |_| true);
+    let refused = reactions(&remote) - reactions(&local);
+    assert!(refused > 10);
+    let missing = ids(&remote).difference(&ids(&local)).count();
+
+    // The local relay refuses reactions by policy; the sync is given only
+    // its config, finds the database held and publishes to `relay.listen`.
+    let (local_port, remote_port) = (free_port(), free_port());
+    let (local_relay, config) = relay_with(
+        dir.path(),
+        &local,
+        local_port,
+        "[policy]\nkinds_deny = [7]\n",
+    );
+    let remote_relay = Relay::start(&remote, remote_port);
+    let url = format!("ws://127.0.0.1:{remote_port}");
+    let summary = nostrwire(&["sync", &url, "--config", config.to_str().unwrap()]);
+    let (down, line) = moved(&summary, "down: ");
+    assert_eq!(down, missing, "{summary}");
+    assert!(
+        line.contains(&format!("{refused} refused (blocked)")),
+        "{line}"
+    );
+    assert!(
+        line.contains(&format!("{} accepted", missing - refused)),
+        "{line}"
+    );
+    // Resumable: the second run finds only the refused ones still missing.
+    let again = nostrwire(&["sync", &url, "--config", config.to_str().unwrap()]);
+    let (down, _) = moved(&again, "down: ");
+    assert_eq!(down, refused, "{again}");
+    local_relay.stop();
+    remote_relay.stop();
+    assert_eq!(reactions(&local), reactions(&remote) - refused);
+}
+
+/// The number of slices a sync summary reports.
+fn slices(summary: &str) -> usize {
+    summary
+        .split(" slices,")
+        .next()
+        .and_then(|head| head.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no slice count in {summary}"))
+}
+
+#[test]
+fn time_slices_converge_as_one_session_does() {
+    // Two identical pairs of databases: one synced in slices of about 61
+    // local events (each its own NIP-77 session over a time range), the
+    // other in one session. Both pairs end with the same ids.
+    let dir = tempfile::tempdir().unwrap();
+    let mut finals = Vec::new();
+    for (name, slice) in [("sliced", "61"), ("whole", "100000")] {
+        let local = import(dir.path(), &format!("{name}-local"), |i| i % 13 != 0);
+        let remote = import(dir.path(), &format!("{name}-remote"), |i| i % 17 != 4);
+        let local_count = ids(&local).len();
+        let port = free_port();
+        let relay = Relay::start(&remote, port);
+        let url = format!("ws://127.0.0.1:{port}");
+        let summary = nostrwire(&[
+            "sync",
+            &url,
+            "--dir",
+            "both",
+            "--slice",
+            slice,
+            "--data",
+            local.to_str().unwrap(),
+        ]);
+        match name {
+            "sliced" => assert!(slices(&summary) >= local_count / 61, "{summary}"),
+            _ => assert_eq!(slices(&summary), 1, "{summary}"),
+        }
+        relay.stop();
+        let (local_ids, remote_ids) = (ids(&local), ids(&remote));
+        assert_eq!(local_ids, remote_ids, "{name}: {summary}");
+        finals.push(local_ids);
+    }
+    assert_eq!(finals[0], finals[1]);
 }

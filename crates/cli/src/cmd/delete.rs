@@ -160,7 +160,7 @@ fn through_relay(
 }
 
 /// Whether opening failed because another process holds the writer lock.
-fn is_busy(e: &anyhow::Error) -> bool {
+pub(crate) fn is_busy(e: &anyhow::Error) -> bool {
     e.chain()
         .any(|c| matches!(c.downcast_ref::<StoreError>(), Some(StoreError::Busy(_))))
 }

@@ -5,16 +5,29 @@
 //!
 //! The reconciliation is the load tester's NIP-77 client
 //! (`nostrwire_loadgen::sync`), on the same negentropy crate as the relay's
-//! side. The database is opened as `import` opens it (its writer lock: the
-//! relay on it must be stopped), and downloaded events are admitted as the
-//! relay admits them (parser limits, time window, write policy, id and
-//! signature).
+//! side. The database's side is read as the relay reads it for a NEG-OPEN:
+//! `(created_at, id)` of each match, no event rendered.
 //!
-//! Memory: the reconciliation holds 40 bytes per local event matching the
-//! filter (its `(created_at, id)`, as the relay's side does) plus the ids
-//! found to differ; events themselves are moved `--batch` at a time (one
+//! Where downloaded events go:
+//! - no relay holds the database (it is stopped): this command takes the
+//!   writer lock, as `import` does, and admits each event as the relay
+//!   would (parser limits, time window, write policy, id and signature);
+//! - a relay holds it (`--local`, or found running): the database is only
+//!   read (LMDB readers never wait on the writer), and downloaded events are
+//!   published to that relay, so its one writer stores them and its
+//!   subscribers see them; its `OK` for each is counted by prefix.
+//!
+//! Slices and memory: the database's side is read newest first in slices
+//! of `--slice` events (100,000), each cut between two distinct
+//! `created_at` values, and each slice is one NIP-77 session whose filter
+//! is narrowed to the slice's time range, so the relay's side is cut the
+//! same way. The next slice is read while one is reconciled and its
+//! differences moved: the ids held are two or three slices' (40 bytes an
+//! event, on the relay's side too) whatever the database's size, and the
+//! reading overlaps the relay's work. Events are moved `--batch` at a time (one
 //! REQ of that many ids, or that many EVENTs before their `OK`s), each
-//! batch written in one transaction before the next is asked for.
+//! batch written (or acknowledged) before the next is asked for. A filter
+//! with a `limit` is reconciled in one piece.
 //!
 //! Resuming: nothing is kept between runs, and none is needed. A run that
 //! stops (killed, connection lost) has committed whole batches; the next run
@@ -26,15 +39,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use nostrwire_event::{parse_event_line, EventId, Filter, PreimageFields, SignedFields};
+use nostrwire_event::{parse_event_line, EventId, Filter, PreimageFields, SignedFields, Timestamp};
 use nostrwire_loadgen::client::{Conn, Target};
 use nostrwire_loadgen::stats::message_prefix;
-use nostrwire_loadgen::sync::{self as neg, SyncError, Traffic};
+use nostrwire_loadgen::sync::{self as neg, SyncError};
 use nostrwire_loadgen::ws::{Counters, WsUrl};
 use nostrwire_relay::ingest::check_event;
 use nostrwire_relay::policy::WritePolicy;
 use nostrwire_relay::Config;
 use nostrwire_store::{EventStore, LmdbStore, Verdict};
+use nostrwire_websocket::deflate::DeflateConfig;
 
 use crate::status::Status;
 
@@ -79,6 +93,25 @@ pub struct Args {
     /// Seconds to wait for any answer of the relay.
     #[arg(long, default_value_t = 30)]
     pub timeout: u64,
+    /// The running relay that holds the database (`ws://127.0.0.1:PORT`):
+    /// the database is only read, and downloaded events are published to
+    /// this relay, whose writer stores them. Without it, a running relay is
+    /// found by the database's writer lock and reached at `relay.listen`.
+    #[arg(long)]
+    pub local: Option<String>,
+    /// Local events per reconciliation (one NIP-77 session each, over a
+    /// range of `created_at`): bounds the ids held on both sides (40 bytes
+    /// an event) whatever the database's size; the next slice is read
+    /// while one is moved. Each session costs the relay its own rounds
+    /// (strfry's relay answers each in tenths of a second): smaller slices
+    /// bound memory tighter at that price.
+    #[arg(long, default_value_t = 100_000)]
+    pub slice: usize,
+    /// Do not offer permessage-deflate to the relay. It is offered by
+    /// default (the relay may decline): events and negentropy messages then
+    /// cross compressed, as `strfry sync` sends them.
+    #[arg(long)]
+    pub no_deflate: bool,
 }
 
 /// What became of the events of one direction, by outcome.
@@ -116,26 +149,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(text) => Filter::from_json(text.as_bytes()).context("invalid --filter")?,
         None => Filter::new(),
     };
-    let url = WsUrl::parse(&args.url).map_err(|e| anyhow::anyhow!("invalid URL: {e}"))?;
-    if url.binary {
-        anyhow::bail!("sync speaks NIP-01 JSON: give a plain ws:// URL");
+    let mut url = plain_url(&args.url)?;
+    if !args.no_deflate && url.deflate.is_none() {
+        url.deflate = Some(DeflateConfig::default());
     }
     let batch = args.batch.max(1);
     let timeout = Duration::from_secs(args.timeout.max(1));
-    let store = nostrwire_relay::open_store(&config, true).context(
-        "cannot open the database for writing (sync works on a stopped relay's database)",
-    )?;
+    let mut status = Status::stderr();
+    let started = Instant::now();
+    let (store, local_relay) = open(&config, args.local.as_deref())?;
     if filter.search.is_some() && !store.has_search_index() {
         anyhow::bail!("this database has no search index: a `search` filter would match nothing");
     }
-    let mut status = Status::stderr();
-    let started = Instant::now();
-    status.update("reading the database", "reading the database's ids");
-    let mut local = Vec::new();
-    store.export(&filter, &mut |found| {
-        local.push((found.created_at, found.id));
-        true
-    })?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -144,112 +169,158 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         counters: Arc::new(Counters::default()),
         timeout,
     };
+    let mut sink = match &local_relay {
+        None => Sink::Database(Admission::new(&config)?),
+        Some(local) => {
+            let target = Target {
+                url: plain_url(local)?,
+                counters: Arc::new(Counters::default()),
+                timeout,
+            };
+            let conn = runtime
+                .block_on(Conn::open(&target, 2))
+                .map_err(|e| anyhow::anyhow!("cannot connect to the local relay {local}: {e}"))?;
+            Sink::Relay {
+                url: local.clone(),
+                target,
+                conn: Box::new(conn),
+            }
+        }
+    };
     let mut conn = runtime
         .block_on(Conn::open(&target, 1))
         .map_err(|e| anyhow::anyhow!("cannot connect to {}: {e}", args.url))?;
-    status.update(
-        "reconciling",
-        &format!("reconciling {} local events with the relay", local.len()),
-    );
-    let reconciled = runtime
-        .block_on(neg::reconcile(&mut conn, &filter, &local, timeout))
-        .map_err(|e| sync_error(&args.url, e))?;
-    let local_count = local.len();
-    drop(local);
-    let mut traffic = reconciled.traffic;
-    status.done(&format!(
-        "reconciled {local_count} local events in {} rounds: the relay has {} the database lacks, \
-         the database has {} the relay lacks",
-        reconciled.rounds,
-        reconciled.need.len(),
-        reconciled.have.len()
-    ));
-
+    let compressed = if conn.writer.compresses() {
+        ", permessage-deflate"
+    } else {
+        ""
+    };
+    // A filter's `limit` picks the newest matches on each side as a whole:
+    // it cannot be cut into time slices.
+    let slice_size = match filter.limit {
+        Some(_) => usize::MAX,
+        None => args.slice.max(1),
+    };
+    let mut totals = Totals::default();
     let mut down = Moved::default();
-    if args.dir.down() {
-        let mut ids: Vec<EventId> = reconciled.need.iter().copied().collect();
-        ids.sort_unstable();
-        let admission = Admission::new(&config)?;
-        let mut done = 0usize;
-        for chunk in ids.chunks(batch) {
-            let wanted = Filter {
-                ids: Some(chunk.to_vec()),
-                ..Filter::new()
-            };
-            let mut events: Vec<Vec<u8>> = Vec::with_capacity(chunk.len());
-            let (_, moved) = runtime
-                .block_on(neg::fetch_each(&mut conn, &wanted, timeout, &mut |event| {
-                    events.push(nostrwire_event::SignedFields::to_json_bytes(event))
-                }))
-                .map_err(|e| sync_error(&args.url, e))?;
-            add(&mut traffic, moved);
-            let returned = events.len();
-            admission.store(&store, &events, &mut down)?;
-            for _ in returned..chunk.len() {
-                down.add("not returned by the relay");
-            }
-            done += chunk.len();
-            status.update(
-                "downloading",
-                &format!("downloaded {done} of {} events", ids.len()),
-            );
-        }
-        if !ids.is_empty() {
-            finish_indexing(&store)?;
-        }
-    }
-
     let mut up = Moved::default();
-    if args.dir.up() {
-        let mut ids: Vec<EventId> = reconciled.have.iter().copied().collect();
-        ids.sort_unstable();
-        let mut done = 0usize;
-        for chunk in ids.chunks(batch) {
-            let wanted = Filter {
-                ids: Some(chunk.to_vec()),
-                ..Filter::new()
-            };
-            let mut events = Vec::with_capacity(chunk.len());
-            store.export(&wanted, &mut |found| {
-                events.push((found.id, found.json.clone()));
-                true
-            })?;
-            // Deleted or replaced since the reconciliation (by an event the
-            // same sync downloaded).
-            for _ in events.len()..chunk.len() {
-                up.add("gone from the database");
-            }
-            let (answers, moved) = runtime
-                .block_on(neg::publish_all(&mut conn, &events, timeout))
+    status.update("reading the database", "reading the database's ids");
+    std::thread::scope(|scope| -> anyhow::Result<()> {
+        // The next slice is read while this one is reconciled and moved.
+        let (slices, next) = std::sync::mpsc::sync_channel(1);
+        let (store, filter) = (&store, &filter);
+        scope.spawn(move || read_slices(store, filter, slice_size, &slices));
+        for slice in next {
+            let Slice { filter, items } = slice?;
+            status.update(
+                "reconciling",
+                &format!(
+                    "reconciling {} local events with the relay ({} so far)",
+                    items.len(),
+                    totals.local
+                ),
+            );
+            let reconciled = runtime
+                .block_on(neg::reconcile(&mut conn, &filter, &items, timeout))
                 .map_err(|e| sync_error(&args.url, e))?;
-            add(&mut traffic, moved);
-            for (accepted, message) in answers {
-                let prefix = message_prefix(&message);
-                match (accepted, prefix.as_str()) {
-                    (true, "duplicate") => up.add("duplicate"),
-                    (true, _) => up.add("accepted"),
-                    (false, _) => up.add(&format!("refused ({prefix})")),
+            totals.local += items.len();
+            totals.slices += 1;
+            totals.rounds += reconciled.rounds;
+            totals.need += reconciled.need.len();
+            totals.have += reconciled.have.len();
+            drop(items);
+            if args.dir.down() && !reconciled.need.is_empty() {
+                let mut ids: Vec<EventId> = reconciled.need.iter().copied().collect();
+                ids.sort_unstable();
+                for chunk in ids.chunks(batch) {
+                    let wanted = Filter {
+                        ids: Some(chunk.to_vec()),
+                        ..Filter::new()
+                    };
+                    let mut events: Vec<(EventId, Vec<u8>)> = Vec::with_capacity(chunk.len());
+                    runtime
+                        .block_on(neg::fetch_each(&mut conn, &wanted, timeout, &mut |event| {
+                            events.push((*event.id(), SignedFields::to_json_bytes(event)))
+                        }))
+                        .map_err(|e| sync_error(&args.url, e))?;
+                    let returned = events.len();
+                    match &mut sink {
+                        Sink::Database(admission) => admission.store(store, &events, &mut down)?,
+                        Sink::Relay { url, conn, .. } => {
+                            let (answers, _) = runtime
+                                .block_on(neg::publish_all(conn, &events, timeout))
+                                .map_err(|e| sync_error(url, e))?;
+                            count_answers(answers, &mut down);
+                        }
+                    }
+                    for _ in returned..chunk.len() {
+                        down.add("not returned by the relay");
+                    }
+                    status.update(
+                        "downloading",
+                        &format!("downloaded {} of {} events", down.total(), totals.need),
+                    );
                 }
             }
-            done += chunk.len();
-            status.update(
-                "uploading",
-                &format!("uploaded {done} of {} events", ids.len()),
-            );
+            if args.dir.up() && !reconciled.have.is_empty() {
+                let mut ids: Vec<EventId> = reconciled.have.iter().copied().collect();
+                ids.sort_unstable();
+                for chunk in ids.chunks(batch) {
+                    let events = read_events(store, chunk)?;
+                    // Deleted or replaced since the reconciliation (by an
+                    // event the same sync downloaded).
+                    for _ in events.len()..chunk.len() {
+                        up.add("gone from the database");
+                    }
+                    let (answers, _) = runtime
+                        .block_on(neg::publish_all(&mut conn, &events, timeout))
+                        .map_err(|e| sync_error(&args.url, e))?;
+                    count_answers(answers, &mut up);
+                    status.update(
+                        "uploading",
+                        &format!("uploaded {} of {} events", up.total(), totals.have),
+                    );
+                }
+            }
         }
+        Ok(())
+    })?;
+    status.done(&format!(
+        "reconciled {} local events in {} rounds ({} slices): the relay had {} the database \
+         lacked, the database had {} the relay lacked",
+        totals.local, totals.rounds, totals.slices, totals.need, totals.have
+    ));
+    if args.dir.down() && totals.need > 0 && matches!(sink, Sink::Database(_)) {
+        finish_indexing(&store)?;
     }
     let _ = runtime.block_on(conn.close());
-    store.sync()?;
+    let through = match sink {
+        Sink::Database(_) => {
+            store.sync()?;
+            String::new()
+        }
+        Sink::Relay {
+            url, target, conn, ..
+        } => {
+            let _ = runtime.block_on(conn.close());
+            let (bytes_in, bytes_out) = target.counters.snapshot();
+            format!(
+                "\nlocal relay {url}: {bytes_out} bytes sent, {bytes_in} bytes received \
+                 (the database was only read)"
+            )
+        }
+    };
     status.finish();
     let (bytes_in, bytes_out) = target.counters.snapshot();
     println!(
-        "sync with {} in {:.2} s: {local_count} local events, {} rounds, {bytes_out} bytes sent, \
-         {bytes_in} bytes received",
+        "sync with {} in {:.2} s: {} local events in {} slices, {} rounds, {bytes_out} bytes \
+         sent, {bytes_in} bytes received{compressed}{through}",
         args.url,
         started.elapsed().as_secs_f64(),
-        reconciled.rounds,
+        totals.local,
+        totals.slices,
+        totals.rounds,
     );
-    let _ = traffic;
     if args.dir.down() {
         println!("down: {} events: {}", down.total(), down.line());
     }
@@ -259,9 +330,204 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn add(total: &mut Traffic, more: Traffic) {
-    total.sent += more.sent;
-    total.received += more.received;
+/// Where downloaded events go.
+enum Sink<'a> {
+    /// This command's own writer on the database (no relay holds it).
+    Database(Admission<'a>),
+    /// The running relay that holds the database: each event is published
+    /// to it and its `OK` counted.
+    Relay {
+        url: String,
+        target: Target,
+        conn: Box<Conn>,
+    },
+}
+
+/// A `ws://` URL (the sync speaks NIP-01 JSON); permessage-deflate only
+/// when it is written `deflate+ws://`.
+fn plain_url(text: &str) -> anyhow::Result<WsUrl> {
+    let url = WsUrl::parse(text).map_err(|e| anyhow::anyhow!("invalid URL {text}: {e}"))?;
+    if url.binary {
+        anyhow::bail!("sync speaks NIP-01 JSON: give a plain ws:// URL, not {text}");
+    }
+    Ok(url)
+}
+
+/// The database, and the URL of the relay that holds it, if one does:
+/// `local` when given (the database is then only read); else the database
+/// with this command's writer lock, or, when a running relay holds that
+/// lock, read only beside the relay at `relay.listen`.
+fn open(config: &Config, local: Option<&str>) -> anyhow::Result<(LmdbStore, Option<String>)> {
+    let reading = || -> anyhow::Result<LmdbStore> {
+        anyhow::ensure!(
+            config.relay.data.join("data.mdb").exists(),
+            "no database in {}",
+            config.relay.data.display()
+        );
+        nostrwire_relay::open_store(config, false)
+    };
+    if let Some(local) = local {
+        return Ok((reading()?, Some(local.to_string())));
+    }
+    match nostrwire_relay::open_store(config, true) {
+        Ok(store) => Ok((store, None)),
+        Err(e) if super::delete::is_busy(&e) => {
+            let url = listen_url(&config.relay.listen);
+            eprintln!(
+                "a running relay holds the database: events downloaded are published to it at \
+                 {url} (--local names another URL)"
+            );
+            Ok((reading()?, Some(url)))
+        }
+        Err(e) => Err(e.context(
+            "cannot open the database for writing (sync works on a stopped relay's database, or \
+             through a running one with --local)",
+        )),
+    }
+}
+
+/// `ws://` and the relay's listening address, an unspecified host (all
+/// interfaces) taken as loopback.
+fn listen_url(listen: &str) -> String {
+    let (host, port) = listen.rsplit_once(':').unwrap_or((listen, "7777"));
+    let host = match host {
+        "0.0.0.0" | "" => "127.0.0.1",
+        "[::]" => "[::1]",
+        other => other,
+    };
+    format!("ws://{host}:{port}")
+}
+
+/// What the reconciliations of one run found, summed over its slices.
+#[derive(Debug, Default)]
+struct Totals {
+    /// Local events reconciled.
+    local: usize,
+    /// Slices (NIP-77 sessions).
+    slices: usize,
+    /// NEG-MSG rounds.
+    rounds: u32,
+    /// Ids only the relay had.
+    need: usize,
+    /// Ids only the database had.
+    have: usize,
+}
+
+/// One time slice of the reconciliation: the filter narrowed to a range of
+/// `created_at` (the same on both sides), and the local events in it.
+struct Slice {
+    filter: Filter,
+    /// `(created_at, id)` of each, as the relay collects them for a
+    /// NEG-OPEN (no event rendered).
+    items: Vec<(u64, EventId)>,
+}
+
+/// Reads the local events `filter` matches, newest first, as slices of
+/// about `size` events each, into `out` (until it is dropped). A slice
+/// ends between two distinct `created_at` values, so every event of a
+/// second is in one slice; slices cover the filter's whole time range
+/// (the first has no upper bound but the filter's, the last no lower one).
+/// A second holding more than `size` events is one slice of its own.
+fn read_slices(
+    store: &LmdbStore,
+    filter: &Filter,
+    size: usize,
+    out: &std::sync::mpsc::SyncSender<anyhow::Result<Slice>>,
+) {
+    let now = nostrwire_relay::now();
+    let since = filter.since.map_or(0, Timestamp::as_u64);
+    let at = |secs: u64| Timestamp::new(secs).unwrap_or(Timestamp::MAX);
+    let items = |found: Vec<nostrwire_store::Found>| -> Vec<(u64, EventId)> {
+        found.into_iter().map(|f| (f.created_at, f.id)).collect()
+    };
+    let mut until = filter.until;
+    loop {
+        let mut query = filter.clone();
+        query.until = until;
+        if size != usize::MAX {
+            query.limit = Some(size as u64);
+        }
+        let found = match nostrwire_relay::admin::matching(store, &query, now) {
+            Ok(found) => found,
+            Err(e) => {
+                let _ = out.send(Err(e.into()));
+                return;
+            }
+        };
+        let mut slice = filter.clone();
+        slice.until = until;
+        let (Some(newest), Some(oldest)) = (found.first(), found.last()) else {
+            let _ = out.send(Ok(Slice {
+                filter: slice,
+                items: Vec::new(),
+            }));
+            return;
+        };
+        let (newest, oldest) = (newest.created_at, oldest.created_at);
+        if found.len() < size {
+            let _ = out.send(Ok(Slice {
+                filter: slice,
+                items: items(found),
+            }));
+            return;
+        }
+        let (lower, kept) = if oldest < newest {
+            // The oldest second may go on past the page: it starts the next.
+            let kept = found.into_iter().filter(|f| f.created_at > oldest);
+            (oldest + 1, kept.collect())
+        } else {
+            let mut second = filter.clone();
+            (second.since, second.until) = (Some(at(oldest)), Some(at(oldest)));
+            match nostrwire_relay::admin::matching(store, &second, now) {
+                Ok(found) => (oldest, found),
+                Err(e) => {
+                    let _ = out.send(Err(e.into()));
+                    return;
+                }
+            }
+        };
+        slice.since = Some(at(lower));
+        let sent = out.send(Ok(Slice {
+            filter: slice,
+            items: items(kept),
+        }));
+        if sent.is_err() || lower == 0 || lower <= since {
+            return;
+        }
+        until = Some(at(lower - 1));
+    }
+}
+
+/// The stored events with these ids, as `(id, canonical JSON)`; those gone
+/// since the reconciliation are left out.
+fn read_events(store: &LmdbStore, ids: &[EventId]) -> anyhow::Result<Vec<(EventId, Vec<u8>)>> {
+    let wanted = Filter {
+        ids: Some(ids.to_vec()),
+        ..Filter::new()
+    };
+    let found = nostrwire_relay::admin::matching(store, &wanted, nostrwire_relay::now())?;
+    let mut events = Vec::with_capacity(found.len());
+    for f in found {
+        if let Some(rendered) = store.render(f.serial, false)? {
+            events.push((f.id, rendered.json));
+        }
+    }
+    Ok(events)
+}
+
+/// Counts a relay's `OK`s: accepted (or a duplicate), superseded (refused
+/// as `duplicate:`, a newer version being stored), or refused by the
+/// prefix of its message (`blocked`, `invalid`, `auth-required`...).
+fn count_answers(answers: Vec<(bool, String)>, moved: &mut Moved) {
+    for (accepted, message) in answers {
+        let prefix = message_prefix(&message);
+        match (accepted, prefix.as_str()) {
+            (true, "duplicate") => moved.add("duplicate"),
+            (true, _) => moved.add("accepted"),
+            (false, "duplicate") => moved.add("superseded"),
+            (false, _) => moved.add(&format!("refused ({prefix})")),
+        }
+    }
 }
 
 fn sync_error(url: &str, error: SyncError) -> anyhow::Error {
@@ -287,17 +553,17 @@ impl<'a> Admission<'a> {
         })
     }
 
-    /// Checks and stores a batch of events (canonical JSON) in one
+    /// Checks and stores a batch of events (id, canonical JSON) in one
     /// transaction, counting each outcome in `moved`.
     fn store(
         &self,
         store: &LmdbStore,
-        events: &[Vec<u8>],
+        events: &[(EventId, Vec<u8>)],
         moved: &mut Moved,
     ) -> anyhow::Result<()> {
         let now = nostrwire_relay::now();
         let mut admitted = Vec::with_capacity(events.len());
-        for json in events {
+        for (_, json) in events {
             let event = match parse_event_line(json, &self.limits) {
                 Ok(e) => e,
                 Err(err) => {
