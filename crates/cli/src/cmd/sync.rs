@@ -387,8 +387,8 @@ fn open(config: &Config, local: Option<&str>) -> anyhow::Result<(LmdbStore, Opti
 }
 
 /// `ws://` and the relay's listening address, an unspecified host (all
-/// interfaces) taken as loopback.
-fn listen_url(listen: &str) -> String {
+/// interfaces) taken as loopback (also `stream`'s default `--local`).
+pub(crate) fn listen_url(listen: &str) -> String {
     let (host, port) = listen.rsplit_once(':').unwrap_or((listen, "7777"));
     let host = match host {
         "0.0.0.0" | "" => "127.0.0.1",

@@ -19,7 +19,7 @@ use anyhow::{bail, Context};
 use nostrwire_event::Filter;
 use nostrwire_loadgen::ws::WsUrl;
 
-use crate::cmd::sync::Direction;
+use crate::cmd::sync::{listen_url, Direction};
 
 mod config;
 mod pipe;
@@ -103,18 +103,6 @@ fn relay_url(url: &str, what: &str) -> anyhow::Result<WsUrl> {
         bail!("invalid {what} {url:?}: a stream speaks NIP-01 JSON, give a plain ws:// URL");
     }
     Ok(parsed)
-}
-
-/// `ws://` and a listen address, with an any-address listener reached on
-/// loopback.
-fn listen_url(listen: &str) -> String {
-    let (host, port) = listen.rsplit_once(':').unwrap_or((listen, "7777"));
-    let host = match host {
-        "0.0.0.0" | "" => "127.0.0.1",
-        "[::]" => "[::1]",
-        other => other,
-    };
-    format!("ws://{host}:{port}")
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
