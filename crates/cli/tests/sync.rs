@@ -425,3 +425,44 @@ fn time_slices_converge_as_one_session_does() {
     }
     assert_eq!(finals[0], finals[1]);
 }
+
+#[test]
+fn events_over_the_relays_message_limit_are_left_out_of_an_upload() {
+    // A relay that takes no message over 20,000 bytes (its NIP-11
+    // `max_message_length`) would drop the connection on a larger one: the
+    // upload leaves those out, counts them, and moves everything else.
+    const LIMIT: usize = 20_000;
+    let dir = tempfile::tempdir().unwrap();
+    let local = import(dir.path(), "local", |_| true);
+    let remote = import(dir.path(), "remote", |i| i % 3 == 0);
+    let port = free_port();
+    let (relay, _) = relay_with(
+        dir.path(),
+        &remote,
+        port,
+        &format!("[limits]\nmax_message_bytes = {LIMIT}\n"),
+    );
+    let url = format!("ws://127.0.0.1:{port}");
+    let summary = nostrwire(&[
+        "sync",
+        &url,
+        "--dir",
+        "up",
+        "--data",
+        local.to_str().unwrap(),
+    ]);
+    relay.stop();
+    let (_, line) = moved(&summary, "up: ");
+    let missing: Vec<String> = ids(&local).difference(&ids(&remote)).cloned().collect();
+    assert!(!missing.is_empty(), "{line}");
+    assert!(
+        line.contains(&format!("{} too large for the relay", missing.len())),
+        "{line}"
+    );
+    // Each one left out is one the relay could not have taken.
+    let exported = nostrwire(&["export", "--data", local.to_str().unwrap()]);
+    for id in &missing {
+        let json = exported.lines().find(|l| l.contains(id.as_str())).unwrap();
+        assert!(json.len() + r#"["EVENT",]"#.len() > LIMIT, "{id}");
+    }
+}

@@ -187,6 +187,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
     };
+    // Events whose EVENT message the relay would not take (strfry drops
+    // the connection on one) are left out of an upload and counted.
+    let upload_limit = match args.dir.up() {
+        true => message_limit(&target.url, timeout),
+        false => None,
+    };
     let mut conn = runtime
         .block_on(Conn::open(&target, 1))
         .map_err(|e| anyhow::anyhow!("cannot connect to {}: {e}", args.url))?;
@@ -266,11 +272,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 let mut ids: Vec<EventId> = reconciled.have.iter().copied().collect();
                 ids.sort_unstable();
                 for chunk in ids.chunks(batch) {
-                    let events = read_events(store, chunk)?;
+                    let mut events = read_events(store, chunk)?;
                     // Deleted or replaced since the reconciliation (by an
                     // event the same sync downloaded).
                     for _ in events.len()..chunk.len() {
                         up.add("gone from the database");
+                    }
+                    if let Some(limit) = upload_limit {
+                        events.retain(|(_, json)| {
+                            let fits = json.len() + EVENT_MESSAGE_OVERHEAD <= limit;
+                            if !fits {
+                                up.add("too large for the relay");
+                            }
+                            fits
+                        });
                     }
                     let (answers, _) = runtime
                         .block_on(neg::publish_all(&mut conn, &events, timeout))
@@ -528,6 +543,42 @@ fn count_answers(answers: Vec<(bool, String)>, moved: &mut Moved) {
             (false, _) => moved.add(&format!("refused ({prefix})")),
         }
     }
+}
+
+/// Bytes an `["EVENT",…]` message adds to its event's JSON.
+const EVENT_MESSAGE_OVERHEAD: usize = r#"["EVENT",]"#.len();
+
+/// The relay's `limitation.max_message_length` from its NIP-11 document,
+/// if it gives one (a plain HTTP/1.1 GET with `Accept:
+/// application/nostr+json`; any failure means no known limit).
+fn message_limit(url: &WsUrl, timeout: Duration) -> Option<usize> {
+    use std::io::{Read, Write};
+    use std::net::ToSocketAddrs;
+    let address = (url.host.as_str(), url.port)
+        .to_socket_addrs()
+        .ok()?
+        .next()?;
+    let mut stream = std::net::TcpStream::connect_timeout(&address, timeout).ok()?;
+    stream.set_read_timeout(Some(timeout)).ok()?;
+    let host = match url.host.contains(':') {
+        true => format!("[{}]:{}", url.host, url.port),
+        false => format!("{}:{}", url.host, url.port),
+    };
+    write!(
+        stream,
+        "GET {} HTTP/1.1\r\nHost: {host}\r\nAccept: application/nostr+json\r\n\
+         Connection: close\r\n\r\n",
+        url.path
+    )
+    .ok()?;
+    // A NIP-11 document is small; a relay that sends more is not read on.
+    let mut reply = Vec::new();
+    stream.take(1 << 20).read_to_end(&mut reply).ok()?;
+    let reply = String::from_utf8_lossy(&reply);
+    let (_, body) = reply.split_once("\r\n\r\n")?;
+    let document: serde_json::Value = serde_json::from_str(body.trim()).ok()?;
+    let limit = document["limitation"]["max_message_length"].as_u64()?;
+    usize::try_from(limit).ok().filter(|&l| l > 0)
 }
 
 fn sync_error(url: &str, error: SyncError) -> anyhow::Error {
