@@ -22,3 +22,7 @@ if [ -n "$unformatted" ]; then
     exit 1
 fi
 go test -count=1 ./...
+# One decompressor shared by goroutines, under the race detector (the
+# client's own tests are not run with -race: go-nostr v0.51.8, which they
+# compare against, races between Close and ConnectWithTLS).
+go test -count=1 -race -run 'TestDecompressorSharedByGoroutines' ./nwb/
