@@ -3,8 +3,9 @@
 //! An EVENT that passed every other check (policy, time bounds, its id)
 //! waits in an ingest worker's [`Waiting`] with what it needs to go on:
 //! its id, key and signature, its canonical JSON and nwb record. The
-//! worker settles them when [`Waiting::size`] events wait, when it has
-//! nothing else to do, or when the first of them has waited for
+//! worker settles them when a batch's worth wait (64, fewer after
+//! failures), when it has nothing else to do, or when the first of them
+//! has waited for
 //! [`HOLD_BYTES`] of other frames or [`HOLD_TIME`], so an event alone is
 //! checked at once, one is never held up by other clients' large
 //! messages, and a busy worker checks up to 64 signatures with one BIP-340
@@ -74,6 +75,8 @@ pub const HOLD_TIME: std::time::Duration = std::time::Duration::from_millis(1);
 pub struct Waiting {
     events: Vec<Unsigned>,
     batch: Batch,
+    /// How many may wait before they are settled: [`BATCH_MAX`], less
+    /// after batches that failed.
     size: usize,
     /// Bytes of frames handled since the first event began to wait.
     handled: usize,
@@ -94,20 +97,9 @@ impl Default for Waiting {
 }
 
 impl Waiting {
-    /// Events waiting.
-    pub fn len(&self) -> usize {
-        self.events.len()
-    }
-
     /// Whether none waits.
     pub fn is_empty(&self) -> bool {
         self.events.is_empty()
-    }
-
-    /// How many may wait before they are settled: [`BATCH_MAX`], less
-    /// after batches that failed.
-    pub fn size(&self) -> usize {
-        self.size
     }
 
     /// Adds an event; `true` when the waiting events should be settled now.
