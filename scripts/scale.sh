@@ -3,9 +3,9 @@
 # cores with taskset, drives it with nostr-bench (rnostr's load tool) on the
 # other cores, and prints events/s, relay CPU µs per event, REQs/s and relay
 # CPU µs per REQ for each core count; rnostr (another LMDB relay) the same way
-# beside ours when given.
+# beside ours when given, and the host's REQ floor with --floor.
 #
-#   scripts/scale.sh [--bin PATH] [--label NAME] [--rnostr PATH]
+#   scripts/scale.sh [--bin PATH] [--label NAME] [--rnostr PATH] [--floor]
 #                    [--cores "1 2 4 8"] [--seconds S] [--connections N]
 #                    [--tests "event req"] [--rnostr-tests "req"] [--split N]
 #                    [--out DIR] [--port P]
@@ -16,6 +16,12 @@
 # --rnostr: rnostr's binary, measured the same way (its own configuration,
 #   as `nostrwire bench relays` runs it), by default for REQs only
 #   (--rnostr-tests "event req" for both).
+# --floor: also runs the REQ test against the floor_relay example
+#   (`--req` mode: answers each of nostr-bench's REQs with the seed's events
+#   rendered in advance, no storage, no signature checks), pinned as the
+#   relay, as the relay label `floor`: what nostr-bench itself can do on
+#   these cores, and the socket + parse floor of relay CPU per REQ. A table
+#   then gives each relay's REQs/s as a ratio to the floor's.
 # --split N: at the largest core count, also run the REQ test from N
 #   nostr-bench processes at once, each on its share of the load cores
 #   (a cap inside the relay shows as N processes getting what one gets).
@@ -29,18 +35,22 @@
 # nostr-bench runs with one thread per load core and --connections
 # connections (default 1,000). REQ: the relay is first seeded with the
 # 10,000 hashtag events of crates/loadgen/examples/nostr_bench_seed.rs
-# (`nostrwire load --replay`, not timed), then `nostr-bench req --limit 10`.
+# (`nostrwire load --replay`, not timed; the floor reads the same file at
+# start), then `nostr-bench req --limit 10`.
 # Relay CPU is the process's user + system time over the timed part
 # (/proc/PID/stat), per operation nostr-bench completed.
 #
 # Tools: NOSTR_BENCH (default $PEERS_DIR/bin/nostr-bench), SEED_BIN (the
-# nostr_bench_seed example; built when absent), PEERS_DIR as for
-# scripts/compare-relays.sh, which installs nostr-bench and rnostr.
+# nostr_bench_seed example) and FLOOR_BIN (the floor_relay example), each
+# built when absent, PEERS_DIR as for scripts/compare-relays.sh, which
+# installs nostr-bench and rnostr.
 set -euo pipefail
 ROOT=${SCALE_ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 PEERS_DIR=${PEERS_DIR:-$HOME/.cache/nostrwire-peers}
 NOSTR_BENCH=${NOSTR_BENCH:-$PEERS_DIR/bin/nostr-bench}
 SEED_BIN=${SEED_BIN:-}
+FLOOR_BIN=${FLOOR_BIN:-}
+FLOOR=0
 BINS=()
 LABELS=()
 label=""
@@ -59,6 +69,7 @@ while [ $# -gt 0 ]; do
         --bin) BINS+=("$2"); LABELS+=("${label:-ours}"); label=""; shift 2 ;;
         --label) label=$2; shift 2 ;;
         --rnostr) RNOSTR=$2; shift 2 ;;
+        --floor) FLOOR=1; shift ;;
         --cores) CORES=$2; shift 2 ;;
         --seconds) SECS=$2; shift 2 ;;
         --connections) CONNS=$2; shift 2 ;;
@@ -67,7 +78,7 @@ while [ $# -gt 0 ]; do
         --split) SPLIT=$2; shift 2 ;;
         --out) OUT=$2; shift 2 ;;
         --port) PORT=$2; shift 2 ;;
-        -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,46p' "$0"; exit 0 ;;
         *) echo "unknown option: $1" >&2; exit 2 ;;
     esac
 done
@@ -102,7 +113,17 @@ cleanup() {
 }
 trap cleanup EXIT
 
-if [[ " $TESTS " == *" req "* ]]; then
+# The tests the floor runs: REQ only, when the relays run it.
+FLOOR_TESTS=""
+[ "$FLOOR" = 1 ] && [[ " $TESTS " == *" req "* ]] && FLOOR_TESTS=req
+[ "$FLOOR" = 0 ] || [ -n "$FLOOR_TESTS" ] || echo "--floor: the floor is for REQs, and --tests has no req" >&2
+if [ -n "$FLOOR_TESTS" ] && [ -z "$FLOOR_BIN" ]; then
+    (cd "$ROOT" && cargo build --release --locked -q -p nostrwire-loadgen --example floor_relay)
+    FLOOR_BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/examples/floor_relay"
+fi
+[ -z "$FLOOR_TESTS" ] || [ -x "$FLOOR_BIN" ] || { echo "no floor_relay at $FLOOR_BIN" >&2; exit 1; }
+
+if [[ " $TESTS " == *" req "* ]] || { [ -n "$RNOSTR" ] && [[ " $RNOSTR_TESTS " == *" req "* ]]; }; then
     if [ -z "$SEED_BIN" ]; then
         (cd "$ROOT" && cargo build --release --locked -q -p nostrwire-loadgen --example nostr_bench_seed)
         SEED_BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/examples/nostr_bench_seed"
@@ -156,6 +177,12 @@ start_relay() { # kind bin cores
             printf '[information]\nname = "rnostr bench"\n[data]\npath = "%s/db"\n[network]\nhost = "127.0.0.1"\nport = %s\n[thread]\nhttp = 0\nreader = 0\n[limitation]\nmax_message_length = 1048576\nmax_subscriptions = 100\nmax_filters = 10\nmax_limit = 5000\nmax_event_tags = 10000\nmax_event_time_older_than_now = 315360000\nmax_event_time_newer_than_now = 900\n[rate_limiter]\nenabled = false\n' \
                 "$work/data" "$PORT" >"$work/rnostr.toml"
             taskset -c "$cores" "$bin" relay -c "$work/rnostr.toml" >"$work/relay.log" 2>&1 &
+            ;;
+        floor)
+            # Serves the seed file itself (no seeding through the socket),
+            # one worker per core it is pinned to.
+            taskset -c "$cores" "$bin" --req "$work/seed.jsonl" --listen "127.0.0.1:$PORT" \
+                --seconds "$((SECS + 120))" >"$work/relay.log" 2>&1 &
             ;;
         *)
             # As compare-relays runs ours under nostr-bench: no per-address
@@ -255,7 +282,7 @@ run_relay() { # label kind bin tests
         lc=$(load_cores "$c")
         for test in $tests; do
             start_relay "$kind" "$bin" "$rc"
-            if [ "$test" = req ]; then seed "${BINS[0]}" "$lc"; fi
+            if [ "$test" = req ] && [ "$kind" != floor ]; then seed "${BINS[0]}" "$lc"; fi
             r=$(bench "$test" "$lc" 1 "$label.$c.$test")
             row "$label" "$c" "$test" $r 1 | tee -a "$OUT/results.tsv"
             if [ "$test" = req ] && [ "$SPLIT" -gt 1 ] && [ "$c" = "$MAXC" ]; then
@@ -271,6 +298,7 @@ for i in "${!BINS[@]}"; do
     run_relay "${LABELS[$i]}" ours "${BINS[$i]}" "$TESTS"
 done
 [ -z "$RNOSTR" ] || run_relay rnostr rnostr "$RNOSTR" "$RNOSTR_TESTS"
+[ -z "$FLOOR_TESTS" ] || run_relay floor floor "$FLOOR_BIN" "$FLOOR_TESTS"
 
 # The table of issue 47, one per relay.
 python3 - "$OUT/results.tsv" <<'PY'
@@ -302,4 +330,30 @@ for label, cores in by.items():
             if a and b and a[0]:
                 print(f"\n{name}: {hi} cores / {lo} core = {b[0] / a[0]:.2f}x", end="")
         print()
+
+# Against the floor: each relay's REQs/s and relay CPU per REQ as a ratio to
+# the floor's at the same core count.
+floor = by.get("floor")
+others = [label for label in by if label != "floor"]
+if floor and others:
+    print("\nREQs against the floor (floor_relay --req, same cores, same nostr-bench): rate, and relay CPU µs per REQ, as a ratio to the floor's\n")
+    print("| relay cores | floor REQs/s | floor µs per REQ | " + " | ".join(f"{l} REQs/s | {l} µs per REQ" for l in others) + " |")
+    print("|---|---|---|" + "---|---|" * len(others))
+    for c, t in floor.items():
+        f = t.get(("req", "1"))
+        if not f:
+            continue
+        cells = []
+        for label in others:
+            q = by[label].get(c, {}).get(("req", "1"))
+            if not q:
+                cells += ["–", "–"]
+                continue
+            rate = f"{fmt(q[0])} ({q[0] / f[0]:.2f}x)" if f[0] else fmt(q[0])
+            try:
+                cpu = f"{q[1]} ({float(q[1]) / float(f[1]):.2f}x)"
+            except (ValueError, ZeroDivisionError):
+                cpu = q[1]
+            cells += [rate, cpu]
+        print(f"| {c} | {fmt(f[0])} | {f[1]} | " + " | ".join(cells) + " |")
 PY
