@@ -317,6 +317,8 @@ settings! {
         "Longest the writer holds a transaction open for connections that published in its last two commits (0: commit at once); see ARCHITECTURE.md, group commit."
     query_slice: usize = 2_000; reloadable = false;
         "Index entries one query examines before yielding to others."
+    event_cache_mib: usize = 64; reloadable = false;
+        "MiB of memory for stored events sent to JSON clients, kept decompressed and rendered (sharded by serial, evicting by second chance): the next query that finds one copies its JSON instead of decompressing and rendering it again. Each query still looks every event up in its own snapshot, so a removed event is never served from here. 0 keeps none."
 
     [cluster: ClusterSettings] "Several relays that hold the same events through a NATS JetStream stream (docs/cluster.md). Off by default: a single relay needs none of it."
     enabled: bool = false; reloadable = false;

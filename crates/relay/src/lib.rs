@@ -256,6 +256,7 @@ pub fn open_store(config: &Config, writer: bool) -> anyhow::Result<LmdbStore> {
             .limits
             .max_message_bytes
             .max(nostrwire_wire::Limits::DEFAULT.max_record_bytes),
+        event_cache_bytes: config.performance.event_cache_mib.saturating_mul(1 << 20),
         ..OpenOptions::default()
     };
     LmdbStore::open(&config.relay.data, &options).with_context(|| {

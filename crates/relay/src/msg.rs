@@ -78,6 +78,13 @@ impl Texts {
         self.ends.push(self.bytes.len());
     }
 
+    /// Room for `messages` more messages of `bytes` in all, taken at once
+    /// rather than grown into.
+    pub fn reserve(&mut self, bytes: usize, messages: usize) {
+        self.bytes.reserve(bytes);
+        self.ends.reserve(messages);
+    }
+
     /// Bytes of all the messages.
     pub fn len(&self) -> usize {
         self.bytes.len()

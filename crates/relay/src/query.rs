@@ -704,6 +704,20 @@ fn deliver_stored(shared: &Shared, job: &mut Job, batches: &mut Batches<'_>) -> 
     let sub = job.sub.clone();
     let d = job.delivery.as_mut().expect("delivery");
     let high_water = sub.outbox.high_water();
+    if !batches.is_on() && !sub.outbox.is_binary() {
+        // The `EVENT` messages of this turn's rendered results, sized at
+        // once: `["EVENT","<id>",` and `]` around each JSON.
+        let (bytes, messages) = d.results[d.next..]
+            .iter()
+            .take_while(|f| !f.is_deferred())
+            .map(|f| f.json.len() + sub.id.len() + 13)
+            .scan(0usize, |total, n| {
+                *total += n;
+                (*total <= DELIVERY_TURN_BYTES + n).then_some(n)
+            })
+            .fold((0, 0), |(b, m), n| (b + n, m + 1));
+        batches.texts.reserve(bytes, messages);
+    }
     let mut sent = 0;
     while d.next < d.results.len() {
         // One turn sends a bounded amount, so another connection's query

@@ -727,6 +727,11 @@ async fn websocket(
     reader.push(early);
     let mut reading = outbox.budget().hold_none();
     let mut was_starved = false;
+    // Whether the bytes last read still need their acknowledgement, and
+    // whether the last message they completed is one the relay answers at
+    // once (its answer carries the acknowledgement).
+    let mut unacknowledged = !early.is_empty();
+    let mut answered = false;
     'connection: loop {
         loop {
             let message = match reader.next_message() {
@@ -743,6 +748,12 @@ async fn websocket(
             last_frame = Instant::now();
             pinged = false;
             let is_text = matches!(message, Message::Text(_));
+            answered = match &message {
+                Message::Text(payload) | Message::Binary(payload) if is_text != binary => {
+                    answered_at_once(payload, binary)
+                }
+                _ => false,
+            };
             match message {
                 Message::Text(payload) | Message::Binary(payload) if is_text != binary => {
                     last_message = last_frame;
@@ -783,6 +794,12 @@ async fn websocket(
                     break 'connection;
                 }
             }
+        }
+        if unacknowledged {
+            if !answered || reader.mid_message() {
+                quick_ack(&rd);
+            }
+            unacknowledged = false;
         }
         // What the reader holds (a large message on its way) counts in the
         // connection's budget. While the relay's is spent and this
@@ -872,7 +889,8 @@ async fn websocket(
         match read {
             Ok(0) | Err(_) => break,
             Ok(n) => {
-                quick_ack(&rd);
+                unacknowledged = true;
+                answered = false;
                 reader.filled(n)
             }
         }
@@ -885,12 +903,35 @@ async fn websocket(
     Ok(())
 }
 
+/// Whether the relay answers this client message as soon as it is handled
+/// (`REQ` and `COUNT`, in JSON or in a binary transport's JSON frame): its
+/// answer then carries the acknowledgement of the bytes that brought it, and
+/// the read needs no acknowledgement of its own. Anything else (`CLOSE`, an
+/// `EVENT` whose `OK` waits for the commit, what does not parse) is
+/// acknowledged at once.
+fn answered_at_once(payload: &[u8], binary: bool) -> bool {
+    let json = match binary {
+        true => match payload.split_first() {
+            Some((&transport::JSON, rest)) => rest,
+            _ => return false,
+        },
+        false => payload,
+    };
+    let mut rest = json.trim_ascii_start();
+    let Some(after) = rest.strip_prefix(b"[") else {
+        return false;
+    };
+    rest = after.trim_ascii_start();
+    rest.starts_with(b"\"REQ\"") || rest.starts_with(b"\"COUNT\"")
+}
+
 /// Acknowledges what was just read at once. A client without
 /// `TCP_NODELAY` that sends two messages in a row (`CLOSE`, then its next
 /// `REQ`) holds the second until the first is acknowledged, and a message
 /// the relay does not answer would leave that acknowledgement delayed (up
 /// to 40 ms on Linux): every query of such a client waited that long.
-/// One system call per read.
+/// One system call, and one packet, per read it is called for: reads whose
+/// last message is answered at once ([`answered_at_once`]) skip it.
 #[cfg(target_os = "linux")]
 fn quick_ack(stream: &tokio::net::tcp::OwnedReadHalf) {
     use std::os::fd::AsRawFd;

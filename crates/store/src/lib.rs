@@ -22,6 +22,7 @@ mod admitted;
 mod compact;
 mod dictionaries;
 mod env;
+mod event_cache;
 mod lmdb;
 mod plan;
 mod read;
@@ -41,7 +42,7 @@ use nostrwire_event::{EventId, Filter};
 use nostrwire_wire::EventView;
 
 pub use admitted::Admitted;
-pub use lmdb::{LmdbStore, OpenOptions, INDEX_TXN_WRITES};
+pub use lmdb::{LmdbStore, OpenOptions, EVENT_CACHE_BYTES, INDEX_TXN_WRITES};
 pub use plan::{AsStored, QueryCursor, ScanStatus};
 pub use writer::{
     writer_inbox, Committed, LogPosition, Submission, Task, Write, Writer, WriterOptions,

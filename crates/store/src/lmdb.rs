@@ -99,6 +99,9 @@ pub struct LmdbStore {
     pub(crate) compress_min_bytes: usize,
     /// [`OpenOptions::max_record_bytes`].
     pub(crate) max_record_bytes: usize,
+    /// Events sent to JSON clients, kept decompressed and rendered
+    /// ([`OpenOptions::event_cache_bytes`]).
+    pub(crate) event_cache: crate::event_cache::EventCache,
     /// zstd level of stored records (and of a trained set).
     pub(crate) compression_level: i32,
     /// Stored events after which a database without dictionaries trains
@@ -176,7 +179,16 @@ pub struct OpenOptions {
     /// allocate more): at least the largest record ever stored. A relay
     /// passes the larger of `[limits] max_message_bytes` and the default.
     pub max_record_bytes: usize,
+    /// Bytes of memory that stored events found for JSON queries may keep,
+    /// decompressed and rendered, so the next query finding one copies its
+    /// JSON instead of decompressing and rendering it again (each entry
+    /// holds the stored bytes, the record and the JSON). Below 64 KiB:
+    /// nothing is kept. Default [`EVENT_CACHE_BYTES`].
+    pub event_cache_bytes: usize,
 }
+
+/// Default of [`OpenOptions::event_cache_bytes`]: 64 MiB.
+pub const EVENT_CACHE_BYTES: usize = 64 << 20;
 
 impl Default for OpenOptions {
     fn default() -> Self {
@@ -196,6 +208,7 @@ impl Default for OpenOptions {
             auto_dictionaries: 0,
             writer_lock: true,
             max_record_bytes: nostrwire_wire::Limits::DEFAULT.max_record_bytes,
+            event_cache_bytes: EVENT_CACHE_BYTES,
         }
     }
 }

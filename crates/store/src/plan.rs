@@ -96,7 +96,7 @@ pub(crate) struct Ranked {
 #[derive(Debug, Default)]
 pub struct QueryCursor {
     pub(crate) plan: Option<Plan>,
-    pub(crate) seen: HashSet<u64>,
+    pub(crate) seen: HashSet<u64, foldhash::fast::RandomState>,
     /// Matches so far, in walk order (newest first).
     pub(crate) found: Vec<Found>,
     /// `created_at` of the `limit`-th match, once there are that many.
@@ -186,6 +186,8 @@ impl QueryCursor {
     pub fn new(limit: usize) -> QueryCursor {
         QueryCursor {
             limit,
+            // Sized for a small limit's matches at once.
+            seen: HashSet::with_capacity_and_hasher(limit.min(64), Default::default()),
             ..QueryCursor::default()
         }
     }

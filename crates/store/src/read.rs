@@ -75,7 +75,7 @@ impl<'t> TimeWalk<'t> {
 }
 
 /// How a query returns a match.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Form {
     /// Canonical JSON (text connections, export).
     Json,
@@ -239,10 +239,64 @@ impl LmdbStore {
                 now,
             );
         }
+        if self.event_cache.is_on() && Self::record_form(cursor, None) == Form::Json {
+            return self.consider_for_json(txn, serial, filter, cursor, now);
+        }
         let Some(loaded) = self.load(txn, serial)? else {
             return Ok(());
         };
         self.consider_loaded(serial, loaded, filter, cursor, now)
+    }
+
+    /// [`Self::consider`] for a query that renders JSON now
+    /// ([`Self::record_form`] is [`Form::Json`]): the record and
+    /// JSON come from the event cache when it holds this event as stored
+    /// in `txn`'s snapshot, and a rendered match is kept there.
+    fn consider_for_json(
+        &self,
+        txn: &RoTxn<'_>,
+        serial: u64,
+        filter: &Filter,
+        cursor: &mut QueryCursor,
+        now: u64,
+    ) -> StoreResult<()> {
+        let key = schema::serial_bytes(serial);
+        // Looked up in the snapshot every time: a removed event is gone
+        // here, whatever the cache holds.
+        let Some((_, value)) = self.stored_value(txn, &key)? else {
+            return Ok(());
+        };
+        let whole = self.whole_value(txn, &key, value)?;
+        let (expires, stored) = split_value(&whole)?;
+        if expires.is_some_and(|t| t <= now) {
+            return Ok(());
+        }
+        let kept = self.event_cache.get(serial, stored);
+        let record = match &kept {
+            Some(kept) => std::borrow::Cow::Borrowed(kept.record()),
+            None => self.unpack(stored)?,
+        };
+        let view = decode(&record)?;
+        if !filter.matches(&view) || !cursor.gate.as_deref().is_none_or(|g| g.allows(&view)) {
+            return Ok(());
+        }
+        cursor.seen.insert(serial);
+        let f = match &kept {
+            Some(kept) => Found {
+                serial,
+                id: *view.id(),
+                created_at: view.created_at().as_u64(),
+                json: kept.json().to_vec(),
+                record: Vec::new(),
+            },
+            None => {
+                let f = found_with(serial, &view, Form::Json, &[]);
+                self.event_cache.insert(serial, stored, &record, &f.json);
+                f
+            }
+        };
+        Self::keep_match(cursor, f);
+        Ok(())
     }
 
     /// [`Self::consider`] for an event already read (and counted).
@@ -281,12 +335,18 @@ impl LmdbStore {
         }
         let form = Self::record_form(cursor, stored);
         let f = found_with(serial, &view, form, stored.unwrap_or_default());
+        Self::keep_match(cursor, f);
+        Ok(())
+    }
+
+    /// Records a match in `cursor`; the `limit`-th sets its boundary.
+    fn keep_match(cursor: &mut QueryCursor, f: Found) {
         cursor.rendered += f.json.len() + f.record.len();
+        let created_at = f.created_at;
         cursor.found.push(f);
         if cursor.found.len() == cursor.limit {
-            cursor.boundary = Some(view.created_at().as_u64());
+            cursor.boundary = Some(created_at);
         }
-        Ok(())
     }
 
     pub(crate) fn scan_index(

@@ -491,6 +491,7 @@ impl LmdbStore {
             compress: options.compression_level != 0,
             compress_min_bytes: options.compress_min_bytes,
             max_record_bytes: options.max_record_bytes,
+            event_cache: crate::event_cache::EventCache::new(options.event_cache_bytes),
             compression_level: options.compression_level.max(1),
             auto_dictionaries: options.auto_dictionaries,
             env: env.clone(),

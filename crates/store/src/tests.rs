@@ -807,3 +807,73 @@ fn a_task_on_the_writer_removes_exactly_the_ids_it_names() {
     to_writer.send(Write::Shutdown).unwrap();
     writer.join();
 }
+
+/// JSON results of `filter`, newest first, as a client is sent them.
+fn json_results(store: &LmdbStore, filter: &Filter) -> Vec<String> {
+    let mut cursor = QueryCursor::new(1_000);
+    while store.scan(filter, &mut cursor, 1_000, 0).unwrap() == ScanStatus::More {}
+    let mut found = cursor.into_results();
+    found.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(a.id.cmp(&b.id)));
+    found
+        .into_iter()
+        .map(|f| String::from_utf8(f.json).unwrap())
+        .collect()
+}
+
+#[test]
+fn kept_json_is_the_rendering_and_never_outlives_the_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let keys = Keys::derive(9, 1);
+    let events: Vec<_> = (0..40u64)
+        .map(|i| {
+            let tags = vec![
+                nostrwire_event::Tag::new(vec!["t".into(), format!("topic{}", i % 2)]).unwrap(),
+            ];
+            let content = format!("note {i} \"quoted\" \u{1F600}\n{}", "x".repeat(300));
+            UnsignedEvent::new(
+                &keys,
+                Timestamp::new(1_000 + i).unwrap(),
+                Kind(1),
+                tags,
+                &content,
+            )
+            .sign(&keys)
+        })
+        .collect();
+    let records: Vec<_> = events
+        .iter()
+        .map(|e| nostrwire_wire::encode_event(e).admitted())
+        .collect();
+    store.submit(&records, 0).unwrap();
+    // Index entries written, so that a removal's deletions of them wait
+    // (index_lag) and scans still meet the removed events' serials.
+    while store.index_pending(1_000).unwrap() {}
+    let filter = Filter::from_json(br##"{"#t":["topic0"]}"##).unwrap();
+    let json = |keep: &dyn Fn(usize) -> bool| -> Vec<String> {
+        let kept = events.iter().enumerate().rev().filter(|(i, _)| keep(*i));
+        kept.map(|(_, e)| String::from_utf8(e.to_json_bytes()).unwrap())
+            .collect()
+    };
+    let rendered = json(&|i| i % 2 == 0);
+    // Other events' JSON was kept meanwhile: the filter is still tested.
+    assert_eq!(json_results(&store, &filter), rendered[..]);
+    assert_eq!(store.event_cache.held().0, 20);
+    assert_eq!(
+        json_results(&store, &filter),
+        rendered[..],
+        "from the cache"
+    );
+    let other = Filter::from_json(br##"{"#t":["topic1"]}"##).unwrap();
+    assert_eq!(json_results(&store, &other).len(), 20);
+    assert_eq!(store.event_cache.held().0, 40);
+
+    // Removed: gone from every later query, whatever the cache holds.
+    let doomed: Vec<EventId> = events.iter().step_by(4).map(|e| e.id).collect();
+    assert_eq!(store.remove_ids(&doomed).unwrap(), 10);
+    assert_eq!(store.event_cache.held().0, 40);
+    let left = json(&|i| i % 2 == 0 && i % 4 != 0);
+    assert_eq!(json_results(&store, &filter), left[..]);
+    while store.index_pending(1_000).unwrap() {}
+    assert_eq!(json_results(&store, &filter), left[..]);
+}

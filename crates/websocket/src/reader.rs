@@ -116,6 +116,12 @@ impl MessageReader {
         self.end - self.start
     }
 
+    /// True while part of a message is here: bytes of a frame not yet
+    /// whole, or the first fragments of a fragmented message.
+    pub fn mid_message(&self) -> bool {
+        self.buffered() > 0 || !self.fragments.is_empty()
+    }
+
     /// Ensures `additional` free bytes after `end`, moving pending bytes to
     /// the front first.
     fn make_room(&mut self, additional: usize) {
