@@ -197,7 +197,7 @@ struct Delivery {
     /// Their room in the connection's budget, given back as each is sent.
     held: Held,
     next: usize,
-    serials: HashSet<u64>,
+    serials: HashSet<u64, foldhash::fast::RandomState>,
     low_water: usize,
     stalled_since: Instant,
 }
@@ -480,8 +480,9 @@ fn step(
             finish_sync(shared, job, None);
             return Ok(Progress::Done);
         }
-        let mut results = Vec::new();
-        let mut serials = HashSet::new();
+        let found: usize = job.cursors.iter().map(|c| c.found_len()).sum();
+        let mut results = Vec::with_capacity(found);
+        let mut serials = HashSet::with_capacity_and_hasher(found, Default::default());
         // With a search filter, results keep each filter's order (relevance
         // for a search), filter after filter; otherwise newest first overall.
         let ranked = job.cursors.iter().any(|c| c.is_ranked());

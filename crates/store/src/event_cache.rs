@@ -53,12 +53,14 @@ impl std::hash::Hasher for SerialHash {
     }
 }
 
-/// One kept event: its record and its JSON in one allocation, so a hit
-/// reads one run of memory.
-#[derive(Debug)]
+/// One kept event: its record and its JSON in one allocation (beside its
+/// reference count), so a hit reads one run of memory.
+#[derive(Clone, Debug)]
 pub(crate) struct Cached {
-    bytes: Box<[u8]>,
+    bytes: Arc<[u8]>,
     record_len: usize,
+    /// Its NIP-40 expiration, as stored.
+    pub(crate) expires: Option<u64>,
 }
 
 impl Cached {
@@ -93,7 +95,7 @@ struct Shard {
 struct Entry {
     /// Length of the stored bytes the entry was made from.
     stored_len: usize,
-    cached: Arc<Cached>,
+    cached: Cached,
     /// What the entry counts against the shard's bytes.
     cost: usize,
     /// Read since the hand last passed it.
@@ -116,7 +118,7 @@ impl EventCache {
     }
 
     /// The entry of `serial`, made from stored bytes as long as `stored`.
-    pub(crate) fn get(&self, serial: u64, stored: &[u8]) -> Option<Arc<Cached>> {
+    pub(crate) fn get(&self, serial: u64, stored: &[u8]) -> Option<Cached> {
         if !self.is_on() {
             return None;
         }
@@ -129,9 +131,29 @@ impl EventCache {
         Some(entry.cached.clone())
     }
 
+    /// The entry of `serial`, whatever its stored form: for a candidate
+    /// known to be stored in the reader's snapshot without a lookup
+    /// (`read.rs`, `consider_indexed`).
+    pub(crate) fn get_stored(&self, serial: u64) -> Option<Cached> {
+        if !self.is_on() {
+            return None;
+        }
+        let mut shard = self.shard(serial);
+        let entry = shard.entries.get_mut(&serial)?;
+        entry.referenced = true;
+        Some(entry.cached.clone())
+    }
+
     /// Keeps the record and JSON of the event stored at `serial` as
-    /// `stored`. An entry larger than an eighth of its shard is not kept.
-    pub(crate) fn insert(&self, serial: u64, stored: &[u8], record: &[u8], json: &[u8]) {
+    /// `stored` (expiring at `expires`). An entry larger than an eighth of
+    /// its shard is not kept.
+    pub(crate) fn insert(
+        &self,
+        serial: u64,
+        (expires, stored): (Option<u64>, &[u8]),
+        record: &[u8],
+        json: &[u8],
+    ) {
         if !self.is_on() {
             return;
         }
@@ -145,10 +167,11 @@ impl EventCache {
         bytes.extend_from_slice(json);
         let entry = Entry {
             stored_len: stored.len(),
-            cached: Arc::new(Cached {
-                bytes: bytes.into_boxed_slice(),
+            cached: Cached {
+                bytes: bytes.into(),
                 record_len: record.len(),
-            }),
+                expires,
+            },
             cost,
             referenced: false,
         };
@@ -214,7 +237,7 @@ mod tests {
     fn an_entry_is_found_by_serial_and_the_length_of_its_stored_bytes() {
         let cache = EventCache::new(1 << 20);
         assert!(cache.get(7, b"stored").is_none());
-        cache.insert(7, b"stored", b"record", b"{\"json\":1}");
+        cache.insert(7, (None, b"stored"), b"record", b"{\"json\":1}");
         let hit = cache.get(7, b"stored").expect("kept");
         assert_eq!(hit.record(), b"record");
         assert_eq!(hit.json(), b"{\"json\":1}");
@@ -222,7 +245,7 @@ mod tests {
         assert!(cache.get(7, b"other bytes").is_none());
         assert!(cache.get(8, b"stored").is_none());
         // Another form at that serial replaces it in place.
-        cache.insert(7, b"other bytes", b"r2", b"j2");
+        cache.insert(7, (None, b"other bytes"), b"r2", b"j2");
         assert_eq!(cache.get(7, b"other bytes").expect("kept").json(), b"j2");
         assert!(cache.get(7, b"stored").is_none());
         assert_eq!(cache.held().0, 1);
@@ -234,9 +257,9 @@ mod tests {
         let cache = EventCache::new(SHARDS * 4_000);
         let part = vec![b'x'; 90];
         // Serial 0 is read after each insert into its shard (0, 64, 128, …).
-        cache.insert(0, b"zero", &part, &part);
+        cache.insert(0, (None, b"zero"), &part, &part);
         for serial in 1..10_000u64 {
-            cache.insert(serial, &part, &part, &part);
+            cache.insert(serial, (None, &part), &part, &part);
             if serial % SHARDS as u64 == 0 {
                 assert!(
                     cache.get(0, b"zero").is_some(),
@@ -255,7 +278,7 @@ mod tests {
         for bytes in [0, SHARDS * 1_000] {
             let cache = EventCache::new(bytes);
             assert!(!cache.is_on());
-            cache.insert(1, b"s", b"r", b"j");
+            cache.insert(1, (None, b"s"), b"r", b"j");
             assert!(cache.get(1, b"s").is_none());
             assert_eq!(cache.held(), (0, 0));
         }
@@ -264,9 +287,9 @@ mod tests {
     #[test]
     fn an_entry_larger_than_an_eighth_of_its_shard_is_not_kept() {
         let cache = EventCache::new(SHARDS * 2_000);
-        cache.insert(1, b"s", &[0; 100], &[0; 30]);
+        cache.insert(1, (None, b"s"), &[0; 100], &[0; 30]);
         assert_eq!(cache.held().0, 0);
-        cache.insert(2, b"s", b"r", b"j");
+        cache.insert(2, (None, b"s"), b"r", b"j");
         assert_eq!(cache.held().0, 1);
     }
 }

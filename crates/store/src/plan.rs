@@ -288,6 +288,11 @@ impl QueryCursor {
         self.render_bytes.is_none_or(|max| self.rendered < max)
     }
 
+    /// Matches held so far (a capacity hint for their results).
+    pub fn found_len(&self) -> usize {
+        self.found.len() + self.ranked.len()
+    }
+
     /// Are the results ordered by relevance (a search filter)?
     pub fn is_ranked(&self) -> bool {
         self.by_rank

@@ -74,6 +74,18 @@ impl<'t> TimeWalk<'t> {
     }
 }
 
+/// Where a JSON match's JSON comes from.
+enum Json<'a> {
+    /// The event cache's.
+    Kept(&'a [u8]),
+    /// Rendered from the record, then kept with the stored value's
+    /// expiration and record part.
+    Render {
+        expires: Option<u64>,
+        stored: &'a [u8],
+    },
+}
+
 /// How a query returns a match.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Form {
@@ -248,6 +260,80 @@ impl LmdbStore {
         self.consider_loaded(serial, loaded, filter, cursor, now)
     }
 
+    /// [`Self::consider`] for a candidate an index walk reached: when it is
+    /// known to be stored in `txn`'s snapshot (`present`) and the event
+    /// cache holds it, a JSON query takes it from there without looking it
+    /// up. A serial names one event for good, so the entry is that event
+    /// whichever snapshot made it.
+    fn consider_indexed(
+        &self,
+        txn: &RoTxn<'_>,
+        serial: u64,
+        filter: &Filter,
+        cursor: &mut QueryCursor,
+        now: u64,
+        present: bool,
+    ) -> StoreResult<()> {
+        let kept = match present && cursor.as_stored == AsStored::Never {
+            true if Self::record_form(cursor, None) == Form::Json => {
+                self.event_cache.get_stored(serial)
+            }
+            _ => None,
+        };
+        let Some(kept) = kept else {
+            return self.consider(txn, serial, filter, cursor, now);
+        };
+        cursor.examined += 1;
+        if cursor.seen.contains(&serial) || kept.expires.is_some_and(|t| t <= now) {
+            return Ok(());
+        }
+        self.keep_if_matching(
+            serial,
+            kept.record(),
+            Json::Kept(kept.json()),
+            filter,
+            cursor,
+        )
+    }
+
+    /// Tests a candidate's record against `filter` and the read gate, and
+    /// keeps a match as JSON: the kept JSON, or rendered now and kept in
+    /// the event cache.
+    fn keep_if_matching(
+        &self,
+        serial: u64,
+        record: &[u8],
+        json: Json<'_>,
+        filter: &Filter,
+        cursor: &mut QueryCursor,
+    ) -> StoreResult<()> {
+        let view = decode(record)?;
+        if !filter.matches(&view) || !cursor.gate.as_deref().is_none_or(|g| g.allows(&view)) {
+            return Ok(());
+        }
+        cursor.seen.insert(serial);
+        let json = match json {
+            Json::Kept(json) => json.to_vec(),
+            Json::Render { expires, stored } => {
+                let json = view.to_json_bytes();
+                self.event_cache
+                    .insert(serial, (expires, stored), record, &json);
+                json
+            }
+        };
+        Self::keep_match(
+            cursor,
+            Found {
+                serial,
+                id: *view.id(),
+                created_at: view.created_at().as_u64(),
+                json,
+                record: Vec::new(),
+            },
+        );
+        Ok(())
+    }
+
     /// [`Self::consider`] for a query that renders JSON now
     /// ([`Self::record_form`] is [`Form::Json`]): the record and
     /// JSON come from the event cache when it holds this event as stored
@@ -271,32 +357,20 @@ impl LmdbStore {
         if expires.is_some_and(|t| t <= now) {
             return Ok(());
         }
-        let kept = self.event_cache.get(serial, stored);
-        let record = match &kept {
-            Some(kept) => std::borrow::Cow::Borrowed(kept.record()),
-            None => self.unpack(stored)?,
-        };
-        let view = decode(&record)?;
-        if !filter.matches(&view) || !cursor.gate.as_deref().is_none_or(|g| g.allows(&view)) {
-            return Ok(());
-        }
-        cursor.seen.insert(serial);
-        let f = match &kept {
-            Some(kept) => Found {
+        match self.event_cache.get(serial, stored) {
+            Some(kept) => self.keep_if_matching(
                 serial,
-                id: *view.id(),
-                created_at: view.created_at().as_u64(),
-                json: kept.json().to_vec(),
-                record: Vec::new(),
-            },
+                kept.record(),
+                Json::Kept(kept.json()),
+                filter,
+                cursor,
+            ),
             None => {
-                let f = found_with(serial, &view, Form::Json, &[]);
-                self.event_cache.insert(serial, stored, &record, &f.json);
-                f
+                let record = self.unpack(stored)?;
+                let json = Json::Render { expires, stored };
+                self.keep_if_matching(serial, &record, json, filter, cursor)
             }
-        };
-        Self::keep_match(cursor, f);
-        Ok(())
+        }
     }
 
     /// [`Self::consider`] for an event already read (and counted).
@@ -366,6 +440,11 @@ impl LmdbStore {
         };
         let mut ranges = ranges;
         let index_decides = cursor.index_decides(filter, table_name);
+        // Every serial the walks reach is stored in this snapshot unless a
+        // removal's index deletions still wait (`removed`, see
+        // `LmdbStore::remove`): only then does a candidate need a lookup
+        // to be known present.
+        let all_present = self.removed.is_empty(txn)?;
         let mut tail = match tail {
             Some(tail) => tail,
             None => self.pending_matches(txn, table_name, since, until, |prefix| {
@@ -428,7 +507,7 @@ impl LmdbStore {
                 let tie = cursor.last_time == Some(t) || heap.peek().is_some_and(|e| e.0 == t);
                 cursor.last_time = Some(t);
                 if !(index_decides && !tie && self.keep_as_stored(txn, serial, t, cursor, now)?) {
-                    self.consider(txn, serial, filter, cursor, now)?;
+                    self.consider_indexed(txn, serial, filter, cursor, now, all_present)?;
                 }
                 if cursor.count_only && cursor.counted >= cursor.limit as u64 {
                     return Ok(ScanStatus::Done);

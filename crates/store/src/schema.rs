@@ -248,6 +248,8 @@ pub fn decode_time_block(key: &[u8], value: &[u8], out: &mut Vec<TimeEntry>) -> 
     use nostrwire_wire::varint;
     let bad = |what: &str| format!("bad time-ordered index block: {what}");
     let mut prev = split_time_suffix(key).ok_or_else(|| bad("short key"))?;
+    // Each entry after the key's takes at least two bytes.
+    out.reserve(1 + value.len() / 2);
     out.push(prev);
     let mut pos = 0;
     while pos < value.len() {

@@ -810,8 +810,12 @@ fn a_task_on_the_writer_removes_exactly_the_ids_it_names() {
 
 /// JSON results of `filter`, newest first, as a client is sent them.
 fn json_results(store: &LmdbStore, filter: &Filter) -> Vec<String> {
+    json_results_at(store, filter, 0)
+}
+
+fn json_results_at(store: &LmdbStore, filter: &Filter, now: u64) -> Vec<String> {
     let mut cursor = QueryCursor::new(1_000);
-    while store.scan(filter, &mut cursor, 1_000, 0).unwrap() == ScanStatus::More {}
+    while store.scan(filter, &mut cursor, 1_000, now).unwrap() == ScanStatus::More {}
     let mut found = cursor.into_results();
     found.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(a.id.cmp(&b.id)));
     found
@@ -876,4 +880,26 @@ fn kept_json_is_the_rendering_and_never_outlives_the_event() {
     assert_eq!(json_results(&store, &filter), left[..]);
     while store.index_pending(1_000).unwrap() {}
     assert_eq!(json_results(&store, &filter), left[..]);
+
+    // An expiring event: kept, and left out once its time has come.
+    let tags = ["t", "expiring"].map(String::from).to_vec();
+    let expiration = ["expiration", "5000"].map(String::from).to_vec();
+    let expiring = UnsignedEvent::new(
+        &keys,
+        Timestamp::new(2_000).unwrap(),
+        Kind(1),
+        vec![
+            nostrwire_event::Tag::new(tags).unwrap(),
+            nostrwire_event::Tag::new(expiration).unwrap(),
+        ],
+        "soon gone",
+    )
+    .sign(&keys);
+    let record = nostrwire_wire::encode_event(&expiring).admitted();
+    store.submit(&[record], 2_000).unwrap();
+    while store.index_pending(1_000).unwrap() {}
+    let filter = Filter::from_json(br##"{"#t":["expiring"]}"##).unwrap();
+    assert_eq!(json_results_at(&store, &filter, 4_000).len(), 1);
+    assert_eq!(json_results_at(&store, &filter, 4_000).len(), 1);
+    assert!(json_results_at(&store, &filter, 5_000).is_empty());
 }
