@@ -7,11 +7,12 @@
 //! Entries are found by serial. A serial names one event for good: serials
 //! only grow, and one taken by a transaction that did not commit (the only
 //! one ever handed out twice) was never in a snapshot a query read, so
-//! never here. A query still looks every event up in its own snapshot, and
-//! uses an entry only for what it finds there: a removed event is never
-//! returned from here, expiration is read from the stored value, and an
-//! entry made from stored bytes of another length (a value written again
-//! in another form) is passed over.
+//! never here. A query uses an entry only for an event its own snapshot
+//! holds: looked up there, or reached by an index walk while no removal's
+//! index deletions wait (`read.rs`, `consider_indexed`). So a removed event
+//! is never returned from here; expiration is kept with the entry, and an
+//! entry made from stored bytes of another length than those a lookup
+//! found (a value written again in another form) is passed over.
 //!
 //! Bounded by bytes ([`OpenOptions::event_cache_bytes`](crate::OpenOptions::event_cache_bytes):
 //! each entry costs its record, its JSON and [`ENTRY_OVERHEAD`]), split
