@@ -203,6 +203,15 @@ impl LmdbStore {
         }
     }
 
+    /// Whether `cursor` keeps its next match as JSON rendered now: the
+    /// queries the event cache serves (not counts, not NIP-77 ids, not
+    /// records for binary connections).
+    fn renders_json(cursor: &QueryCursor) -> bool {
+        !cursor.count_only
+            && cursor.as_stored == AsStored::Never
+            && Self::record_form(cursor, None) == Form::Json
+    }
+
     /// Adds a search result to `cursor`: rendered, or deferred once the
     /// cursor's `render_bytes` are spent.
     pub(crate) fn push_result(
@@ -251,7 +260,7 @@ impl LmdbStore {
                 now,
             );
         }
-        if self.event_cache.is_on() && Self::record_form(cursor, None) == Form::Json {
+        if self.event_cache.is_on() && Self::renders_json(cursor) {
             return self.consider_for_json(txn, serial, filter, cursor, now);
         }
         let Some(loaded) = self.load(txn, serial)? else {
@@ -274,11 +283,9 @@ impl LmdbStore {
         now: u64,
         present: bool,
     ) -> StoreResult<()> {
-        let kept = match present && cursor.as_stored == AsStored::Never {
-            true if Self::record_form(cursor, None) == Form::Json => {
-                self.event_cache.get_stored(serial)
-            }
-            _ => None,
+        let kept = match present && Self::renders_json(cursor) {
+            true => self.event_cache.get_stored(serial),
+            false => None,
         };
         let Some(kept) = kept else {
             return self.consider(txn, serial, filter, cursor, now);

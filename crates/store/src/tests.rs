@@ -868,6 +868,11 @@ fn kept_json_is_the_rendering_and_never_outlives_the_event() {
         rendered[..],
         "from the cache"
     );
+    // A count over kept events counts them, and renders nothing.
+    let mut count = QueryCursor::counting(1_000);
+    while store.scan(&filter, &mut count, 1_000, 0).unwrap() == ScanStatus::More {}
+    assert_eq!(count.count(), 20);
+    assert!(count.into_results().is_empty());
     let other = Filter::from_json(br##"{"#t":["topic1"]}"##).unwrap();
     assert_eq!(json_results(&store, &other).len(), 20);
     assert_eq!(store.event_cache.held().0, 40);
