@@ -130,7 +130,7 @@ pub fn run(shared: Arc<Shared>, inbox: Receiver<IngestMsg>) {
                     }
                 }
                 subs.sync.close_conn(conn);
-                let _ = shared.fanout_tx.send(FanoutMsg::RemoveConn(conn));
+                shared.fanout_pending.remove_conn(conn);
             }
             None if stopping => return settle(&shared, &mut subs),
             None => {}
@@ -316,9 +316,7 @@ fn handle_json(
             // A replaced subscription gives its room back first.
             if let Some(old) = list.remove(&sub_id) {
                 old.cancelled.store(true, Ordering::Relaxed);
-                let _ = shared
-                    .fanout_tx
-                    .send(FanoutMsg::Remove(conn.id, sub_id.clone()));
+                shared.fanout_pending.remove(&old);
             }
             let sub = match open_sub(
                 shared,
@@ -335,8 +333,9 @@ fn handle_json(
             };
             list.insert(sub_id, sub.clone());
             conn.subscriptions.store(list.len(), Ordering::Relaxed);
-            // Registered before the query starts, so nothing committed meanwhile is missed.
-            let _ = shared.fanout_tx.send(FanoutMsg::Add(sub.clone()));
+            // Registered before the query takes its snapshot, so nothing
+            // committed after it is missed (`fanout::Pending`).
+            shared.fanout_pending.add(sub.clone());
             shared.queries.push(Job::req(shared, sub));
         }
         ClientMessage::Count {
@@ -356,9 +355,7 @@ fn handle_json(
                 if let Some(sub) = list.remove(id.as_ref()) {
                     conn.subscriptions.store(list.len(), Ordering::Relaxed);
                     sub.cancelled.store(true, Ordering::Relaxed);
-                    let _ = shared
-                        .fanout_tx
-                        .send(FanoutMsg::Remove(conn.id, id.into_owned()));
+                    shared.fanout_pending.remove(&sub);
                 }
             }
         }

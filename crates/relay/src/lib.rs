@@ -84,6 +84,9 @@ pub struct Shared {
     pub writer_tx: Sender<WriterMsg>,
     /// The fan-out inbox.
     pub fanout_tx: Sender<FanoutMsg>,
+    /// Subscriptions registered with, or dropped from, the fan-out and
+    /// not yet applied there.
+    pub fanout_pending: fanout::Pending,
     /// The search index's thread, told of each commit (with `search.enabled`).
     pub search_indexer: Option<Arc<search::SearchIndexer>>,
     /// The query pool's queue (connections take turns).
@@ -422,6 +425,7 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
         dictionaries,
         metrics: Metrics::default(),
         writer_tx,
+        fanout_pending: fanout::Pending::new(fanout_tx.clone()),
         fanout_tx,
         search_indexer,
         queries: query::Queue::default(),
@@ -455,7 +459,7 @@ pub fn start(config: Config) -> anyhow::Result<Relay> {
         "fanout",
         spawn(
             "fanout",
-            Box::new(move || fanout::run(fanout_rx, &s.fanned_serial)),
+            Box::new(move || fanout::run(fanout_rx, &s.fanout_pending, &s.fanned_serial)),
         ),
     ));
     let mut ingest_handles = Vec::new();

@@ -830,15 +830,13 @@ impl Sub {
     }
 }
 
-/// Inbox of the fan-out thread.
+/// Inbox of the fan-out thread. Subscriptions come and go through
+/// [`crate::fanout::Pending`], not here.
 #[derive(Debug)]
 pub enum FanoutMsg {
-    /// Start matching live events for a subscription.
-    Add(Arc<Sub>),
-    /// Stop a subscription.
-    Remove(ConnId, String),
-    /// Stop all subscriptions of a connection.
-    RemoveConn(ConnId),
+    /// Apply the subscription changes waiting now (many wait, or the
+    /// thread slept).
+    Apply,
     /// New events (stored, or ephemeral with serial 0).
     Events(Vec<Arc<LiveEvent>>),
     /// Exit.
