@@ -728,8 +728,8 @@ async fn websocket(
     let mut reading = outbox.budget().hold_none();
     let mut was_starved = false;
     // Whether the bytes last read still need their acknowledgement, and
-    // whether the last message they completed is one the relay answers at
-    // once (its answer carries the acknowledgement).
+    // whether the last message they completed is one the relay answers
+    // soon (its answer carries the acknowledgement).
     let mut unacknowledged = !early.is_empty();
     let mut answered = false;
     'connection: loop {
@@ -750,7 +750,7 @@ async fn websocket(
             let is_text = matches!(message, Message::Text(_));
             answered = match &message {
                 Message::Text(payload) | Message::Binary(payload) if is_text != binary => {
-                    answered_at_once(payload, binary)
+                    answered_soon(payload, binary)
                 }
                 _ => false,
             };
@@ -903,16 +903,18 @@ async fn websocket(
     Ok(())
 }
 
-/// Whether the relay answers this client message as soon as it is handled
-/// (`REQ` and `COUNT`, in JSON or in a binary transport's JSON frame): its
-/// answer then carries the acknowledgement of the bytes that brought it, and
-/// the read needs no acknowledgement of its own. Anything else (`CLOSE`, an
-/// `EVENT` whose `OK` waits for the commit, what does not parse) is
-/// acknowledged at once.
-fn answered_at_once(payload: &[u8], binary: bool) -> bool {
+/// Whether the relay answers this client message soon after it arrives:
+/// `REQ`, `COUNT`, `NEG-OPEN` and `NEG-MSG` with results or `EOSE`, `EVENT`
+/// and `AUTH` with `OK` (for a stored event, after its commit: a
+/// millisecond or a few). Its answer then carries the acknowledgement of
+/// the bytes that brought it, and the read needs no acknowledgement of its
+/// own. `CLOSE`, `NEG-CLOSE` and what does not parse get none, so their
+/// read is acknowledged at once.
+fn answered_soon(payload: &[u8], binary: bool) -> bool {
     let json = match binary {
         true => match payload.split_first() {
             Some((&transport::JSON, rest)) => rest,
+            Some((&(transport::EVENT | transport::AUTH), _)) => return true,
             _ => return false,
         },
         false => payload,
@@ -922,7 +924,16 @@ fn answered_at_once(payload: &[u8], binary: bool) -> bool {
         return false;
     };
     rest = after.trim_ascii_start();
-    rest.starts_with(b"\"REQ\"") || rest.starts_with(b"\"COUNT\"")
+    [
+        &b"\"REQ\""[..],
+        b"\"EVENT\"",
+        b"\"COUNT\"",
+        b"\"AUTH\"",
+        b"\"NEG-OPEN\"",
+        b"\"NEG-MSG\"",
+    ]
+    .iter()
+    .any(|name| rest.starts_with(name))
 }
 
 /// Acknowledges what was just read at once. A client without
@@ -931,7 +942,7 @@ fn answered_at_once(payload: &[u8], binary: bool) -> bool {
 /// the relay does not answer would leave that acknowledgement delayed (up
 /// to 40 ms on Linux): every query of such a client waited that long.
 /// One system call, and one packet, per read it is called for: reads whose
-/// last message is answered at once ([`answered_at_once`]) skip it.
+/// last message is answered soon ([`answered_soon`]) skip it.
 #[cfg(target_os = "linux")]
 fn quick_ack(stream: &tokio::net::tcp::OwnedReadHalf) {
     use std::os::fd::AsRawFd;
@@ -1111,6 +1122,43 @@ mod tests {
     /// A stop while the accept loop waits out its back-off after a failed
     /// `accept` ends the loop then, not when the back-off is over (here an
     /// hour, which the test would never see the end of).
+    #[test]
+    fn answered_messages_are_told_from_the_others() {
+        for text in [
+            &br#"["REQ","s",{}]"#[..],
+            br#" [ "EVENT",{}]"#,
+            br#"["COUNT","c",{}]"#,
+            br#"["AUTH",{}]"#,
+            br#"["NEG-OPEN","n",{},"61"]"#,
+            br#"["NEG-MSG","n","61"]"#,
+        ] {
+            assert!(
+                answered_soon(text, false),
+                "{}",
+                String::from_utf8_lossy(text)
+            );
+            let framed = [&[transport::JSON][..], text].concat();
+            assert!(answered_soon(&framed, true));
+        }
+        for text in [
+            &br#"["CLOSE","s"]"#[..],
+            br#"["NEG-CLOSE","n"]"#,
+            br#"["REQUEST"]"#,
+            b"",
+            b"not json",
+        ] {
+            assert!(
+                !answered_soon(text, false),
+                "{}",
+                String::from_utf8_lossy(text)
+            );
+        }
+        assert!(answered_soon(&[transport::EVENT, 1, 2], true));
+        assert!(answered_soon(&[transport::AUTH], true));
+        assert!(!answered_soon(&[transport::HOLD], true));
+        assert!(!answered_soon(b"", true));
+    }
+
     #[test]
     fn a_stop_during_the_accept_back_off_ends_the_loop() {
         let dir = tempfile::tempdir().unwrap();

@@ -553,3 +553,36 @@ async fn hostile_input_gets_answers_and_the_relay_keeps_serving() {
         vec![e]
     );
 }
+
+/// A client that leaves Nagle's algorithm on (tokio-tungstenite's default,
+/// and nostr-bench's) holds each message while the one before is not
+/// acknowledged. The relay acknowledges at once the reads it does not
+/// answer (a `CLOSE`) and lets its answer acknowledge the others (`EVENT`:
+/// its `OK`; `REQ`: its results), so no round of publish, query and close
+/// waits for a delayed acknowledgement (40 ms on Linux). The median round
+/// is compared with that wait, which a relay that leaves a `CLOSE`
+/// unacknowledged pays on every round.
+#[tokio::test]
+async fn a_client_with_nagle_on_never_waits_for_a_delayed_acknowledgement() {
+    let relay = TestRelay::start();
+    let mut c = Client::connect(&relay.url).await;
+    let keys = Keys::derive(4, 7);
+    let mut rounds = Vec::new();
+    for i in 0..21 {
+        let started = std::time::Instant::now();
+        let e = event(&keys, now(), 1, &[&["t", "nagle"]], &format!("round {i}"));
+        assert_eq!(c.publish(&e).await, (true, String::new()));
+        let found = c
+            .query("q", &[filter(r##"{"#t":["nagle"],"limit":1}"##)])
+            .await;
+        assert_eq!(found.len(), 1);
+        c.close("q").await;
+        rounds.push(started.elapsed());
+    }
+    rounds.sort();
+    let median = rounds[rounds.len() / 2];
+    assert!(
+        median < std::time::Duration::from_millis(20),
+        "median round {median:?}: a delayed acknowledgement held the client (rounds {rounds:?})"
+    );
+}
