@@ -80,6 +80,9 @@ pub struct Metrics {
     queries_failed: Mutex<Vec<(String, u64)>>,
     /// Signatures found valid by a batch check (`signatures.rs`).
     pub signatures_batched: AtomicU64,
+    /// Batch checks of signatures that passed (`signatures_batched` over
+    /// this is the average batch).
+    pub signature_batches: AtomicU64,
     /// Batch checks of signatures that failed (each of their signatures
     /// then checked alone).
     pub signature_batches_failed: AtomicU64,
@@ -113,6 +116,7 @@ impl Default for Metrics {
             rejected: Mutex::new(Vec::new()),
             queries_failed: Mutex::new(Vec::new()),
             signatures_batched: AtomicU64::new(0),
+            signature_batches: AtomicU64::new(0),
             signature_batches_failed: AtomicU64::new(0),
             query_seconds: Histogram::new(LATENCY_BOUNDS),
             writer_batch: Histogram::new(BATCH_BOUNDS),
@@ -210,6 +214,13 @@ impl Metrics {
             "Event signatures found valid by a batch check.",
             "counter",
             self.signatures_batched.load(Ordering::Relaxed),
+        );
+        gauge(
+            &mut out,
+            "nostrwire_signature_batches_total",
+            "Batch checks of signatures that passed (signatures_batched_total over this is the average batch).",
+            "counter",
+            self.signature_batches.load(Ordering::Relaxed),
         );
         gauge(
             &mut out,

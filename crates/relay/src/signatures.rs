@@ -139,6 +139,7 @@ impl Waiting {
                 metrics
                     .signatures_batched
                     .fetch_add(events.len() as u64, Ordering::Relaxed);
+                metrics.signature_batches.fetch_add(1, Ordering::Relaxed);
                 self.size = (self.size * 2).min(BATCH_MAX);
                 return events.into_iter().map(|e| (e, Ok(()))).collect();
             }
