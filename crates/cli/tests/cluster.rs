@@ -54,11 +54,24 @@ fn exported_ids(lines: &[String]) -> HashSet<String> {
 /// loaded machine, and well short of the minute a reader with async-nats'
 /// 15 s heartbeats would stall for.
 fn converge(cluster: &Cluster, nodes: &[usize]) -> u64 {
-    // The nodes refresh the stream's last sequence every second.
-    std::thread::sleep(Duration::from_millis(1500));
-    let last = cluster.stream_sequence(nodes);
-    cluster.wait_applied(nodes, last, Duration::from_secs(30));
-    last
+    // The nodes refresh the stream's last sequence every second, and a
+    // loaded machine may refresh late: the sequence counts once every node
+    // has applied it and it held still across another refresh.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut seen = None;
+    loop {
+        std::thread::sleep(Duration::from_millis(1500));
+        let last = cluster.stream_sequence(nodes);
+        cluster.wait_applied(nodes, last, Duration::from_secs(30));
+        if seen == Some(last) {
+            return last;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the stream's last sequence kept moving ({seen:?}, then {last})"
+        );
+        seen = Some(last);
+    }
 }
 
 #[test]
