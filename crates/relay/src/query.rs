@@ -708,15 +708,14 @@ fn deliver_stored(shared: &Shared, job: &mut Job, batches: &mut Batches<'_>) -> 
     if !batches.is_on() && !sub.outbox.is_binary() {
         // The `EVENT` messages of this turn's rendered results, sized at
         // once: `["EVENT","<id>",` and `]` around each JSON.
-        let (bytes, messages) = d.results[d.next..]
-            .iter()
-            .take_while(|f| !f.is_deferred())
-            .map(|f| f.json.len() + sub.id.len() + 13)
-            .scan(0usize, |total, n| {
-                *total += n;
-                (*total <= DELIVERY_TURN_BYTES + n).then_some(n)
-            })
-            .fold((0, 0), |(b, m), n| (b + n, m + 1));
+        let (mut bytes, mut messages) = (0, 0);
+        for f in d.results[d.next..].iter().take_while(|f| !f.is_deferred()) {
+            if bytes >= DELIVERY_TURN_BYTES {
+                break;
+            }
+            bytes += f.json.len() + sub.id.len() + 13;
+            messages += 1;
+        }
         batches.texts.reserve(bytes, messages);
     }
     let mut sent = 0;

@@ -244,11 +244,9 @@ impl LmdbStore {
             return Ok(());
         }
         if cursor.as_stored != AsStored::Never {
-            let key = schema::serial_bytes(serial);
-            let Some((_, value)) = self.stored_value(txn, &key)? else {
+            let Some(whole) = self.stored_whole(txn, serial)? else {
                 return Ok(());
             };
-            let whole = self.whole_value(txn, &key, value)?;
             let (expires, stored) = split_value(&whole)?;
             let record = self.unpack(stored)?;
             return self.consider_with(
@@ -353,13 +351,11 @@ impl LmdbStore {
         cursor: &mut QueryCursor,
         now: u64,
     ) -> StoreResult<()> {
-        let key = schema::serial_bytes(serial);
         // Looked up in the snapshot every time: a removed event is gone
         // here, whatever the cache holds.
-        let Some((_, value)) = self.stored_value(txn, &key)? else {
+        let Some(whole) = self.stored_whole(txn, serial)? else {
             return Ok(());
         };
-        let whole = self.whole_value(txn, &key, value)?;
         let (expires, stored) = split_value(&whole)?;
         if expires.is_some_and(|t| t <= now) {
             return Ok(());
@@ -550,12 +546,10 @@ impl LmdbStore {
             cursor.examined += 1;
             return Ok(true);
         }
-        let key = schema::serial_bytes(serial);
-        let Some((_, value)) = self.stored_value(txn, &key)? else {
+        let Some(whole) = self.stored_whole(txn, serial)? else {
             cursor.examined += 1;
             return Ok(true);
         };
-        let whole = self.whole_value(txn, &key, value)?;
         let (expires, stored) = split_value(&whole)?;
         if !cursor.as_stored.keeps(stored) {
             return Ok(false);

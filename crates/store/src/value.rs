@@ -204,6 +204,21 @@ impl LmdbStore {
         }
     }
 
+    /// The whole stored value of `serial` (expiration header and record
+    /// part, a cut value joined), or `None` when `txn`'s snapshot does not
+    /// hold the event.
+    pub(crate) fn stored_whole<'t>(
+        &self,
+        txn: &'t RoTxn<'_>,
+        serial: u64,
+    ) -> StoreResult<Option<Cow<'t, [u8]>>> {
+        let key = schema::serial_bytes(serial);
+        match self.stored_value(txn, &key)? {
+            Some((_, value)) => self.whole_value(txn, &key, value).map(Some),
+            None => Ok(None),
+        }
+    }
+
     /// The table holding the stored value under `key`, and the value (or
     /// its first part, when cut): `events`, else `replaceable`.
     pub(crate) fn stored_value<'t>(
