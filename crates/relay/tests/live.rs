@@ -46,7 +46,13 @@ async fn an_event_committed_after_eose_reaches_every_new_subscription() {
                 }
                 sub.close(&id).await;
                 if round + 1 == ROUNDS {
-                    // Closed: a match published now is not sent.
+                    // Closed: a match published now is not sent. A query
+                    // on the same connection answers after its CLOSE is
+                    // handled (one connection's frames are handled in
+                    // order); the publisher's event comes on another
+                    // connection, which NIP-01 does not order against it.
+                    let probe = filter(r##"{"kinds":[7],"#t":["never"],"limit":1}"##);
+                    assert!(sub.query("probe", &[probe]).await.is_empty());
                     let after = event(&keys, now(), 1, &[&["t", &tag]], "after close");
                     assert!(publisher.publish(&after).await.0);
                     sub.expect_silence().await;
